@@ -1,0 +1,3 @@
+module github.com/podtrace/podtrace
+
+go 1.26.0
