@@ -1,0 +1,782 @@
+package phases
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Attribute keys podtrace adds to spans (OTel semantic conventions are used where they exist).
+const (
+	AttrPodName         = "k8s.pod.name"
+	AttrPodUID          = "k8s.pod.uid"
+	AttrNamespace       = "k8s.namespace.name"
+	AttrNodeName        = "k8s.node.name"
+	AttrDeploymentName  = "k8s.deployment.name"
+	AttrReplicaSetName  = "k8s.replicaset.name"
+	AttrContainerName   = "k8s.container.name"
+	AttrRestarts        = "k8s.container.restart_count"
+	AttrImageName       = "container.image.name"
+	AttrImageSize       = "container.image.size"
+	AttrImageCache      = "podtrace.image.cache"
+	AttrOutcome         = "podtrace.outcome"
+	AttrSourceStart     = "podtrace.time.source.start"
+	AttrSourceEnd       = "podtrace.time.source.end"
+	AttrPrecisionStart  = "podtrace.time.precision.start"
+	AttrPrecisionEnd    = "podtrace.time.precision.end"
+	AttrObserved        = "podtrace.time.observed"
+	AttrClamped         = "podtrace.clamped"
+	AttrApplicable      = "podtrace.phase.applicable"
+	AttrRoot            = "podtrace.root"
+	AttrClient          = "podtrace.client"
+	AttrAttempts        = "podtrace.scheduling.attempts"
+	AttrKubeletAhead    = "podtrace.clock.kubelet_ahead_ms"
+	AttrSchedulerAhead  = "podtrace.clock.scheduler_ahead_ms"
+	AttrControllerAhead = "podtrace.clock.controller_ahead_ms"
+	AttrCurrentPhase    = "podtrace.phase.current"
+	AttrPullTransfer    = "podtrace.image.pull.transfer_ms"
+	AttrPullTotal       = "podtrace.image.pull.total_ms"
+)
+
+// Summary holds the figures the metrics are made of, computed once with the spans.
+type Summary struct {
+	Outcome Outcome
+	// PhaseDurations is indexed like Phases; PhaseObserved says which durations were measured
+	// at both ends (unobserved phases are not put in histograms).
+	PhaseDurations [6]time.Duration
+	PhaseObserved  [6]bool
+	// Startup is Pod created → Ready (and serving); set only for the ready outcome.
+	Startup time.Duration
+	// SLI is the SIG-scalability pod startup SLI: created → all containers started, minus image
+	// pulls and init containers. SLIEligible is false for stateful Pods, Pods that needed more
+	// than one scheduling attempt and Pods that did not start.
+	SLI         time.Duration
+	SLIEligible bool
+	// ColdPulls are the pull lengths (Pulling → Pulled) of images the kubelet actually pulled.
+	ColdPulls          []time.Duration
+	PullsPulled        int
+	PullsPresent       int
+	PullsFailed        int
+	SchedulingAttempts int
+	// CurrentPhase is where the Pod was when the trace ended without Ready.
+	CurrentPhase string
+}
+
+// Options tune Build. The zero value is valid.
+type Options struct {
+	// Stateful marks Pods with volumes other than secret, configMap, downwardAPI, emptyDir or
+	// projected; the kubelet excludes them from its SLI and so does podtrace.
+	Stateful bool
+}
+
+// point is a resolved boundary with where it came from.
+type point struct {
+	t        time.Time
+	src      Source
+	observed bool
+}
+
+func resolve(t Times) point {
+	s, ok := t.Resolve()
+	if !ok {
+		return point{}
+	}
+	return point{t: s.Time, src: s.Source, observed: true}
+}
+
+func derived(t time.Time) point { return point{t: t, src: SourceDerived} }
+
+func later(a, b point) point {
+	if !a.observed {
+		return b
+	}
+	if b.observed && b.t.After(a.t) {
+		return b
+	}
+	return a
+}
+
+// Build reconstructs the spans of one Pod's startup from what was observed. It reads no clock:
+// the same Pod gives the same spans.
+func Build(in *Pod, opts Options) *Trace {
+	p, skew := correctSkew(in)
+	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}}
+	outcome := p.Outcome
+	if outcome == "" {
+		outcome = OutcomeReady
+	}
+	bareRoot := p.Root == RootBarePod || p.Root == RootController
+
+	// The chain of phase boundaries, in causal order.
+	created := resolve(p.Created)
+	persisted := resolve(p.AuditPersisted)
+	if !persisted.observed && !bareRoot {
+		persisted = resolve(p.RootPersisted)
+	}
+	if bareRoot && !persisted.observed {
+		persisted = created
+	}
+	kubeletDone := resolve(p.ContainersReady)
+	if !kubeletDone.observed {
+		kubeletDone = b.lastContainer(func(c *Container) Times { return c.ReadyAt })
+	}
+	ready := resolve(p.Ready)
+	served := ready
+	if p.HasService {
+		served = later(ready, resolve(p.EndpointsReady))
+		if !resolve(p.EndpointsReady).observed {
+			served = point{}
+		}
+	}
+	chain := []point{
+		{},                       // client sent the request: never observed without client data
+		resolve(p.AuditReceived), // apiserver received it
+		persisted,                // persisted (Pending)
+		created,                  // the Pod exists
+		resolve(p.Scheduled),     // bound to a node
+		kubeletDone,              // the kubelet found every container ready
+		served,                   // Ready reported and in the endpoints
+	}
+	end := point{t: p.End, src: SourceWatch, observed: !p.End.IsZero()}
+	current := -1 // the phase a Pod that did not get Ready was in
+	if outcome != OutcomeReady {
+		last := 0
+		for i := len(chain) - 1; i > 0; i-- {
+			if chain[i].observed {
+				last = i
+				break
+			}
+		}
+		if last == len(chain)-1 {
+			last = len(chain) - 2
+		}
+		current = last
+		for i := last + 1; i < len(chain); i++ {
+			chain[i] = end
+		}
+	}
+	// Unobserved boundaries take the previous one (the span then says it was not observed);
+	// the chain's start takes the first observed boundary.
+	first := point{}
+	for _, c := range chain {
+		if c.observed {
+			first = c
+			break
+		}
+	}
+	if !chain[0].observed {
+		chain[0] = derived(first.t)
+	}
+	clamped := make([]bool, len(chain))
+	for i := 1; i < len(chain); i++ {
+		if !chain[i].observed {
+			chain[i] = derived(chain[i-1].t)
+			chain[i].src = SourceDerived
+		}
+		if chain[i].t.Before(chain[i-1].t) {
+			chain[i].t = chain[i-1].t
+			clamped[i] = true
+		}
+	}
+
+	// Root and phases.
+	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServicePodtrace}, -1, chain[0], chain[len(chain)-1])
+	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(outcome, skew)...)
+	var sum Summary
+	sum.Outcome = outcome
+	phase := make([]int, len(Phases))
+	for i, name := range Phases {
+		s, e := chain[i], chain[i+1]
+		if i == 5 { // status starts when the containers have started, while readiness is probed
+			started := b.lastContainer(func(c *Container) Times { return c.Started })
+			if started.observed && started.t.After(chain[4].t) && started.t.Before(e.t) {
+				s = started
+			}
+		}
+		phase[i] = b.add(Span{Name: name, Path: name, Service: phaseService(name, p)}, rootIdx, s, e)
+		if clamped[i+1] {
+			b.trace.Spans[phase[i]].Attrs = append(b.trace.Spans[phase[i]].Attrs, Attr{AttrClamped, "end"})
+		}
+		sum.PhaseDurations[i] = e.t.Sub(s.t)
+		sum.PhaseObserved[i] = s.observed && e.observed
+	}
+	if !chain[1].observed { // no audit data: submit and apiserver have no measured length
+		for _, i := range []int{0, 1} {
+			b.trace.Spans[phase[i]].Attrs = append(b.trace.Spans[phase[i]].Attrs, Attr{AttrObserved, false})
+			sum.PhaseObserved[i] = false
+		}
+	}
+	if bareRoot {
+		sp := &b.trace.Spans[phase[2]]
+		sp.Attrs = append(sp.Attrs, Attr{AttrApplicable, false})
+		sum.PhaseObserved[2] = false
+	}
+
+	b.controllers(phase[2], chain[2], chain[3])
+	b.scheduling(phase[3])
+	b.kubelet(phase[4], chain[4], &sum)
+	b.status(phase[5], kubeletDone, ready)
+
+	root := &b.trace.Spans[rootIdx]
+	if outcome == OutcomeReady {
+		root.Status = StatusOK
+		if created.observed && served.observed {
+			sum.Startup = served.t.Sub(created.t)
+		}
+	} else {
+		name := Phases[current]
+		if p.StuckPhase != "" {
+			name = p.StuckPhase
+		}
+		sum.CurrentPhase = name
+		msg := failureMessage(p, outcome, name)
+		root.Status, root.StatusMessage = StatusError, msg
+		sp := &b.trace.Spans[phase[current]]
+		sp.Status, sp.StatusMessage = StatusError, msg
+		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, name})
+	}
+	sum.SchedulingAttempts = attempts(p)
+	root.Attrs = append(root.Attrs, Attr{AttrAttempts, int64(sum.SchedulingAttempts)})
+	b.sli(&sum, created, opts)
+	b.finish()
+	b.trace.Summary = sum
+	return b.trace
+}
+
+// builder accumulates the spans of one trace.
+type builder struct {
+	pod   *Pod
+	trace *Trace
+}
+
+// add appends a span between two points, inside its parent (clamping is recorded), and returns
+// its index.
+func (b *builder) add(s Span, parent int, start, end point) int {
+	s.TraceID = b.trace.TraceID
+	s.SpanID = SpanIDFor(b.pod.UID, s.Path)
+	if end.t.Before(start.t) {
+		end.t = start.t
+		s.Attrs = append(s.Attrs, Attr{AttrClamped, "end"})
+	}
+	if parent >= 0 {
+		ps := &b.trace.Spans[parent]
+		s.ParentSpanID = ps.SpanID
+		var clamp []string
+		if start.t.Before(ps.Start) {
+			start.t, clamp = ps.Start, append(clamp, "start")
+		}
+		if start.t.After(ps.End) {
+			start.t, clamp = ps.End, append(clamp, "start")
+		}
+		if end.t.After(ps.End) {
+			end.t, clamp = ps.End, append(clamp, "end")
+		}
+		if end.t.Before(start.t) {
+			end.t, clamp = start.t, append(clamp, "end")
+		}
+		if len(clamp) > 0 {
+			s.Attrs = append(s.Attrs, Attr{AttrClamped, strings.Join(clamp, ",")})
+		}
+	}
+	s.Start, s.End = start.t, end.t
+	s.Attrs = append(s.Attrs,
+		Attr{AttrSourceStart, string(orDerived(start))},
+		Attr{AttrSourceEnd, string(orDerived(end))},
+		Attr{AttrPrecisionStart, precision(start)},
+		Attr{AttrPrecisionEnd, precision(end)},
+	)
+	if !start.observed || !end.observed {
+		if !hasAttr(s.Attrs, AttrObserved) {
+			s.Attrs = append(s.Attrs, Attr{AttrObserved, false})
+		}
+	}
+	b.trace.Spans = append(b.trace.Spans, s)
+	return len(b.trace.Spans) - 1
+}
+
+func orDerived(p point) Source {
+	if !p.observed || p.src == "" {
+		return SourceDerived
+	}
+	return p.src
+}
+
+func precision(p point) string {
+	if !p.observed {
+		return "none"
+	}
+	switch p.src {
+	case SourceWatch:
+		return "receive"
+	case SourceMessage:
+		return "1ms"
+	}
+	d := p.src.Precision()
+	switch d {
+	case time.Nanosecond:
+		return "1ns"
+	case time.Microsecond:
+		return "1us"
+	case time.Second:
+		return "1s"
+	}
+	return "none"
+}
+
+func hasAttr(as []Attr, key string) bool {
+	for _, a := range as {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func phaseService(phase string, p *Pod) string {
+	switch phase {
+	case PhaseSubmit:
+		if p.Client != "" {
+			return p.Client
+		}
+		if p.Root == RootReplicaSet || p.Root == RootController {
+			return ServiceController
+		}
+		return ServiceClient
+	case PhaseAPIServer:
+		return ServiceAPIServer
+	case PhaseControllers:
+		return ServiceController
+	case PhaseScheduling:
+		return ServiceScheduler
+	}
+	return ServiceKubelet
+}
+
+func (b *builder) podAttrs(outcome Outcome, skew clockSkew) []Attr {
+	p := b.pod
+	as := []Attr{
+		{AttrPodName, p.Name},
+		{AttrPodUID, p.UID},
+		{AttrNamespace, p.Namespace},
+		{AttrOutcome, string(outcome)},
+		{AttrRoot, string(p.Root)},
+	}
+	if p.Node != "" {
+		as = append(as, Attr{AttrNodeName, p.Node})
+	}
+	if p.Deployment != "" {
+		as = append(as, Attr{AttrDeploymentName, p.Deployment})
+	}
+	if p.ReplicaSet != "" {
+		as = append(as, Attr{AttrReplicaSetName, p.ReplicaSet})
+	}
+	if p.Client != "" {
+		as = append(as, Attr{AttrClient, p.Client})
+	}
+	if skew.kubelet > 0 {
+		as = append(as, Attr{AttrKubeletAhead, skew.kubelet.Milliseconds()})
+	}
+	if skew.scheduler > 0 {
+		as = append(as, Attr{AttrSchedulerAhead, skew.scheduler.Milliseconds()})
+	}
+	if skew.controller > 0 {
+		as = append(as, Attr{AttrControllerAhead, skew.controller.Milliseconds()})
+	}
+	return as
+}
+
+// lastContainer resolves a per-container boundary for every app container and returns the
+// latest, or an unobserved point if any app container lacks it.
+func (b *builder) lastContainer(get func(*Container) Times) point {
+	var out point
+	n := 0
+	for i := range b.pod.Containers {
+		c := &b.pod.Containers[i]
+		if c.Init && !c.Sidecar {
+			continue
+		}
+		n++
+		pt := resolve(get(c))
+		if !pt.observed {
+			return point{}
+		}
+		out = later(out, pt)
+	}
+	if n == 0 {
+		return point{}
+	}
+	return out
+}
+
+func (b *builder) controllers(parent int, persisted, created point) {
+	p := b.pod
+	switch p.Root {
+	case RootDeployment:
+		scaled := resolve(p.ReplicaSetScaled)
+		if !scaled.observed {
+			scaled = derived(persisted.t)
+		}
+		b.add(Span{Name: "controllers.deployment", Path: "controllers.deployment", Service: ServiceController}, parent, persisted, scaled)
+		b.add(Span{Name: "controllers.replicaset", Path: "controllers.replicaset", Service: ServiceController}, parent, scaled, created)
+	case RootReplicaSet:
+		b.add(Span{Name: "controllers.replicaset", Path: "controllers.replicaset", Service: ServiceController}, parent, persisted, created)
+	}
+}
+
+func (b *builder) scheduling(parent int) {
+	sp := &b.trace.Spans[parent]
+	for _, o := range b.pod.SchedulingFailure {
+		sp.Events = append(sp.Events, occurrenceEvent("FailedScheduling", o))
+	}
+	for _, o := range b.pod.Preempted {
+		sp.Events = append(sp.Events, occurrenceEvent("Preempted", o))
+	}
+	sortEvents(sp.Events)
+}
+
+func occurrenceEvent(name string, o Occurrence) Event {
+	as := []Attr{{"message", o.Message}}
+	if o.Reason != "" && o.Reason != name {
+		as = append(as, Attr{"reason", o.Reason})
+	}
+	if o.Count > 1 {
+		as = append(as, Attr{"count", int64(o.Count)})
+	}
+	as = append(as, Attr{"podtrace.time.source", string(o.Time.Source)})
+	return Event{Name: name, Time: o.Time.Time, Attrs: as}
+}
+
+func sortEvents(es []Event) {
+	sort.SliceStable(es, func(i, j int) bool { return es[i].Time.Before(es[j].Time) })
+}
+
+// kubelet adds the sandbox, init containers and per-container steps. The kubelet works through
+// a Pod in order (sandbox, each init container to completion, then each app container: pull,
+// create, start, postStart), so each step starts where the one before it ended.
+func (b *builder) kubelet(parent int, bound point, sum *Summary) {
+	p := b.pod
+	sp := &b.trace.Spans[parent]
+	for _, o := range p.PodWarnings {
+		sp.Events = append(sp.Events, occurrenceEvent(o.Reason, o))
+	}
+	sortEvents(sp.Events)
+	if len(p.PodWarnings) > 0 && sp.Status != StatusError && b.pod.Outcome != OutcomeReady && b.pod.Outcome != "" {
+		last := p.PodWarnings[len(p.PodWarnings)-1]
+		sp.Status, sp.StatusMessage = StatusError, last.Reason+": "+last.Message
+	}
+	sandbox := resolve(p.SandboxReady)
+	sbStart := bound
+	sb := b.add(Span{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.trace.Spans[parent].End))
+	for _, o := range p.PodWarnings {
+		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "FailedMount" || o.Reason == "NetworkNotReady" {
+			s := &b.trace.Spans[sb]
+			s.Events = append(s.Events, occurrenceEvent(o.Reason, o))
+			if !sandbox.observed {
+				s.Status, s.StatusMessage = StatusError, o.Reason
+			}
+		}
+	}
+	turn := b.trace.Spans[sb].endPoint()
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		turn = b.container(parent, c, turn, sum)
+	}
+}
+
+func orEnd(p point, t time.Time) point {
+	if p.observed {
+		return p
+	}
+	return derived(t)
+}
+
+// container adds one container's span and its steps, starting at turn (when the kubelet got
+// to it), and returns when the next container's turn starts.
+func (b *builder) container(parent int, c *Container, turn point, sum *Summary) point {
+	name := "container"
+	if c.Init && !c.Sidecar {
+		name = "container.init"
+	} else if c.Sidecar {
+		name = "container.sidecar"
+	}
+	path := name + "/" + c.Name
+	pullStart, pullEnd := resolve(c.PullStarted), resolve(c.PullFinished)
+	created, started := resolve(c.Created), resolve(c.Started)
+	startupDone, readyAt, finished := resolve(c.StartupDone), resolve(c.ReadyAt), resolve(c.Finished)
+
+	// The container's own span runs from its turn to its last observed step.
+	cEnd := turn
+	for _, pt := range []point{pullStart, pullEnd, created, started, startupDone, readyAt, finished} {
+		cEnd = later(cEnd, pt)
+	}
+	failed := len(c.PullFailures) > 0 || len(c.Failures) > 0
+	parentEnd := b.trace.Spans[parent].End
+	if !(readyAt.observed || finished.observed) && failed {
+		cEnd = derived(parentEnd)
+	}
+	ci := b.add(Span{Name: name, Path: path, Service: ServiceKubelet}, parent, turn, cEnd)
+	cs := &b.trace.Spans[ci]
+	cs.Attrs = append(cs.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image})
+	if c.Restarts > 0 {
+		cs.Attrs = append(cs.Attrs, Attr{AttrRestarts, int64(c.Restarts)})
+	}
+	for _, o := range c.Failures {
+		cs.Events = append(cs.Events, occurrenceEvent(o.Reason, o))
+	}
+	for _, o := range c.Unhealthy {
+		cs.Events = append(cs.Events, occurrenceEvent("Unhealthy", o))
+	}
+	sortEvents(cs.Events)
+	if len(c.Failures) > 0 && !(readyAt.observed || finished.observed) {
+		last := c.Failures[len(c.Failures)-1]
+		cs.Status, cs.StatusMessage = StatusError, last.Reason
+	}
+
+	// Image pull: Pulling → Pulled (includes waiting behind other pulls), with the pure
+	// transfer the kubelet states as a child ending at Pulled.
+	ps := pullStart
+	if !ps.observed {
+		ps = turn // already present: the check starts when the kubelet gets to the container
+		if c.Cache == "warm" && pullEnd.observed && (turn.src == SourceStatus || turn.src == SourceMetadata || !turn.observed) {
+			ps = pullEnd // a whole-second turn would invent up to a second of pulling
+		}
+	}
+	pe := pullEnd
+	pullFailed := len(c.PullFailures) > 0 && !pullEnd.observed
+	if pullFailed {
+		pe = derived(parentEnd)
+	}
+	if pe.observed || pullFailed || ps.observed {
+		if !pe.observed && !pullFailed {
+			pe = derived(ps.t)
+		}
+		pi := b.add(Span{Name: "container.image_pull", Path: path + "/image_pull", Service: ServiceKubelet}, ci, ps, pe)
+		sp := &b.trace.Spans[pi]
+		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image})
+		if c.Cache != "" {
+			sp.Attrs = append(sp.Attrs, Attr{AttrImageCache, c.Cache})
+		}
+		if c.ImageSize > 0 {
+			sp.Attrs = append(sp.Attrs, Attr{AttrImageSize, c.ImageSize})
+		}
+		if c.PullTotal > 0 {
+			sp.Attrs = append(sp.Attrs, Attr{AttrPullTotal, float64(c.PullTotal) / float64(time.Millisecond)})
+		}
+		for _, o := range c.PullFailures {
+			sp.Events = append(sp.Events, occurrenceEvent(o.Reason, o))
+			sum.PullsFailed++
+		}
+		sortEvents(sp.Events)
+		if pullFailed {
+			last := c.PullFailures[len(c.PullFailures)-1]
+			sp.Status, sp.StatusMessage = StatusError, last.Reason
+			cs := &b.trace.Spans[ci]
+			cs.Status, cs.StatusMessage = StatusError, last.Reason
+		}
+		switch c.Cache {
+		case "cold":
+			sum.PullsPulled++
+			if pullStart.observed && pullEnd.observed {
+				sum.ColdPulls = append(sum.ColdPulls, pullEnd.t.Sub(pullStart.t))
+			}
+		case "warm":
+			sum.PullsPresent++
+		}
+		if c.PullTransfer > 0 && pullEnd.observed {
+			ts := point{t: pullEnd.t.Add(-c.PullTransfer), src: SourceMessage, observed: true}
+			ti := b.add(Span{Name: "container.image_pull.transfer", Path: path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
+			t := &b.trace.Spans[ti]
+			t.Attrs = append(t.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image}, Attr{AttrPullTransfer, float64(c.PullTransfer) / float64(time.Millisecond)})
+		}
+	}
+	step := func(name string, s, e point) {
+		if !e.observed {
+			return
+		}
+		if !s.observed {
+			s = derived(e.t)
+		}
+		i := b.add(Span{Name: name, Path: path + "/" + strings.TrimPrefix(name, "container."), Service: ServiceKubelet}, ci, s, e)
+		b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrContainerName, c.Name})
+	}
+	afterPull := later(pe, ps)
+	if pullFailed {
+		afterPull = point{}
+	}
+	step("container.create", afterPull, created)
+	step("container.start", created, started)
+	next := later(started, created)
+	if c.HasPostStart && started.observed {
+		// The hook runs synchronously after Started; its end shows as the container's
+		// running state or the next container's turn, whichever was observed first.
+		hookEnd := later(startupDone, readyAt)
+		if !hookEnd.observed {
+			hookEnd = derived(started.t)
+		}
+		step("container.post_start", started, hookEnd)
+	}
+	if c.HasStartupProbe {
+		step("container.startup_probe", started, startupDone)
+	}
+	if c.HasReadinessProbe || (!c.Init || c.Sidecar) {
+		rs := later(started, startupDone)
+		if c.HasReadinessProbe {
+			sp := readyAt
+			if !sp.observed && len(c.Unhealthy) > 0 {
+				sp = derived(parentEnd)
+				sp.observed = false
+			}
+			if sp.observed {
+				step("container.readiness", rs, sp)
+			}
+		}
+	}
+	if c.Init && !c.Sidecar {
+		step("container.run", started, finished)
+		if finished.observed {
+			return finished
+		}
+		if started.observed {
+			return started
+		}
+		return turn
+	}
+	if next.observed {
+		return next
+	}
+	return turn
+}
+
+func (b *builder) status(parent int, kubeletDone, ready point) {
+	p := b.pod
+	ps := &b.trace.Spans[parent]
+	start := ps.startPoint()
+	running := resolve(p.Running)
+	if running.observed {
+		b.add(Span{Name: "status.running", Path: "status.running", Service: ServiceKubelet}, parent, start, running)
+	}
+	if ready.observed {
+		b.add(Span{Name: "status.ready", Path: "status.ready", Service: ServiceKubelet}, parent, later(kubeletDone, start), ready)
+	}
+	if p.HasService {
+		if ep := resolve(p.EndpointsReady); ep.observed {
+			i := b.add(Span{Name: "status.endpoints", Path: "status.endpoints", Service: ServiceController}, parent, later(ready, start), ep)
+			_ = i
+		}
+	}
+}
+
+// sli computes the SIG-scalability startup SLI: created → all containers started (observed via
+// watch where podtrace saw it), minus time spent pulling images (overlapping pulls merged) and
+// minus init container runtime.
+func (b *builder) sli(sum *Summary, created point, opts Options) {
+	p := b.pod
+	started := b.lastContainer(func(c *Container) Times { return c.Started })
+	if opts.Stateful || !created.observed || !started.observed || sum.SchedulingAttempts > 1 {
+		return
+	}
+	var pulls [][2]time.Time
+	var initRuntime time.Duration
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		ps, pe := resolve(c.PullStarted), resolve(c.PullFinished)
+		if ps.observed && pe.observed && pe.t.After(ps.t) {
+			pulls = append(pulls, [2]time.Time{ps.t, pe.t})
+		}
+		if c.Init && !c.Sidecar {
+			s, f := resolve(c.Started), resolve(c.Finished)
+			if s.observed && f.observed && f.t.After(s.t) {
+				initRuntime += f.t.Sub(s.t)
+			}
+		}
+	}
+	sli := started.t.Sub(created.t) - mergedLength(pulls) - initRuntime
+	if sli < 0 {
+		sli = 0
+	}
+	sum.SLI, sum.SLIEligible = sli, true
+}
+
+func mergedLength(iv [][2]time.Time) time.Duration {
+	sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
+	var total time.Duration
+	var cur [2]time.Time
+	for i, v := range iv {
+		if i == 0 || v[0].After(cur[1]) {
+			if i > 0 {
+				total += cur[1].Sub(cur[0])
+			}
+			cur = v
+			continue
+		}
+		if v[1].After(cur[1]) {
+			cur[1] = v[1]
+		}
+	}
+	if len(iv) > 0 {
+		total += cur[1].Sub(cur[0])
+	}
+	return total
+}
+
+func attempts(p *Pod) int {
+	n := 0
+	for _, o := range p.SchedulingFailure {
+		if o.Count > 1 {
+			n += int(o.Count)
+		} else {
+			n++
+		}
+	}
+	if resolve(p.Scheduled).observed {
+		n++
+	}
+	return n
+}
+
+func failureMessage(p *Pod, outcome Outcome, phase string) string {
+	switch outcome {
+	case OutcomeStuck:
+		if p.FailureReason != "" {
+			return fmt.Sprintf("stuck in %s: %s", phase, p.FailureReason)
+		}
+		return "stuck in " + phase
+	case OutcomeDeleted:
+		return "deleted before Ready, in " + phase
+	}
+	if p.FailureReason != "" {
+		return p.FailureReason
+	}
+	return "failed in " + phase
+}
+
+// finish orders spans: root first, then by start time and path, so output is byte-identical
+// between runs.
+func (b *builder) finish() {
+	spans := b.trace.Spans
+	sort.SliceStable(spans[1:], func(i, j int) bool {
+		a, c := spans[1+i], spans[1+j]
+		if !a.Start.Equal(c.Start) {
+			return a.Start.Before(c.Start)
+		}
+		if da, dc := depth(a.Path), depth(c.Path); da != dc {
+			return da < dc
+		}
+		return a.Path < c.Path
+	})
+}
+
+func depth(path string) int { return strings.Count(path, "/") + strings.Count(path, ".") }
+
+func (s *Span) startPoint() point {
+	return point{t: s.Start, src: Source(s.attrString(AttrSourceStart)), observed: s.attrString(AttrSourceStart) != string(SourceDerived)}
+}
+func (s *Span) endPoint() point {
+	return point{t: s.End, src: Source(s.attrString(AttrSourceEnd)), observed: s.attrString(AttrSourceEnd) != string(SourceDerived)}
+}
+
+func (s *Span) attrString(key string) string {
+	v, _ := s.Attr(key).(string)
+	return v
+}

@@ -1,0 +1,122 @@
+package phases
+
+import "time"
+
+// Outcome is how a Pod's startup ended, as far as podtrace saw it.
+type Outcome string
+
+const (
+	OutcomeReady   Outcome = "ready"   // Ready (and in its Services' endpoints)
+	OutcomeFailed  Outcome = "failed"  // a persistent failure (pull, crash loop, sandbox, mount)
+	OutcomeStuck   Outcome = "stuck"   // not Ready after the stuck deadline
+	OutcomeDeleted Outcome = "deleted" // deleted before it was Ready
+)
+
+// Root says what started the chain that created the Pod.
+type Root string
+
+const (
+	RootDeployment Root = "deployment" // a Deployment change created or scaled the ReplicaSet
+	RootReplicaSet Root = "replicaset" // a ReplicaSet (re)created the Pod without a spec change
+	RootController Root = "controller" // another controller (Job, StatefulSet, DaemonSet…)
+	RootBarePod    Root = "pod"        // the client created the Pod itself
+)
+
+// Occurrence is one failure or warning seen on a step (FailedScheduling, ErrImagePull, Unhealthy…).
+type Occurrence struct {
+	Time    Stamp
+	Reason  string
+	Message string
+	Count   int32 // how many times the API says it happened (core/v1 count or series.count)
+}
+
+// Pod is everything podtrace observed about one Pod's startup. The tracer fills it from objects,
+// events and watch receive times; Build turns it into spans. Each boundary holds every
+// observation of it, with its source, and Build picks the best.
+type Pod struct {
+	UID        string
+	Name       string
+	Namespace  string
+	Node       string
+	Deployment string
+	ReplicaSet string
+	Controller string // kind of a non-ReplicaSet controller owner, if any
+	Root       Root
+	// Client is who sent the request that started the chain: the field manager of the
+	// Deployment change (kubectl-client-side-apply, kubectl, helm…), or the Pod's creator.
+	Client string
+
+	// The root request: a Deployment's spec change, or the Pod itself for a bare Pod.
+	// AuditReceived/AuditPersisted come from the apiserver audit log when podtrace reads it.
+	AuditReceived  Times
+	AuditPersisted Times
+	RootPersisted  Times
+
+	// Controllers: the ReplicaSet created or scaled up for this Pod, then the Pod created.
+	ReplicaSetScaled Times
+	Created          Times
+
+	// Scheduling.
+	Scheduled         Times
+	SchedulingFailure []Occurrence
+	Preempted         []Occurrence
+
+	// Kubelet.
+	KubeletStarted  Times        // status.startTime, first status written by the kubelet
+	SandboxReady    Times        // PodReadyToStartContainers=True
+	Initialized     Times        // Initialized=True
+	PodWarnings     []Occurrence // FailedMount, FailedCreatePodSandBox, NetworkNotReady…
+	Containers      []Container
+	ContainersReady Times
+
+	// Status.
+	Running        Times // phase Running reported
+	Ready          Times // Ready=True reported
+	EndpointsReady Times // the Pod's address ready in an EndpointSlice of a Service selecting it
+	HasService     bool  // a Service selects the Pod, so endpoints are part of "serving"
+
+	Deleted Times
+
+	// Outcome and End are decided by the tracer: End is when the trace ends for outcomes other
+	// than ready (the failure, the stuck deadline, the deletion). FailureReason names the cause.
+	Outcome       Outcome
+	End           time.Time
+	FailureReason string
+	StuckPhase    string
+}
+
+// Container is what was observed about one container, init containers and sidecars included.
+type Container struct {
+	Name    string
+	Image   string
+	Init    bool // in spec.initContainers
+	Sidecar bool // an init container with restartPolicy Always
+
+	HasPostStart      bool
+	HasStartupProbe   bool
+	HasReadinessProbe bool
+
+	PullStarted  Times // Pulling
+	PullFinished Times // Pulled
+	// PullTransfer is the pure pull length and PullTotal the length including waiting in the
+	// kubelet's pull queue, both as the Pulled message states them; 0 when not stated.
+	PullTransfer time.Duration
+	PullTotal    time.Duration
+	ImageSize    int64
+	// Cache is "cold" (pulled), "warm" (already present) or "" (unknown: no Pulled event).
+	Cache        string
+	PullFailures []Occurrence // Failed to pull, ErrImagePull, ImagePullBackOff
+
+	Created Times
+	Started Times
+	// StartupDone is when the startup probe passed (status started=true).
+	StartupDone Times
+	ReadyAt     Times
+	Finished    Times // init containers: terminated with exit 0
+
+	Restarts int32
+	// Failures holds CrashLoopBackOff, RunContainerError, failed hooks; Unhealthy holds probe
+	// failures.
+	Failures  []Occurrence
+	Unhealthy []Occurrence
+}

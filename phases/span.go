@@ -1,0 +1,157 @@
+package phases
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// Phase names, in causal order. Every trace has all six.
+const (
+	PhaseSubmit      = "submit"
+	PhaseAPIServer   = "apiserver"
+	PhaseControllers = "controllers"
+	PhaseScheduling  = "scheduling"
+	PhaseKubelet     = "kubelet"
+	PhaseStatus      = "status"
+)
+
+// Phases lists the six phases in order.
+var Phases = []string{PhaseSubmit, PhaseAPIServer, PhaseControllers, PhaseScheduling, PhaseKubelet, PhaseStatus}
+
+// RootSpanName is the name of the span that covers the whole startup.
+const RootSpanName = "pod.startup"
+
+// Service names: the component that owns each phase, so trace viewers colour by component.
+const (
+	ServicePodtrace   = "podtrace"
+	ServiceAPIServer  = "kube-apiserver"
+	ServiceController = "kube-controller-manager"
+	ServiceScheduler  = "kube-scheduler"
+	ServiceKubelet    = "kubelet"
+	ServiceClient     = "kubectl"
+)
+
+// TraceID is a 16-byte trace ID; SpanID an 8-byte span ID.
+type (
+	TraceID [16]byte
+	SpanID  [8]byte
+)
+
+func (t TraceID) String() string { return hex.EncodeToString(t[:]) }
+func (s SpanID) String() string  { return hex.EncodeToString(s[:]) }
+
+// IsZero reports whether the span ID is unset (a root span's parent).
+func (s SpanID) IsZero() bool { return s == SpanID{} }
+
+// TraceIDFor derives the trace ID from a Pod UID: the UUID's 16 bytes, so the trace ID is the
+// UID without dashes. A UID that is not a UUID is hashed, still deterministically.
+func TraceIDFor(uid string) TraceID {
+	var id TraceID
+	h := strings.ReplaceAll(uid, "-", "")
+	if len(h) == 32 {
+		if b, err := hex.DecodeString(h); err == nil {
+			copy(id[:], b)
+			return id
+		}
+	}
+	sum := sha256.Sum256([]byte(uid))
+	copy(id[:], sum[:16])
+	return id
+}
+
+// SpanIDFor derives a span ID from the Pod UID and the span's path (name plus container), so a
+// restarted podtrace, or a second replica, produces the same IDs for the same Pod.
+func SpanIDFor(uid, path string) SpanID {
+	sum := sha256.Sum256([]byte(uid + "\x00" + path))
+	var id SpanID
+	copy(id[:], sum[:8])
+	if id.IsZero() {
+		id[7] = 1
+	}
+	return id
+}
+
+// StatusCode is a span's outcome.
+type StatusCode int
+
+const (
+	StatusUnset StatusCode = iota
+	StatusOK
+	StatusError
+)
+
+// Attr is one span attribute. Value is a string, int64, float64 or bool.
+type Attr struct {
+	Key   string
+	Value any
+}
+
+// Event is a point in time on a span (a FailedScheduling attempt, a probe failure).
+type Event struct {
+	Name  string
+	Time  time.Time
+	Attrs []Attr
+}
+
+// Span is one reconstructed interval. Path is unique within the trace and seeds the span ID.
+type Span struct {
+	Name          string
+	Path          string
+	Service       string
+	TraceID       TraceID
+	SpanID        SpanID
+	ParentSpanID  SpanID
+	Start         time.Time
+	End           time.Time
+	Status        StatusCode
+	StatusMessage string
+	Attrs         []Attr
+	Events        []Event
+}
+
+// Duration is End − Start.
+func (s *Span) Duration() time.Duration { return s.End.Sub(s.Start) }
+
+// Attr returns the value of the attribute key, or nil.
+func (s *Span) Attr(key string) any {
+	for _, a := range s.Attrs {
+		if a.Key == key {
+			return a.Value
+		}
+	}
+	return nil
+}
+
+// Trace is the reconstruction of one Pod's startup: the root span first, then its descendants
+// in start order.
+type Trace struct {
+	TraceID TraceID
+	Pod     *Pod
+	Spans   []Span
+	Summary Summary
+}
+
+// Root returns the pod.startup span.
+func (t *Trace) Root() *Span { return &t.Spans[0] }
+
+// Phase returns the span of a phase by name, or nil.
+func (t *Trace) Phase(name string) *Span {
+	for i := range t.Spans {
+		if t.Spans[i].Name == name && t.Spans[i].ParentSpanID == t.Spans[0].SpanID {
+			return &t.Spans[i]
+		}
+	}
+	return nil
+}
+
+// Find returns the first span with the given path, or nil.
+func (t *Trace) Find(path string) *Span {
+	for i := range t.Spans {
+		if t.Spans[i].Path == path {
+			return &t.Spans[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package phases
+
+import (
+	"sort"
+	"time"
+)
+
+// Source says where a timestamp came from. Sources differ in precision and in whose clock they
+// read, so every span records the source of its start and of its end.
+type Source string
+
+const (
+	// SourceEventTime is an events.k8s.io eventTime or series.lastObservedTime (MicroTime, 1 µs),
+	// stamped by the emitting component.
+	SourceEventTime Source = "event-time"
+	// SourceEventName is the hex UnixNano suffix of an Event's metadata.name (1 ns), stamped by
+	// the emitting component when it built the event. Not an API contract, but how names are made.
+	SourceEventName Source = "event-name"
+	// SourceWatch is podtrace's own receive time of the watch event that first showed the change.
+	// It is an upper bound: the change happened before podtrace saw it.
+	SourceWatch Source = "watch"
+	// SourceStatus is a status field (condition lastTransitionTime, startTime, container
+	// startedAt): whole seconds, truncated, on the writer's clock.
+	SourceStatus Source = "status"
+	// SourceMetadata is creationTimestamp or a managedFields time: whole seconds, apiserver clock.
+	SourceMetadata Source = "metadata"
+	// SourceEventSeconds is a core/v1 firstTimestamp/lastTimestamp: whole seconds.
+	SourceEventSeconds Source = "event-seconds"
+	// SourceMessage is a duration stated in an event message (the kubelet's "in 4.778s").
+	SourceMessage Source = "message"
+	// SourceDerived means the boundary was taken from a neighbouring boundary because nothing
+	// observed it; such spans also carry podtrace.time.observed=false.
+	SourceDerived Source = "derived"
+)
+
+// Precision is the resolution of a source, as recorded on spans.
+func (s Source) Precision() time.Duration {
+	switch s {
+	case SourceEventName:
+		return time.Nanosecond
+	case SourceEventTime:
+		return time.Microsecond
+	case SourceWatch, SourceMessage:
+		return time.Millisecond
+	case SourceStatus, SourceMetadata, SourceEventSeconds:
+		return time.Second
+	}
+	return 0
+}
+
+// rank orders sources by how much a boundary should trust them: sub-second sources stamped at
+// the moment of the change first, then the watch receive time, then whole-second fields.
+func (s Source) rank() int {
+	switch s {
+	case SourceEventTime, SourceEventName:
+		return 0
+	case SourceMessage:
+		return 1
+	case SourceWatch:
+		return 2
+	case SourceStatus, SourceMetadata, SourceEventSeconds:
+		return 3
+	}
+	return 4
+}
+
+// Stamp is one observation of a boundary.
+type Stamp struct {
+	Time   time.Time
+	Source Source
+}
+
+// Times holds every observation of one boundary; Resolve picks the best.
+type Times []Stamp
+
+// Add records an observation; zero times are ignored so callers need no checks.
+func (t *Times) Add(at time.Time, src Source) {
+	if at.IsZero() {
+		return
+	}
+	for _, s := range *t {
+		if s.Source == src && s.Time.Equal(at) {
+			return
+		}
+	}
+	*t = append(*t, Stamp{Time: at, Source: src})
+}
+
+// AddFirst records an observation of a source only if that source has none yet: the first
+// watch event that showed a change is the one that bounds it.
+func (t *Times) AddFirst(at time.Time, src Source) {
+	if at.IsZero() {
+		return
+	}
+	for _, s := range *t {
+		if s.Source == src {
+			return
+		}
+	}
+	*t = append(*t, Stamp{Time: at, Source: src})
+}
+
+// Known reports whether anything observed the boundary.
+func (t Times) Known() bool { return len(t) > 0 }
+
+// consistencySlack is how far a precise stamp may fall outside the window a whole-second or
+// watch stamp allows before it is treated as wrong (a different clock, a stale event).
+const consistencySlack = 1500 * time.Millisecond
+
+// Resolve returns the most precise observation that agrees with the others. A whole-second
+// stamp s says the change happened in [s, s+1s); a watch stamp w says it happened before w.
+// A precise stamp outside those windows (beyond consistencySlack) is skipped, and the next best
+// is taken, so one skewed clock cannot drag a boundary far from the other evidence.
+func (t Times) Resolve() (Stamp, bool) {
+	if len(t) == 0 {
+		return Stamp{}, false
+	}
+	c := append(Times(nil), t...)
+	sort.SliceStable(c, func(i, j int) bool {
+		if c[i].Source.rank() != c[j].Source.rank() {
+			return c[i].Source.rank() < c[j].Source.rank()
+		}
+		return c[i].Time.Before(c[j].Time)
+	})
+	for _, cand := range c {
+		if consistent(cand, c) {
+			return cand, true
+		}
+	}
+	return c[0], true
+}
+
+func consistent(cand Stamp, all Times) bool {
+	for _, o := range all {
+		if o.Source.rank() <= cand.Source.rank() {
+			continue
+		}
+		switch o.Source {
+		case SourceWatch:
+			if cand.Time.After(o.Time.Add(consistencySlack)) {
+				return false
+			}
+		case SourceStatus, SourceMetadata, SourceEventSeconds:
+			if cand.Time.Before(o.Time.Add(-consistencySlack)) || cand.Time.After(o.Time.Add(time.Second+consistencySlack)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Earliest returns the earliest observation of any source (used for lower bounds).
+func (t Times) Earliest() (Stamp, bool) {
+	if len(t) == 0 {
+		return Stamp{}, false
+	}
+	best := t[0]
+	for _, s := range t[1:] {
+		if s.Time.Before(best.Time) {
+			best = s
+		}
+	}
+	return best, true
+}
+
+// Shift returns the observations of one source moved by d (clock-skew correction).
+func (t Times) Shift(src Source, d time.Duration) Times {
+	if d == 0 {
+		return t
+	}
+	out := make(Times, len(t))
+	for i, s := range t {
+		if s.Source == src {
+			s.Time = s.Time.Add(d)
+		}
+		out[i] = s
+	}
+	return out
+}
