@@ -181,7 +181,9 @@ func Build(in *Pod, opts Options) *Trace {
 	}
 
 	// Root and phases.
-	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServicePodtrace}, -1, chain[0], chain[len(chain)-1])
+	rootStart := first
+	rootStart.t = chain[0].t
+	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServicePodtrace}, -1, rootStart, chain[len(chain)-1])
 	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(outcome, skew)...)
 	var sum Summary
 	sum.Outcome = outcome
@@ -224,6 +226,13 @@ func Build(in *Pod, opts Options) *Trace {
 		if created.observed && served.observed {
 			sum.Startup = served.t.Sub(created.t)
 		}
+	} else if outcome == OutcomeInProgress {
+		name := Phases[current]
+		if p.StuckPhase != "" {
+			name = p.StuckPhase
+		}
+		sum.CurrentPhase = name
+		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, name})
 	} else {
 		name := Phases[current]
 		if p.StuckPhase != "" {
@@ -751,23 +760,33 @@ func failureMessage(p *Pod, outcome Outcome, phase string) string {
 	return "failed in " + phase
 }
 
-// finish orders spans: root first, then by start time and path, so output is byte-identical
-// between runs.
+// finish orders spans as a waterfall: the root, then depth-first, children by start time (ties
+// in the order they were added, which is causal order), so output is byte-identical between runs.
 func (b *builder) finish() {
 	spans := b.trace.Spans
-	sort.SliceStable(spans[1:], func(i, j int) bool {
-		a, c := spans[1+i], spans[1+j]
-		if !a.Start.Equal(c.Start) {
-			return a.Start.Before(c.Start)
+	children := map[SpanID][]int{}
+	for i := 1; i < len(spans); i++ {
+		children[spans[i].ParentSpanID] = append(children[spans[i].ParentSpanID], i)
+	}
+	out := make([]Span, 0, len(spans))
+	var walk func(i int)
+	walk = func(i int) {
+		out = append(out, spans[i])
+		kids := children[spans[i].SpanID]
+		sort.SliceStable(kids, func(a, c int) bool {
+			// Phases stay in causal order whatever their lengths.
+			if spans[i].Name == RootSpanName {
+				return false
+			}
+			return spans[kids[a]].Start.Before(spans[kids[c]].Start)
+		})
+		for _, k := range kids {
+			walk(k)
 		}
-		if da, dc := depth(a.Path), depth(c.Path); da != dc {
-			return da < dc
-		}
-		return a.Path < c.Path
-	})
+	}
+	walk(0)
+	b.trace.Spans = out
 }
-
-func depth(path string) int { return strings.Count(path, "/") + strings.Count(path, ".") }
 
 func (s *Span) startPoint() point {
 	return point{t: s.Start, src: Source(s.attrString(AttrSourceStart)), observed: s.attrString(AttrSourceStart) != string(SourceDerived)}

@@ -10,6 +10,9 @@ const (
 	OutcomeFailed  Outcome = "failed"  // a persistent failure (pull, crash loop, sandbox, mount)
 	OutcomeStuck   Outcome = "stuck"   // not Ready after the stuck deadline
 	OutcomeDeleted Outcome = "deleted" // deleted before it was Ready
+	// OutcomeInProgress is for one-shot reconstructions (explain, the end of a replay) of a
+	// Pod that is still starting: its spans end at the last thing seen, without an error.
+	OutcomeInProgress Outcome = "in-progress"
 )
 
 // Root says what started the chain that created the Pod.

@@ -1,0 +1,187 @@
+// Package terminal renders traces for people (a waterfall) and for scripts (JSON lines).
+package terminal
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+// barWidth is the width of the waterfall's bar column.
+const barWidth = 40
+
+// Waterfall writes one trace as an indented waterfall: each span's offset from the start of
+// the trace, its length, a bar, and where its boundaries came from.
+func Waterfall(w io.Writer, t *phases.Trace) error {
+	root := t.Root()
+	total := root.Duration()
+	p := t.Pod
+	fmt.Fprintf(w, "%s/%s  trace %s  %s  %s\n", p.Namespace, p.Name, t.TraceID, t.Summary.Outcome, fmtDur(total))
+	if root.Status == phases.StatusError {
+		fmt.Fprintf(w, "  error: %s\n", root.StatusMessage)
+	}
+	depth := map[phases.SpanID]int{root.SpanID: 0}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		d := 0
+		if i > 0 {
+			d = depth[s.ParentSpanID] + 1
+		}
+		depth[s.SpanID] = d
+		name := strings.Repeat("  ", d) + s.Name
+		if c, ok := s.Attr(phases.AttrContainerName).(string); ok && (s.Name == "container" || s.Name == "container.init" || s.Name == "container.sidecar") {
+			name += " " + c
+		}
+		var notes []string
+		if v, ok := s.Attr(phases.AttrImageCache).(string); ok {
+			notes = append(notes, v)
+		}
+		if v, ok := s.Attr(phases.AttrObserved).(bool); ok && !v {
+			notes = append(notes, "not observed")
+		}
+		if v, ok := s.Attr(phases.AttrApplicable).(bool); ok && !v {
+			notes = append(notes, "n/a")
+		}
+		if v, ok := s.Attr(phases.AttrClamped).(string); ok {
+			notes = append(notes, "clamped "+v)
+		}
+		if s.Status == phases.StatusError && i > 0 {
+			notes = append(notes, "ERROR "+s.StatusMessage)
+		}
+		for _, e := range s.Events {
+			notes = append(notes, e.Name)
+		}
+		src := fmt.Sprintf("%s→%s", s.Attr(phases.AttrSourceStart), s.Attr(phases.AttrSourceEnd))
+		fmt.Fprintf(w, "  %-34s %9s %9s |%s| %s %s\n", trim(name, 34), fmtDur(s.Start.Sub(root.Start)), fmtDur(s.Duration()), bar(s, root), src, strings.Join(dedupe(notes), ", "))
+	}
+	return nil
+}
+
+func trim(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	count := map[string]int{}
+	for _, x := range xs {
+		if count[x] == 0 {
+			out = append(out, x)
+		}
+		count[x]++
+	}
+	for i, x := range out {
+		if count[x] > 1 {
+			out[i] = fmt.Sprintf("%s×%d", x, count[x])
+		}
+	}
+	return out
+}
+
+func bar(s, root *phases.Span) string {
+	total := root.Duration()
+	if total <= 0 {
+		return strings.Repeat(" ", barWidth)
+	}
+	from := int(float64(s.Start.Sub(root.Start)) / float64(total) * barWidth)
+	to := int(float64(s.End.Sub(root.Start))/float64(total)*barWidth + 0.999)
+	if to <= from {
+		to = from + 1
+	}
+	if to > barWidth {
+		to = barWidth
+	}
+	if from >= barWidth {
+		from = barWidth - 1
+	}
+	return strings.Repeat(" ", from) + strings.Repeat("█", to-from) + strings.Repeat(" ", barWidth-to)
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d >= time.Second:
+		return fmt.Sprintf("%.3fs", d.Seconds())
+	default:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	}
+}
+
+// JSONSpan is the JSON-lines form of a span, one object per line, for scripts.
+type JSONSpan struct {
+	TraceID      string         `json:"trace_id"`
+	SpanID       string         `json:"span_id"`
+	ParentSpanID string         `json:"parent_span_id,omitempty"`
+	Name         string         `json:"name"`
+	Service      string         `json:"service"`
+	Start        string         `json:"start"`
+	End          string         `json:"end"`
+	DurationMs   float64        `json:"duration_ms"`
+	Status       string         `json:"status"`
+	StatusMsg    string         `json:"status_message,omitempty"`
+	Attributes   map[string]any `json:"attributes"`
+	Events       []JSONEvent    `json:"events,omitempty"`
+}
+
+// JSONEvent is a span event in JSON lines.
+type JSONEvent struct {
+	Name       string         `json:"name"`
+	Time       string         `json:"time"`
+	Attributes map[string]any `json:"attributes,omitempty"`
+}
+
+// JSONLines writes one JSON object per span per line.
+func JSONLines(w io.Writer, t *phases.Trace) error {
+	enc := json.NewEncoder(w)
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		js := JSONSpan{
+			TraceID:    s.TraceID.String(),
+			SpanID:     s.SpanID.String(),
+			Name:       s.Name,
+			Service:    s.Service,
+			Start:      s.Start.UTC().Format(time.RFC3339Nano),
+			End:        s.End.UTC().Format(time.RFC3339Nano),
+			DurationMs: float64(s.Duration()) / float64(time.Millisecond),
+			Status:     statusName(s.Status),
+			StatusMsg:  s.StatusMessage,
+			Attributes: attrMap(s.Attrs),
+		}
+		if !s.ParentSpanID.IsZero() {
+			js.ParentSpanID = s.ParentSpanID.String()
+		}
+		for _, e := range s.Events {
+			js.Events = append(js.Events, JSONEvent{Name: e.Name, Time: e.Time.UTC().Format(time.RFC3339Nano), Attributes: attrMap(e.Attrs)})
+		}
+		if err := enc.Encode(js); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func attrMap(as []phases.Attr) map[string]any {
+	m := make(map[string]any, len(as))
+	for _, a := range as {
+		m[a.Key] = a.Value
+	}
+	return m
+}
+
+func statusName(c phases.StatusCode) string {
+	switch c {
+	case phases.StatusOK:
+		return "ok"
+	case phases.StatusError:
+		return "error"
+	}
+	return "unset"
+}

@@ -1,0 +1,491 @@
+package tracer
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+// Defaults for Config.
+const (
+	DefaultStuckAfter    = 10 * time.Minute
+	DefaultFailAfter     = 2 * time.Minute
+	DefaultEndpointsWait = 30 * time.Second
+	DefaultMaxInFlight   = 50000
+	maxPendingEvents     = 10000
+)
+
+// Config tunes when traces are complete and how much state is kept.
+type Config struct {
+	// StuckAfter: a Pod not Ready this long after creation is exported as stuck.
+	StuckAfter time.Duration
+	// FailAfter: a persistent failure (ErrImagePull, CrashLoopBackOff…) shown this long is
+	// exported as failed.
+	FailAfter time.Duration
+	// EndpointsWait: how long after Ready to wait for the Pod's address to turn ready in an
+	// EndpointSlice when a Service selects it.
+	EndpointsWait time.Duration
+	// MaxInFlight caps the Pods tracked at once; more are dropped and counted.
+	MaxInFlight int
+	// Backfill traces Pods that were already Ready when podtrace first saw them.
+	Backfill bool
+	// Settle is how long a complete trace waits for late events (the kubelet sends events
+	// asynchronously; they can arrive after the status that completes the trace). Zero
+	// exports at once, as replay and explain do.
+	Settle time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.StuckAfter <= 0 {
+		c.StuckAfter = DefaultStuckAfter
+	}
+	if c.FailAfter <= 0 {
+		c.FailAfter = DefaultFailAfter
+	}
+	if c.EndpointsWait <= 0 {
+		c.EndpointsWait = DefaultEndpointsWait
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+}
+
+// Sink receives each finished trace. It must not block: exporters queue.
+type Sink interface {
+	Export(*phases.Trace)
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(*phases.Trace)
+
+// Export calls f.
+func (f SinkFunc) Export(t *phases.Trace) { f(t) }
+
+// Stats receives the correlator's self-observations (for podtrace's own metrics).
+type Stats interface {
+	Delta(r Resource)
+	Dropped(reason string)
+	InPhase(counts map[string]int)
+}
+
+type noStats struct{}
+
+func (noStats) Delta(Resource)         {}
+func (noStats) Dropped(string)         {}
+func (noStats) InPhase(map[string]int) {}
+
+// Correlator turns a stream of Deltas into one trace per Pod. It is not safe for concurrent
+// use: one goroutine feeds it (the live watch loop, or replay), which keeps it deterministic.
+type Correlator struct {
+	cfg   Config
+	sink  Sink
+	stats Stats
+	log   *slog.Logger
+
+	pods        map[types.UID]*podState
+	done        map[types.UID]struct{} // exported or ignored; forgotten when the Pod is deleted
+	replicaSets map[types.UID]*replicaSet
+	deployments map[types.UID]*deployment
+	services    map[serviceKey]labels.Selector
+	// endpointReady holds, per Pod UID, when its address first turned ready in a slice;
+	// inSlice says whether any slice lists it at all.
+	endpointReady map[types.UID]phases.Times
+	inSlice       map[types.UID]bool
+	// pendingEvents are events about Pods not seen yet (events can arrive first).
+	pendingEvents map[types.UID][]*event
+	pendingCount  int
+	pendingScale  []*event
+	// createdBy holds SuccessfulCreate events by "namespace/pod": the controller's nanosecond
+	// stamp of the create it just made.
+	createdBy  map[string]*event
+	seenEvents map[types.UID]string // Event UID → resourceVersion, to drop the other API's view
+	now        time.Time            // the latest time seen, for replay without a clock
+}
+
+// New returns a Correlator exporting to sink.
+func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
+	cfg.defaults()
+	if stats == nil {
+		stats = noStats{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Correlator{
+		cfg: cfg, sink: sink, stats: stats, log: log,
+		pods:          map[types.UID]*podState{},
+		done:          map[types.UID]struct{}{},
+		replicaSets:   map[types.UID]*replicaSet{},
+		deployments:   map[types.UID]*deployment{},
+		services:      map[serviceKey]labels.Selector{},
+		endpointReady: map[types.UID]phases.Times{},
+		inSlice:       map[types.UID]bool{},
+		pendingEvents: map[types.UID][]*event{},
+		seenEvents:    map[types.UID]string{},
+		createdBy:     map[string]*event{},
+	}
+}
+
+// InFlight returns how many Pods are being traced.
+func (c *Correlator) InFlight() int { return len(c.pods) }
+
+// Handle folds one change into the state and exports the traces it completes.
+func (c *Correlator) Handle(d Delta) {
+	c.stats.Delta(d.Resource)
+	if d.Recv.After(c.now) {
+		c.now = d.Recv
+	}
+	switch o := d.Object.(type) {
+	case *corev1.Pod:
+		c.handlePod(&d, o)
+	case *appsv1.ReplicaSet:
+		c.handleReplicaSet(&d, o)
+		c.retryPendingScale()
+	case *appsv1.Deployment:
+		c.handleDeployment(&d, o)
+	case *corev1.Event:
+		c.handleEvent(&d, fromCoreEvent(o, d.watchTime()))
+	case *eventsv1.Event:
+		c.handleEvent(&d, fromEventsV1(o, d.watchTime()))
+	case *discoveryv1.EndpointSlice:
+		c.handleSlice(&d, o)
+	case *corev1.Service:
+		c.handleService(&d, o)
+	default:
+		c.stats.Dropped("unknown_object")
+		c.log.Warn("Ignoring object of unknown type", "type", fmt.Sprintf("%T", d.Object))
+	}
+}
+
+func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
+	if _, done := c.done[p.UID]; done {
+		if d.Type == Deleted {
+			delete(c.done, p.UID)
+		}
+		return
+	}
+	ps := c.pods[p.UID]
+	if ps == nil {
+		if d.Type == Deleted {
+			return
+		}
+		if isReady(p) && !c.cfg.Backfill {
+			// Ready before podtrace saw it start: another podtrace (or an earlier run) saw
+			// its startup, or nobody did; either way it is not ours to invent.
+			c.done[p.UID] = struct{}{}
+			return
+		}
+		if p.DeletionTimestamp != nil {
+			c.done[p.UID] = struct{}{}
+			return
+		}
+		if len(c.pods) >= c.cfg.MaxInFlight {
+			c.stats.Dropped("in_flight_cap")
+			c.done[p.UID] = struct{}{}
+			return
+		}
+		ps = newPodState(p, d.Recv)
+		if d.Type == Added {
+			ps.created.Add(d.watchTime(), phases.SourceWatch)
+		}
+		c.pods[p.UID] = ps
+		for _, e := range c.pendingEvents[p.UID] {
+			ps.addEvent(e)
+		}
+		c.pendingCount -= len(c.pendingEvents[p.UID])
+		delete(c.pendingEvents, p.UID)
+	}
+	ps.update(p, d.watchTime())
+	if f := failure(p); f != "" {
+		if ps.failureReason == "" {
+			ps.firstFailure, ps.failureReason = d.Recv, f
+		}
+	} else if ps.failureReason != "" && isReady(p) {
+		ps.firstFailure, ps.failureReason = time.Time{}, ""
+	}
+	if isReady(p) && ps.readyAt.IsZero() {
+		ps.readyAt = d.Recv
+	}
+	if d.Type == Deleted || p.DeletionTimestamp != nil {
+		if ps.deletedAt.IsZero() {
+			ps.deletedAt = d.Recv
+			if d.Recv.IsZero() && p.DeletionTimestamp != nil {
+				ps.deletedAt = p.DeletionTimestamp.Time
+			}
+		}
+		if !isReady(p) {
+			c.finish(ps, phases.OutcomeDeleted, "", ps.deletedAt)
+			return
+		}
+	}
+	c.check(ps, d.Recv)
+}
+
+func (c *Correlator) handleEvent(d *Delta, e *event) {
+	if rv, ok := c.seenEvents[e.UID]; ok && d.Type != Deleted {
+		if !rvLess(rv, e.RV) && e.RV != "" {
+			return // the same version through the other Events API, or an older one
+		}
+	}
+	if d.Type == Deleted {
+		delete(c.seenEvents, e.UID)
+		return // expiry: what it said is already folded in
+	}
+	c.seenEvents[e.UID] = e.RV
+	if len(c.seenEvents) > 4*maxPendingEvents+len(c.pods)*32 {
+		c.seenEvents = map[types.UID]string{} // bounded; a reset only risks counting a view twice
+	}
+	switch e.Regarding.Kind {
+	case "Deployment":
+		c.handleDeploymentEvent(e)
+		return
+	case "ReplicaSet":
+		c.handleReplicaSetEvent(e)
+		return
+	case "Pod":
+	default:
+		return
+	}
+	uid := e.Regarding.UID
+	if _, done := c.done[uid]; done {
+		return
+	}
+	if ps := c.pods[uid]; ps != nil {
+		ps.addEvent(e)
+		c.check(ps, d.Recv)
+		return
+	}
+	if c.pendingCount >= maxPendingEvents {
+		c.stats.Dropped("pending_events_cap")
+		return
+	}
+	c.pendingEvents[uid] = append(c.pendingEvents[uid], e)
+	c.pendingCount++
+}
+
+func (c *Correlator) retryPendingScale() {
+	if len(c.pendingScale) == 0 {
+		return
+	}
+	pending := c.pendingScale
+	c.pendingScale = nil
+	for _, e := range pending {
+		c.handleDeploymentEvent(e)
+	}
+}
+
+func (c *Correlator) handleSlice(d *Delta, s *discoveryv1.EndpointSlice) {
+	if d.Type == Deleted {
+		return
+	}
+	var fallback time.Time // no receive time: the controller's last write to the slice (1 s)
+	for _, f := range s.ManagedFields {
+		if f.Manager == controllerManager && f.Time != nil && f.Time.After(fallback) {
+			fallback = f.Time.Time
+		}
+	}
+	for _, ep := range s.Endpoints {
+		if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" {
+			continue
+		}
+		uid := ep.TargetRef.UID
+		if _, done := c.done[uid]; done {
+			continue
+		}
+		c.inSlice[uid] = true
+		if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+			if _, ok := c.endpointReady[uid]; !ok {
+				var t phases.Times
+				if w := d.watchTime(); !w.IsZero() {
+					t.Add(w, phases.SourceWatch)
+				} else {
+					t.Add(fallback, phases.SourceMetadata)
+				}
+				c.endpointReady[uid] = t
+			}
+		}
+		if ps := c.pods[uid]; ps != nil {
+			c.check(ps, d.Recv)
+		}
+	}
+}
+
+func (c *Correlator) handleService(d *Delta, s *corev1.Service) {
+	key := serviceKey{s.Namespace, s.Name}
+	if d.Type == Deleted || len(s.Spec.Selector) == 0 {
+		delete(c.services, key)
+		return
+	}
+	c.services[key] = labels.SelectorFromSet(s.Spec.Selector)
+}
+
+type serviceKey struct{ namespace, name string }
+
+// hasService reports whether a Service selects the Pod, so its address in an EndpointSlice is
+// part of it serving.
+func (c *Correlator) hasService(ps *podState) bool {
+	if c.inSlice[ps.pod.UID] {
+		return true
+	}
+	set := labels.Set(ps.pod.Labels)
+	for key, sel := range c.services {
+		if key.namespace == ps.pod.Namespace && sel.Matches(set) {
+			return true
+		}
+	}
+	return false
+}
+
+// check exports the Pod's trace if it is complete.
+func (c *Correlator) check(ps *podState, now time.Time) {
+	p := ps.pod
+	if isReady(p) {
+		_, served := c.endpointReady[p.UID]
+		if served || !c.hasService(ps) {
+			if c.cfg.Settle > 0 && !now.IsZero() {
+				if ps.completeAt.IsZero() {
+					ps.completeAt = now
+				}
+				if now.Sub(ps.completeAt) < c.cfg.Settle {
+					return
+				}
+			}
+			c.finish(ps, phases.OutcomeReady, "", time.Time{})
+			return
+		}
+		if !now.IsZero() && !ps.readyAt.IsZero() && now.Sub(ps.readyAt) >= c.cfg.EndpointsWait {
+			c.inSlice[p.UID] = false
+			c.log.Info("Pod Ready but its address never turned ready in an EndpointSlice", "pod", p.Namespace+"/"+p.Name, "waited", c.cfg.EndpointsWait)
+			c.finishNoEndpoints(ps)
+		}
+		return
+	}
+	if p.Status.Phase == corev1.PodFailed {
+		reason := p.Status.Reason
+		if reason == "" {
+			reason = "pod failed"
+		}
+		c.finish(ps, phases.OutcomeFailed, reason, now)
+		return
+	}
+	if now.IsZero() {
+		return
+	}
+	if ps.failureReason != "" && !ps.firstFailure.IsZero() && now.Sub(ps.firstFailure) >= c.cfg.FailAfter {
+		c.finish(ps, phases.OutcomeFailed, ps.failureReason, now)
+		return
+	}
+	created, _ := ps.created.Earliest()
+	if !created.Time.IsZero() && now.Sub(created.Time) >= c.cfg.StuckAfter {
+		c.finish(ps, phases.OutcomeStuck, ps.failureReason, now)
+	}
+}
+
+// finishNoEndpoints exports a Ready Pod whose endpoints never turned ready: the trace ends at
+// Ready and says the endpoints were not seen.
+func (c *Correlator) finishNoEndpoints(ps *podState) {
+	obs := c.observe(ps)
+	obs.HasService = false
+	c.export(ps, obs, phases.OutcomeReady)
+}
+
+// Tick runs the deadlines (stuck, failed, endpoints wait) at now and publishes in-flight gauges.
+func (c *Correlator) Tick(now time.Time) {
+	if now.After(c.now) {
+		c.now = now
+	}
+	counts := map[string]int{}
+	for _, ps := range c.pods {
+		c.check(ps, now)
+	}
+	for _, ps := range c.pods {
+		counts[currentPhase(ps.pod)]++
+	}
+	c.stats.InPhase(counts)
+}
+
+// Flush exports every in-flight Pod as it stands, with the given outcome (for explain, and the
+// end of a replay), ending at the latest time seen.
+func (c *Correlator) Flush(outcome phases.Outcome) {
+	for _, ps := range c.sortedPods() {
+		c.finish(ps, outcome, ps.failureReason, c.now)
+	}
+}
+
+func (c *Correlator) sortedPods() []*podState {
+	out := make([]*podState, 0, len(c.pods))
+	for _, ps := range c.pods {
+		out = append(out, ps)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].pod, out[j].pod
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return out
+}
+
+// currentPhase names the phase an in-flight Pod is in, for the pods_in_phase gauge.
+func currentPhase(p *corev1.Pod) string {
+	switch {
+	case p.Spec.NodeName == "":
+		return phases.PhaseScheduling
+	case !condTrue(p, corev1.ContainersReady):
+		return phases.PhaseKubelet
+	}
+	return phases.PhaseStatus
+}
+
+func condTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
+	c := condition(p, t)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+func (c *Correlator) finish(ps *podState, outcome phases.Outcome, reason string, end time.Time) {
+	obs := c.observe(ps)
+	obs.FailureReason = reason
+	if outcome != phases.OutcomeReady {
+		obs.End = end
+		if outcome == phases.OutcomeStuck || outcome == phases.OutcomeInProgress {
+			obs.StuckPhase = stuckPhase(ps.pod)
+		}
+	}
+	c.export(ps, obs, outcome)
+}
+
+func stuckPhase(p *corev1.Pod) string { return currentPhase(p) }
+
+func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcome) {
+	obs.Outcome = outcome
+	uid := ps.pod.UID
+	delete(c.pods, uid)
+	delete(c.createdBy, ps.pod.Namespace+"/"+ps.pod.Name)
+	delete(c.endpointReady, uid)
+	delete(c.inSlice, uid)
+	c.done[uid] = struct{}{}
+	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.pod)})
+	c.sink.Export(tr)
+}
+
+// stateful is the kubelet's definition (signals.md §8): any volume other than secret,
+// configMap, downwardAPI, emptyDir or projected.
+func stateful(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.Secret == nil && v.ConfigMap == nil && v.DownwardAPI == nil && v.EmptyDir == nil && v.Projected == nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,50 @@
+package tracer
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Resource names the watched kinds, as used in recordings and metrics labels.
+type Resource string
+
+const (
+	ResourcePods           Resource = "pods"
+	ResourceReplicaSets    Resource = "replicasets"
+	ResourceDeployments    Resource = "deployments"
+	ResourceEvents         Resource = "events"
+	ResourceEndpointSlices Resource = "endpointslices"
+	ResourceServices       Resource = "services"
+)
+
+// Resources lists every watched resource.
+var Resources = []Resource{ResourcePods, ResourceReplicaSets, ResourceDeployments, ResourceEvents, ResourceEndpointSlices, ResourceServices}
+
+// DeltaType is the kind of change a watch reported.
+type DeltaType string
+
+const (
+	Added    DeltaType = "ADDED"
+	Modified DeltaType = "MODIFIED"
+	Deleted  DeltaType = "DELETED"
+)
+
+// Delta is one observed change, stamped with podtrace's receive time. Initial marks objects
+// from the initial list: their receive time says nothing about when they changed.
+type Delta struct {
+	Resource Resource
+	Type     DeltaType
+	Object   runtime.Object
+	Recv     time.Time
+	Initial  bool
+}
+
+// watchTime is the receive time to record for a change, or zero when the delta does not
+// witness the change (initial lists, recordings without receive times).
+func (d *Delta) watchTime() time.Time {
+	if d.Initial {
+		return time.Time{}
+	}
+	return d.Recv
+}

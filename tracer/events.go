@@ -1,0 +1,110 @@
+package tracer
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+// event is an Event in one shape, whichever API it was read from. Both APIs are views of the
+// same objects (signals.md §2.4): core/v1 shows events.k8s.io fields (eventTime, series) too.
+type event struct {
+	UID       types.UID // the Event's own UID, to drop the second view of the same event
+	Name      string
+	Namespace string
+	Regarding corev1.ObjectReference
+	Reason    string
+	Message   string
+	Type      string
+	Component string // reportingController / source.component
+	EventTime time.Time
+	NameTime  time.Time // decoded from the name suffix; zero if the name has none
+	First     time.Time // firstTimestamp / deprecatedFirstTimestamp (1 s)
+	Last      time.Time // lastTimestamp, series.lastObservedTime
+	Count     int32
+	Recv      time.Time // podtrace's receive time (zero for initial lists and old recordings)
+	RV        string
+}
+
+func fromCoreEvent(e *corev1.Event, recv time.Time) *event {
+	out := &event{
+		UID:       e.UID,
+		Name:      e.Name,
+		Namespace: e.Namespace,
+		Regarding: e.InvolvedObject,
+		Reason:    e.Reason,
+		Message:   e.Message,
+		Type:      e.Type,
+		Component: e.ReportingController,
+		EventTime: e.EventTime.Time,
+		First:     e.FirstTimestamp.Time,
+		Last:      e.LastTimestamp.Time,
+		Count:     e.Count,
+		Recv:      recv,
+		RV:        e.ResourceVersion,
+	}
+	if out.Component == "" {
+		out.Component = e.Source.Component
+	}
+	if e.Series != nil {
+		out.Count = e.Series.Count
+		out.Last = e.Series.LastObservedTime.Time
+	}
+	out.NameTime, _ = ParseEventName(e.Name)
+	return out
+}
+
+func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
+	out := &event{
+		UID:       e.UID,
+		Name:      e.Name,
+		Namespace: e.Namespace,
+		Regarding: e.Regarding,
+		Reason:    e.Reason,
+		Message:   e.Note,
+		Type:      e.Type,
+		Component: e.ReportingController,
+		EventTime: e.EventTime.Time,
+		First:     e.DeprecatedFirstTimestamp.Time,
+		Last:      e.DeprecatedLastTimestamp.Time,
+		Count:     e.DeprecatedCount,
+		Recv:      recv,
+		RV:        e.ResourceVersion,
+	}
+	if out.Component == "" {
+		out.Component = e.DeprecatedSource.Component
+	}
+	if e.Series != nil {
+		out.Count = e.Series.Count
+		out.Last = e.Series.LastObservedTime.Time
+	}
+	out.NameTime, _ = ParseEventName(e.Name)
+	return out
+}
+
+// firstStamps are every observation of when the event first happened: its eventTime (µs), the
+// time in its name (ns), its firstTimestamp (1 s) and the receive time of its first version.
+func (e *event) firstStamps(t *phases.Times) {
+	t.Add(e.EventTime, phases.SourceEventTime)
+	t.Add(e.NameTime, phases.SourceEventName)
+	t.Add(e.First, phases.SourceEventSeconds)
+	if e.Count <= 1 {
+		t.AddFirst(e.Recv, phases.SourceWatch)
+	}
+}
+
+// when is the best single stamp of the event's first occurrence, for span events.
+func (e *event) when() phases.Stamp {
+	var t phases.Times
+	e.firstStamps(&t)
+	s, _ := t.Resolve()
+	return s
+}
+
+func (e *event) occurrence() phases.Occurrence {
+	return phases.Occurrence{Time: e.when(), Reason: e.Reason, Message: e.Message, Count: e.Count}
+}

@@ -1,0 +1,152 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PulledMessage is what the kubelet's Pulled event says (v1.37 formats, signals.md §1.4.1):
+//
+//	Successfully pulled image "IMG" in 4.778s (4.779s including waiting). Image size: 34704198 bytes.
+//	Container image "IMG" already present on machine and can be accessed by the pod
+//	Container image "IMG" already present on machine
+type PulledMessage struct {
+	Image    string
+	Present  bool          // already present: no pull happened
+	Transfer time.Duration // the CRI PullImage + ImageStatus time ("in X")
+	Total    time.Duration // including time queued behind other pulls
+	Size     int64         // bytes; 0 if not stated
+}
+
+// ErrUnknownMessage is returned for a message whose format podtrace does not know. Callers keep
+// the event (as an occurrence) and count it; nothing is guessed from it.
+var ErrUnknownMessage = errors.New("unknown message format")
+
+// ParsePulledMessage parses the message of a kubelet Pulled event.
+func ParsePulledMessage(msg string) (PulledMessage, error) {
+	var out PulledMessage
+	switch {
+	case strings.HasPrefix(msg, "Successfully pulled image "):
+		img, rest, ok := quoted(strings.TrimPrefix(msg, "Successfully pulled image "))
+		if !ok {
+			return out, fmt.Errorf("pulled message %q: %w", msg, ErrUnknownMessage)
+		}
+		out.Image = img
+		rest, ok = strings.CutPrefix(rest, " in ")
+		if !ok {
+			return out, fmt.Errorf("pulled message %q: %w", msg, ErrUnknownMessage)
+		}
+		transfer, rest, ok := strings.Cut(rest, " (")
+		if !ok {
+			return out, fmt.Errorf("pulled message %q: %w", msg, ErrUnknownMessage)
+		}
+		total, rest, ok := strings.Cut(rest, " including waiting)")
+		if !ok {
+			return out, fmt.Errorf("pulled message %q: %w", msg, ErrUnknownMessage)
+		}
+		var err error
+		if out.Transfer, err = parseDuration(transfer); err != nil {
+			return out, fmt.Errorf("pulled message %q: %w", msg, err)
+		}
+		if out.Total, err = parseDuration(total); err != nil {
+			return out, fmt.Errorf("pulled message %q: %w", msg, err)
+		}
+		if size, ok := strings.CutPrefix(strings.TrimSpace(rest), ". Image size: "); ok {
+			size = strings.TrimSuffix(strings.TrimSuffix(size, "."), " bytes")
+			n, err := strconv.ParseInt(size, 10, 64)
+			if err != nil || n < 0 {
+				return out, fmt.Errorf("pulled message %q: bad image size: %w", msg, ErrUnknownMessage)
+			}
+			out.Size = n
+		}
+		return out, nil
+	case strings.HasPrefix(msg, "Container image "):
+		img, rest, ok := quoted(strings.TrimPrefix(msg, "Container image "))
+		if !ok || !strings.HasPrefix(rest, " already present on machine") {
+			return out, fmt.Errorf("pulled message %q: %w", msg, ErrUnknownMessage)
+		}
+		out.Image, out.Present = img, true
+		return out, nil
+	}
+	return out, fmt.Errorf("pulled message %q: %w", msg, ErrUnknownMessage)
+}
+
+// parseDuration parses a Go time.Duration string as the kubelet prints it, rejecting negative
+// values (the kubelet never prints one; a negative here means the message is not ours).
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: %w", s, ErrUnknownMessage)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative duration %q: %w", s, ErrUnknownMessage)
+	}
+	return d, nil
+}
+
+// quoted reads a Go %q-quoted string at the start of s and returns it and the rest.
+func quoted(s string) (string, string, bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", "", false
+	}
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			v, err := strconv.Unquote(s[:i+1])
+			if err != nil {
+				return "", "", false
+			}
+			return v, s[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// minEventNameTime and maxEventNameTime bound plausible event-name times: a hex suffix outside
+// them is not a UnixNano stamp (the name fell back to a UUID, or was made by hand).
+var (
+	minEventNameTime = time.Date(2015, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxEventNameTime = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// ParseEventName decodes the time client-go put in an Event's name: "<object>.<hex UnixNano>"
+// (signals.md §2.2). The emitter's clock, nanoseconds. Not an API contract: names that do not
+// follow it return an error and the event's other timestamps are used.
+func ParseEventName(name string) (time.Time, error) {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 || i == len(name)-1 {
+		return time.Time{}, fmt.Errorf("event name %q has no time suffix", name)
+	}
+	suffix := name[i+1:]
+	if len(suffix) < 15 || len(suffix) > 16 {
+		return time.Time{}, fmt.Errorf("event name %q: suffix is not a hex UnixNano", name)
+	}
+	n, err := strconv.ParseUint(suffix, 16, 64)
+	if err != nil || n > 1<<63-1 {
+		return time.Time{}, fmt.Errorf("event name %q: suffix is not a hex UnixNano", name)
+	}
+	t := time.Unix(0, int64(n)).UTC()
+	if t.Before(minEventNameTime) || t.After(maxEventNameTime) {
+		return time.Time{}, fmt.Errorf("event name %q: suffix time %s out of range", name, t.Format(time.RFC3339))
+	}
+	return t, nil
+}
+
+// containerFromFieldPath returns the container a kubelet event is about and whether it is an
+// init container: "spec.containers{web}", "spec.initContainers{init}".
+func containerFromFieldPath(fp string) (name string, init bool, ok bool) {
+	for _, p := range []struct {
+		prefix string
+		init   bool
+	}{{"spec.containers{", false}, {"spec.initContainers{", true}, {"spec.ephemeralContainers{", false}} {
+		if rest, found := strings.CutPrefix(fp, p.prefix); found && strings.HasSuffix(rest, "}") {
+			return strings.TrimSuffix(rest, "}"), p.init, true
+		}
+	}
+	return "", false, false
+}

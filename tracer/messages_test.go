@@ -1,0 +1,133 @@
+package tracer
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestParsePulledMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  string
+		want PulledMessage
+		err  bool
+	}{
+		{
+			name: "cold pull from run8",
+			msg:  `Successfully pulled image "127.0.0.1:5000/test/big2:1" in 4.778s (4.779s including waiting). Image size: 34704198 bytes.`,
+			want: PulledMessage{Image: "127.0.0.1:5000/test/big2:1", Transfer: 4778 * time.Millisecond, Total: 4779 * time.Millisecond, Size: 34704198},
+		},
+		{
+			name: "queued behind another pull",
+			msg:  `Successfully pulled image "127.0.0.1:5000/test/big2:1" in 26ms (4.471s including waiting). Image size: 34704198 bytes.`,
+			want: PulledMessage{Image: "127.0.0.1:5000/test/big2:1", Transfer: 26 * time.Millisecond, Total: 4471 * time.Millisecond, Size: 34704198},
+		},
+		{
+			name: "minutes",
+			msg:  `Successfully pulled image "nginx" in 1m2.5s (1m3s including waiting). Image size: 1 bytes.`,
+			want: PulledMessage{Image: "nginx", Transfer: 62500 * time.Millisecond, Total: 63 * time.Second, Size: 1},
+		},
+		{
+			name: "already present, ensure-secret-pulled-images on",
+			msg:  `Container image "127.0.0.1:5000/test/busybox:1.35" already present on machine and can be accessed by the pod`,
+			want: PulledMessage{Image: "127.0.0.1:5000/test/busybox:1.35", Present: true},
+		},
+		{
+			name: "already present, gate off",
+			msg:  `Container image "busybox" already present on machine`,
+			want: PulledMessage{Image: "busybox", Present: true},
+		},
+		{name: "older format", msg: `Successfully pulled image "nginx" in 1.2s`, err: true},
+		{name: "negative", msg: `Successfully pulled image "nginx" in -1s (1s including waiting). Image size: 1 bytes.`, err: true},
+		{name: "bad size", msg: `Successfully pulled image "nginx" in 1s (1s including waiting). Image size: many bytes.`, err: true},
+		{name: "unterminated quote", msg: `Successfully pulled image "nginx in 1s`, err: true},
+		{name: "other", msg: `Pulling image "nginx"`, err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParsePulledMessage(tt.msg)
+			if tt.err {
+				if !errors.Is(err, ErrUnknownMessage) {
+					t.Fatalf("want ErrUnknownMessage, got %v (%+v)", err, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseEventName(t *testing.T) {
+	tests := []struct {
+		name string
+		want string
+		err  bool
+	}{
+		{"sleeper-6b9c87548b-swlx4.18ecc609adb8e83a", "2026-11-30T08:41:36.285567034Z", false},
+		{"web-7d9f8c6b5-abcde.18c4465277242435", "2026-07-21T10:11:12.345678901Z", false},
+		{"no-suffix", "", true},
+		{"dot-at-end.", "", true},
+		{"uuid-fallback.3f1e2d4c-1111-2222-3333-444455556666", "", true},
+		{"tiny.1", "", true},
+		{"far-future.7fffffffffffffff", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseEventName(tt.name)
+			if tt.err {
+				if err == nil {
+					t.Fatalf("want error, got %v", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := got.Format(time.RFC3339Nano); s != tt.want {
+				t.Fatalf("got %s, want %s", s, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParsePulledMessage(f *testing.F) {
+	f.Add(`Successfully pulled image "127.0.0.1:5000/test/big2:1" in 26ms (4.471s including waiting). Image size: 34704198 bytes.`)
+	f.Add(`Container image "busybox" already present on machine and can be accessed by the pod`)
+	f.Add(`Successfully pulled image "a\"b" in 1s (2s including waiting).`)
+	f.Fuzz(func(t *testing.T, msg string) {
+		got, err := ParsePulledMessage(msg)
+		if err != nil {
+			if !errors.Is(err, ErrUnknownMessage) {
+				t.Fatalf("error does not wrap ErrUnknownMessage: %v", err)
+			}
+			return
+		}
+		if got.Transfer < 0 || got.Total < 0 || got.Size < 0 {
+			t.Fatalf("negative values from %q: %+v", msg, got)
+		}
+		if got.Present && (got.Transfer != 0 || got.Total != 0) {
+			t.Fatalf("present image with durations from %q: %+v", msg, got)
+		}
+	})
+}
+
+func FuzzParseEventName(f *testing.F) {
+	f.Add("sleeper-6b9c87548b-swlx4.18ecc609adb8e83a")
+	f.Add("x.ffffffffffffffff")
+	f.Add("a.b.c")
+	f.Fuzz(func(t *testing.T, name string) {
+		got, err := ParseEventName(name)
+		if err != nil {
+			return
+		}
+		if got.Before(minEventNameTime) || got.After(maxEventNameTime) {
+			t.Fatalf("time out of range for %q: %v", name, got)
+		}
+	})
+}

@@ -1,0 +1,417 @@
+package tracer
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+// podState is everything podtrace holds for one in-flight Pod. The correlator owns it.
+type podState struct {
+	pod     *corev1.Pod // last seen version (after the informer transform)
+	creator string      // field manager that created the Pod
+	created phases.Times
+	// seen holds the receive time of the first watch event that showed each change, keyed
+	// by what changed ("nodeName", "cond/Ready", "running/web"…). Only live watch events
+	// count; an initial list does not witness when anything happened.
+	seen map[string]time.Time
+	// events about this Pod, by Event UID, with the receive time of their first version.
+	events map[types.UID]*event
+	// firstFailure is when a persistent failure (ErrImagePull, CrashLoopBackOff…) was first
+	// seen in the Pod's status, for --fail-after.
+	firstFailure  time.Time
+	failureReason string
+	readyAt       time.Time // local time Ready was first seen, for the endpoints wait
+	deletedAt     time.Time
+	completeAt    time.Time // when the trace was found complete, for Config.Settle
+	firstSeen     time.Time
+}
+
+func newPodState(p *corev1.Pod, recv time.Time) *podState {
+	ps := &podState{pod: p, seen: map[string]time.Time{}, events: map[types.UID]*event{}, firstSeen: recv}
+	ps.created.Add(p.CreationTimestamp.Time, phases.SourceMetadata)
+	for _, f := range p.ManagedFields {
+		if f.Operation == "Update" && f.Subresource == "" {
+			ps.creator = f.Manager
+			break
+		}
+	}
+	return ps
+}
+
+func (ps *podState) mark(key string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	if _, ok := ps.seen[key]; !ok {
+		ps.seen[key] = at
+	}
+}
+
+// update records which changes this version of the Pod shows for the first time.
+func (ps *podState) update(p *corev1.Pod, at time.Time) {
+	ps.pod = p
+	if at.IsZero() {
+		return
+	}
+	if p.Spec.NodeName != "" {
+		ps.mark("nodeName", at)
+	}
+	if p.Status.StartTime != nil {
+		ps.mark("startTime", at)
+	}
+	if p.Status.Phase == corev1.PodRunning {
+		ps.mark("phase/Running", at)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Status == corev1.ConditionTrue {
+			ps.mark("cond/"+string(c.Type), at)
+		}
+	}
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if cs.State.Running != nil || cs.State.Terminated != nil {
+				ps.mark("running/"+cs.Name, at)
+			}
+			if cs.Started != nil && *cs.Started {
+				ps.mark("started/"+cs.Name, at)
+			}
+			if cs.Ready {
+				ps.mark("ready/"+cs.Name, at)
+			}
+			if t := cs.State.Terminated; t != nil && t.ExitCode == 0 {
+				ps.mark("done/"+cs.Name, at)
+			}
+		}
+	}
+}
+
+func (ps *podState) addEvent(e *event) {
+	if prev, ok := ps.events[e.UID]; ok {
+		e.Recv = prev.Recv // the first version's receive time is when it happened
+		if e.Count < prev.Count {
+			return // an older version delivered late
+		}
+	}
+	ps.events[e.UID] = e
+}
+
+func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func isReady(p *corev1.Pod) bool {
+	c := condition(p, corev1.PodReady)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// condTimes returns the observations of a condition turning True: its lastTransitionTime and
+// the receive time of the watch event that first showed it.
+func (ps *podState) condTimes(t corev1.PodConditionType) phases.Times {
+	var out phases.Times
+	if c := condition(ps.pod, t); c != nil && c.Status == corev1.ConditionTrue {
+		out.Add(c.LastTransitionTime.Time, phases.SourceStatus)
+	}
+	out.Add(ps.seen["cond/"+string(t)], phases.SourceWatch)
+	return out
+}
+
+// failureReasons are container waiting reasons that do not go away by themselves.
+var failureReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true,
+	"RunContainerError": true, "PostStartHookError": true, "RegistryUnavailable": true,
+	"SignatureValidationFailed": true, "ImageInspectError": true,
+}
+
+var pullReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"RegistryUnavailable": true, "SignatureValidationFailed": true, "ImageInspectError": true,
+}
+
+// failure returns the persistent failure the Pod's status shows now, if any.
+func failure(p *corev1.Pod) string {
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w != nil && failureReasons[w.Reason] {
+				return w.Reason
+			}
+		}
+	}
+	return ""
+}
+
+// observe assembles what was observed of the Pod for phases.Build.
+func (c *Correlator) observe(ps *podState) *phases.Pod {
+	p := ps.pod
+	obs := &phases.Pod{
+		UID:       string(p.UID),
+		Name:      p.Name,
+		Namespace: p.Namespace,
+		Node:      p.Spec.NodeName,
+		Created:   append(phases.Times(nil), ps.created...),
+	}
+	if e := c.createdBy[p.Namespace+"/"+p.Name]; e != nil {
+		obs.Created.Add(e.NameTime, phases.SourceEventName)
+	}
+	c.rootOf(ps, obs)
+	if obs.Root == phases.RootBarePod {
+		obs.RootPersisted = obs.Created
+	}
+
+	// Status: conditions, with the receive time of the version that first showed them.
+	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionTrue {
+		obs.Scheduled.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
+	}
+	obs.Scheduled.Add(ps.seen["nodeName"], phases.SourceWatch)
+	if p.Status.StartTime != nil {
+		obs.KubeletStarted.Add(p.Status.StartTime.Time, phases.SourceStatus)
+	}
+	obs.KubeletStarted.Add(ps.seen["startTime"], phases.SourceWatch)
+	obs.SandboxReady = ps.condTimes(corev1.PodReadyToStartContainers)
+	obs.Initialized = ps.condTimes(corev1.PodInitialized)
+	obs.ContainersReady = ps.condTimes(corev1.ContainersReady)
+	obs.Ready = ps.condTimes(corev1.PodReady)
+	obs.Running.Add(ps.seen["phase/Running"], phases.SourceWatch)
+	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" {
+		// The scheduler's own record of the last failed attempt, kept in case its events are lost.
+		obs.SchedulingFailure = append(obs.SchedulingFailure, phases.Occurrence{
+			Time: phases.Stamp{Time: cond.LastTransitionTime.Time, Source: phases.SourceStatus}, Reason: cond.Reason, Message: cond.Message, Count: 1,
+		})
+	}
+
+	// Containers from the spec, then their statuses.
+	idx := map[string]int{}
+	statusFailures := map[int][]statusFailure{}
+	for _, ct := range p.Spec.InitContainers {
+		idx[ct.Name] = len(obs.Containers)
+		obs.Containers = append(obs.Containers, containerFromSpec(&ct, true))
+	}
+	for _, ct := range p.Spec.Containers {
+		idx[ct.Name] = len(obs.Containers)
+		obs.Containers = append(obs.Containers, containerFromSpec(&ct, false))
+	}
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			i, ok := idx[cs.Name]
+			if !ok {
+				continue
+			}
+			if f, pull := ps.containerStatus(&obs.Containers[i], &cs); f != nil {
+				statusFailures[i] = append(statusFailures[i], statusFailure{*f, pull})
+			}
+		}
+	}
+
+	// Events, in the order they happened.
+	evs := make([]*event, 0, len(ps.events))
+	for _, e := range ps.events {
+		evs = append(evs, e)
+	}
+	sort.Slice(evs, func(i, j int) bool {
+		a, b := evs[i].when().Time, evs[j].when().Time
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return rvLess(evs[i].RV, evs[j].RV)
+	})
+	for _, e := range evs {
+		applyEvent(obs, idx, e)
+	}
+	// A failure the status shows but no event reported (events lost or expired).
+	for i, fs := range statusFailures {
+		c := &obs.Containers[i]
+		for _, f := range fs {
+			if f.pull && len(c.PullFailures) == 0 {
+				c.PullFailures = append(c.PullFailures, f.o)
+			} else if !f.pull && len(c.Failures) == 0 {
+				c.Failures = append(c.Failures, f.o)
+			}
+		}
+	}
+
+	// Endpoints.
+	obs.HasService = c.hasService(ps)
+	if t, ok := c.endpointReady[p.UID]; ok {
+		obs.EndpointsReady = t
+	}
+	if !ps.deletedAt.IsZero() {
+		obs.Deleted.Add(ps.deletedAt, phases.SourceWatch)
+	}
+	return obs
+}
+
+// rvLess orders resourceVersions: etcd revisions, compared as numbers when both are.
+func rvLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+func containerFromSpec(ct *corev1.Container, init bool) phases.Container {
+	c := phases.Container{
+		Name:              ct.Name,
+		Image:             ct.Image,
+		Init:              init,
+		Sidecar:           init && ct.RestartPolicy != nil && *ct.RestartPolicy == corev1.ContainerRestartPolicyAlways,
+		HasPostStart:      ct.Lifecycle != nil && ct.Lifecycle.PostStart != nil,
+		HasStartupProbe:   ct.StartupProbe != nil,
+		HasReadinessProbe: ct.ReadinessProbe != nil,
+	}
+	return c
+}
+
+type statusFailure struct {
+	o    phases.Occurrence
+	pull bool
+}
+
+// containerStatus folds a container status into the observation and returns the persistent
+// failure it shows, if any, and whether it is a pull failure.
+func (ps *podState) containerStatus(c *phases.Container, cs *corev1.ContainerStatus) (*phases.Occurrence, bool) {
+	c.Restarts = cs.RestartCount
+	// The first start is the one startup is about: a restarted container's first run is in
+	// lastState, or gone; events keep the first Started.
+	if r := cs.State.Running; r != nil && cs.RestartCount == 0 {
+		c.Started.Add(r.StartedAt.Time, phases.SourceStatus)
+	}
+	if t := cs.State.Terminated; t != nil {
+		if cs.RestartCount == 0 {
+			c.Started.Add(t.StartedAt.Time, phases.SourceStatus)
+		}
+		if t.ExitCode == 0 {
+			c.Finished.Add(t.FinishedAt.Time, phases.SourceStatus)
+		}
+	}
+	if cs.RestartCount == 0 {
+		c.Started.Add(ps.seen["running/"+cs.Name], phases.SourceWatch)
+	}
+	c.Finished.Add(ps.seen["done/"+cs.Name], phases.SourceWatch)
+	if cs.Ready {
+		c.ReadyAt.Add(ps.seen["ready/"+cs.Name], phases.SourceWatch)
+	}
+	if cs.Started != nil && *cs.Started {
+		c.StartupDone.Add(ps.seen["started/"+cs.Name], phases.SourceWatch)
+	}
+	if w := cs.State.Waiting; w != nil && failureReasons[w.Reason] {
+		o := phases.Occurrence{Time: phases.Stamp{Time: ps.firstFailure, Source: phases.SourceWatch}, Reason: w.Reason, Message: w.Message}
+		if ps.firstFailure.IsZero() {
+			o.Time = phases.Stamp{}
+		}
+		return &o, pullReasons[w.Reason]
+	}
+	return nil, false
+}
+
+// applyEvent folds one Event about the Pod into the observation.
+func applyEvent(obs *phases.Pod, idx map[string]int, e *event) {
+	var c *phases.Container
+	if name, _, ok := containerFromFieldPath(e.Regarding.FieldPath); ok {
+		if i, ok := idx[name]; ok {
+			c = &obs.Containers[i]
+		}
+	}
+	switch e.Reason {
+	case "Scheduled":
+		e.firstStamps(&obs.Scheduled)
+		return
+	case "FailedScheduling":
+		// The scheduler's status condition duplicates the last attempt; events are better.
+		obs.SchedulingFailure = dropStatusOccurrences(obs.SchedulingFailure)
+		obs.SchedulingFailure = append(obs.SchedulingFailure, e.occurrence())
+		return
+	case "Preempted":
+		obs.Preempted = append(obs.Preempted, e.occurrence())
+		return
+	}
+	if c == nil {
+		if e.Type == corev1.EventTypeWarning {
+			obs.PodWarnings = append(obs.PodWarnings, e.occurrence())
+		}
+		return
+	}
+	switch e.Reason {
+	case "Pulling":
+		e.firstStamps(&c.PullStarted)
+	case "Pulled":
+		m, err := ParsePulledMessage(e.Message)
+		if err != nil {
+			e.firstStamps(&c.PullFinished)
+			return
+		}
+		if m.Present {
+			if c.Cache == "" {
+				c.Cache = "warm"
+			}
+			if !c.PullFinished.Known() {
+				e.firstStamps(&c.PullFinished)
+			}
+			return
+		}
+		if c.Cache == "cold" {
+			return // a later pull (after a restart); startup is about the first
+		}
+		c.Cache = "cold"
+		c.PullFinished = nil
+		e.firstStamps(&c.PullFinished)
+		c.PullTransfer, c.PullTotal, c.ImageSize = m.Transfer, m.Total, m.Size
+		if m.Image != "" {
+			c.Image = m.Image
+		}
+	case "Created":
+		e.firstStamps(&c.Created)
+	case "Started":
+		e.firstStamps(&c.Started)
+	case "Failed":
+		reason := strings.TrimPrefix(e.Message, "Error: ")
+		switch {
+		case strings.HasPrefix(e.Message, "Failed to pull image"):
+			c.PullFailures = append(c.PullFailures, occ(e, "ErrImagePull"))
+		case pullReasons[reason]:
+			c.PullFailures = append(c.PullFailures, occ(e, reason))
+		default:
+			c.Failures = append(c.Failures, occ(e, "Failed"))
+		}
+	case "BackOff":
+		if strings.HasPrefix(e.Message, "Back-off pulling image") {
+			c.PullFailures = append(c.PullFailures, occ(e, "ImagePullBackOff"))
+		} else {
+			c.Failures = append(c.Failures, occ(e, "CrashLoopBackOff"))
+		}
+	case "Unhealthy", "ProbeWarning":
+		c.Unhealthy = append(c.Unhealthy, e.occurrence())
+	case "FailedPostStartHook", "ErrImageNeverPull", "InspectFailed":
+		c.Failures = append(c.Failures, e.occurrence())
+	case "Killing":
+		if strings.Contains(e.Message, "failed") {
+			c.Failures = append(c.Failures, e.occurrence())
+		}
+	}
+}
+
+func occ(e *event, reason string) phases.Occurrence {
+	o := e.occurrence()
+	o.Reason = reason
+	return o
+}
+
+func dropStatusOccurrences(os []phases.Occurrence) []phases.Occurrence {
+	out := os[:0]
+	for _, o := range os {
+		if o.Time.Source != phases.SourceStatus {
+			out = append(out, o)
+		}
+	}
+	return out
+}
