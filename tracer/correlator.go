@@ -73,14 +73,14 @@ func (f SinkFunc) Export(t *phases.Trace) { f(t) }
 
 // Stats receives the correlator's self-observations (for podtrace's own metrics).
 type Stats interface {
-	Delta(r Resource)
+	Delta(resource string)
 	Dropped(reason string)
 	InPhase(counts map[string]int)
 }
 
 type noStats struct{}
 
-func (noStats) Delta(Resource)         {}
+func (noStats) Delta(string)           {}
 func (noStats) Dropped(string)         {}
 func (noStats) InPhase(map[string]int) {}
 
@@ -108,6 +108,7 @@ type Correlator struct {
 	// createdBy holds SuccessfulCreate events by "namespace/pod": the controller's nanosecond
 	// stamp of the create it just made.
 	createdBy  map[string]*event
+	byName     map[string]types.UID // "namespace/name" of tracked Pods
 	seenEvents map[types.UID]string // Event UID → resourceVersion, to drop the other API's view
 	now        time.Time            // the latest time seen, for replay without a clock
 }
@@ -133,6 +134,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		pendingEvents: map[types.UID][]*event{},
 		seenEvents:    map[types.UID]string{},
 		createdBy:     map[string]*event{},
+		byName:        map[string]types.UID{},
 	}
 }
 
@@ -141,7 +143,7 @@ func (c *Correlator) InFlight() int { return len(c.pods) }
 
 // Handle folds one change into the state and exports the traces it completes.
 func (c *Correlator) Handle(d Delta) {
-	c.stats.Delta(d.Resource)
+	c.stats.Delta(string(d.Resource))
 	if d.Recv.After(c.now) {
 		c.now = d.Recv
 	}
@@ -199,6 +201,12 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 			ps.created.Add(d.watchTime(), phases.SourceWatch)
 		}
 		c.pods[p.UID] = ps
+		key := p.Namespace + "/" + p.Name
+		c.byName[key] = p.UID
+		if e := c.createdBy[key]; e != nil {
+			ps.createdEvent = e
+			delete(c.createdBy, key)
+		}
 		for _, e := range c.pendingEvents[p.UID] {
 			ps.addEvent(e)
 		}
@@ -412,6 +420,39 @@ func (c *Correlator) Tick(now time.Time) {
 		counts[currentPhase(ps.pod)]++
 	}
 	c.stats.InPhase(counts)
+	c.prune(now)
+}
+
+// orphanAfter is how long events about a Pod podtrace never sees (another namespace's, one the
+// selector excludes, one deleted before its watch event arrived) are kept.
+const orphanAfter = 2 * time.Minute
+
+// prune forgets what belongs to no tracked Pod: orphaned events and endpoint records.
+func (c *Correlator) prune(now time.Time) {
+	for uid, evs := range c.pendingEvents {
+		if r := evs[0].Recv; !r.IsZero() && now.Sub(r) > orphanAfter {
+			c.pendingCount -= len(evs)
+			delete(c.pendingEvents, uid)
+		}
+	}
+	if len(c.endpointReady)+len(c.inSlice) > 2*len(c.pods)+1000 {
+		for uid := range c.inSlice {
+			if _, ok := c.pods[uid]; !ok {
+				delete(c.inSlice, uid)
+				delete(c.endpointReady, uid)
+			}
+		}
+		for uid := range c.endpointReady {
+			if _, ok := c.pods[uid]; !ok {
+				delete(c.endpointReady, uid)
+			}
+		}
+	}
+	for key, e := range c.createdBy {
+		if !e.Recv.IsZero() && now.Sub(e.Recv) > orphanAfter {
+			delete(c.createdBy, key)
+		}
+	}
 }
 
 // Flush exports every in-flight Pod as it stands, with the given outcome (for explain, and the
@@ -471,7 +512,7 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	obs.Outcome = outcome
 	uid := ps.pod.UID
 	delete(c.pods, uid)
-	delete(c.createdBy, ps.pod.Namespace+"/"+ps.pod.Name)
+	delete(c.byName, ps.pod.Namespace+"/"+ps.pod.Name)
 	delete(c.endpointReady, uid)
 	delete(c.inSlice, uid)
 	c.done[uid] = struct{}{}

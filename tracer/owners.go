@@ -234,6 +234,10 @@ func (c *Correlator) handleReplicaSetEvent(e *event) {
 	if e.Reason != "SuccessfulCreate" || !ok {
 		return
 	}
+	if ps := c.pods[c.byName[e.Namespace+"/"+name]]; ps != nil {
+		ps.createdEvent = e
+		return
+	}
 	if len(c.createdBy) >= maxPendingEvents {
 		c.stats.Dropped("pending_events_cap")
 		return

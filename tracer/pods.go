@@ -29,6 +29,7 @@ type podState struct {
 	readyAt       time.Time // local time Ready was first seen, for the endpoints wait
 	deletedAt     time.Time
 	completeAt    time.Time // when the trace was found complete, for Config.Settle
+	createdEvent  *event    // the replicaset controller's SuccessfulCreate for this Pod
 	firstSeen     time.Time
 }
 
@@ -161,7 +162,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		Node:      p.Spec.NodeName,
 		Created:   append(phases.Times(nil), ps.created...),
 	}
-	if e := c.createdBy[p.Namespace+"/"+p.Name]; e != nil {
+	if e := ps.createdEvent; e != nil {
 		obs.Created.Add(e.NameTime, phases.SourceEventName)
 	}
 	c.rootOf(ps, obs)

@@ -1,0 +1,127 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+type counts struct {
+	mu               sync.Mutex
+	exported, errors int
+	dropped          map[string]int
+}
+
+func (c *counts) TraceExported() { c.mu.Lock(); c.exported++; c.mu.Unlock() }
+func (c *counts) ExportError()   { c.mu.Lock(); c.errors++; c.mu.Unlock() }
+func (c *counts) TraceDropped(r string) {
+	c.mu.Lock()
+	if c.dropped == nil {
+		c.dropped = map[string]int{}
+	}
+	c.dropped[r]++
+	c.mu.Unlock()
+}
+
+// flaky fails its first n exports, like a backend that is down and comes back.
+type flaky struct {
+	mu    sync.Mutex
+	fails int
+	got   []sdktrace.ReadOnlySpan
+}
+
+func (f *flaky) Shutdown(context.Context) error { return nil }
+
+func (f *flaky) GetSpans() []sdktrace.ReadOnlySpan {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.got
+}
+
+func (f *flaky) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	f.mu.Lock()
+	if f.fails > 0 {
+		f.fails--
+		f.mu.Unlock()
+		return errors.New("connection refused")
+	}
+	f.got = append(f.got, spans...)
+	f.mu.Unlock()
+	return nil
+}
+
+func testTrace(uid string) *phases.Trace {
+	t0 := time.Date(2026, 11, 30, 8, 41, 34, 0, time.UTC)
+	p := &phases.Pod{UID: uid, Name: "web-1", Namespace: "default", Root: phases.RootBarePod}
+	p.Created.Add(t0, phases.SourceMetadata)
+	p.Scheduled.Add(t0.Add(40*time.Millisecond), phases.SourceEventTime)
+	p.ContainersReady.Add(t0.Add(2*time.Second), phases.SourceWatch)
+	p.Ready.Add(t0.Add(2100*time.Millisecond), phases.SourceWatch)
+	return phases.Build(p, phases.Options{})
+}
+
+func TestExporterRetriesUntilBackendIsUp(t *testing.T) {
+	mem := &flaky{fails: 2}
+	st := &counts{}
+	e := NewWithExporter(mem, Config{InitialBackoff: time.Millisecond}, st, nil)
+	e.Start(context.Background())
+	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
+	e.Export(tr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans := mem.GetSpans()
+	if len(spans) != len(tr.Spans) {
+		t.Fatalf("exported %d spans, want %d", len(spans), len(tr.Spans))
+	}
+	if st.exported != 1 || st.errors != 2 {
+		t.Fatalf("exported=%d errors=%d, want 1 and 2", st.exported, st.errors)
+	}
+	root := spans[0]
+	if got := root.SpanContext().TraceID().String(); got != "9cade20b81ea4be9bdc9d3f2d8d8b69f" {
+		t.Fatalf("trace ID %s, want the Pod UID", got)
+	}
+	services := map[string]bool{}
+	for _, s := range spans {
+		for _, kv := range s.Resource().Attributes() {
+			if kv.Key == "service.name" {
+				services[kv.Value.AsString()] = true
+			}
+		}
+	}
+	for _, want := range []string{"podtrace", "kubectl", "kube-apiserver", "kube-scheduler", "kubelet"} {
+		if !services[want] {
+			t.Errorf("no span with service.name %q (have %v)", want, services)
+		}
+	}
+}
+
+func TestExporterDropsWhenQueueFull(t *testing.T) {
+	st := &counts{}
+	e := NewWithExporter(&tracetest.InMemoryExporter{}, Config{QueueSize: 2}, st, nil)
+	for i := 0; i < 5; i++ { // not started: nothing drains the queue
+		e.Export(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f"))
+	}
+	if st.dropped["queue_full"] != 3 {
+		t.Fatalf("dropped %v, want 3 queue_full", st.dropped)
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal("second Shutdown:", err)
+	}
+	e.Export(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f"))
+	if st.dropped["shutdown"] != 1 {
+		t.Fatalf("export after shutdown not counted: %v", st.dropped)
+	}
+}

@@ -1,0 +1,96 @@
+// Package otlp exports podtrace's traces over OTLP (gRPC or HTTP), without ever blocking the
+// watch: traces are queued, sent in batches, retried with backoff while the backend is down,
+// and dropped (and counted) when the queue is full or retries run out.
+package otlp
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+// scope is the instrumentation scope of every span podtrace reconstructs.
+var scope = instrumentation.Scope{Name: "github.com/podtrace/podtrace"}
+
+// resources caches one resource per service name: each phase is reported as the component
+// that owns it, so trace viewers colour the waterfall by component.
+type resources map[string]*resource.Resource
+
+func (r resources) get(service string) *resource.Resource {
+	if res, ok := r[service]; ok {
+		return res
+	}
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service))
+	r[service] = res
+	return res
+}
+
+// ReadOnlySpans converts a reconstructed trace to SDK spans with its deterministic IDs and
+// its observed (not current) times.
+func ReadOnlySpans(t *phases.Trace, res resources) []sdktrace.ReadOnlySpan {
+	stubs := make(tracetest.SpanStubs, 0, len(t.Spans))
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		sc := trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID:    trace.TraceID(s.TraceID),
+			SpanID:     trace.SpanID(s.SpanID),
+			TraceFlags: trace.FlagsSampled,
+		})
+		var parent trace.SpanContext
+		if !s.ParentSpanID.IsZero() {
+			parent = trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID:    trace.TraceID(s.TraceID),
+				SpanID:     trace.SpanID(s.ParentSpanID),
+				TraceFlags: trace.FlagsSampled,
+			})
+		}
+		stub := tracetest.SpanStub{
+			Name:                 s.Name,
+			SpanContext:          sc,
+			Parent:               parent,
+			SpanKind:             trace.SpanKindInternal,
+			StartTime:            s.Start,
+			EndTime:              s.End,
+			Attributes:           attributes(s.Attrs),
+			Resource:             res.get(s.Service),
+			InstrumentationScope: scope,
+		}
+		switch s.Status {
+		case phases.StatusOK:
+			stub.Status = sdktrace.Status{Code: codes.Ok}
+		case phases.StatusError:
+			stub.Status = sdktrace.Status{Code: codes.Error, Description: s.StatusMessage}
+		}
+		for _, e := range s.Events {
+			stub.Events = append(stub.Events, sdktrace.Event{Name: e.Name, Time: e.Time, Attributes: attributes(e.Attrs)})
+		}
+		stubs = append(stubs, stub)
+	}
+	return stubs.Snapshots()
+}
+
+func attributes(as []phases.Attr) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, len(as))
+	for _, a := range as {
+		switch v := a.Value.(type) {
+		case string:
+			out = append(out, attribute.String(a.Key, v))
+		case int64:
+			out = append(out, attribute.Int64(a.Key, v))
+		case int:
+			out = append(out, attribute.Int(a.Key, v))
+		case float64:
+			out = append(out, attribute.Float64(a.Key, v))
+		case bool:
+			out = append(out, attribute.Bool(a.Key, v))
+		}
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+// Package prometheus turns finished traces into histograms and counts podtrace's own health.
+// Labels are bounded: phase, outcome, result, resource, reason — never a Pod, node or image name.
+package prometheus
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+// Buckets for seconds-to-minutes latencies: sub-second scheduling to ten-minute stuck Pods.
+var Buckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600}
+
+// Metrics holds every metric podtrace exposes. It implements the tracer's and the OTLP
+// exporter's stats interfaces and is a trace sink.
+type Metrics struct {
+	phaseDuration *prometheus.HistogramVec
+	startup       prometheus.Histogram
+	startupSLI    prometheus.Histogram
+	imagePull     prometheus.Histogram
+	imagePulls    *prometheus.CounterVec
+	schedAttempts prometheus.Histogram
+	podsInPhase   *prometheus.GaugeVec
+	podsStuck     *prometheus.CounterVec
+	tracesDone    *prometheus.CounterVec
+	watchEvents   *prometheus.CounterVec
+	watchErrors   *prometheus.CounterVec
+	exported      prometheus.Counter
+	dropped       *prometheus.CounterVec
+	exportErrors  prometheus.Counter
+	cacheSynced   prometheus.Gauge
+	leader        prometheus.Gauge
+	buildInfo     *prometheus.GaugeVec
+	inFlight      prometheus.Gauge
+}
+
+// New registers podtrace's metrics with reg.
+func New(reg prometheus.Registerer, version string) *Metrics {
+	h := func(name, help string) prometheus.HistogramOpts {
+		return prometheus.HistogramOpts{Name: name, Help: help, Buckets: Buckets}
+	}
+	m := &Metrics{
+		phaseDuration: prometheus.NewHistogramVec(h("podtrace_phase_duration_seconds",
+			"Length of each startup phase (submit, apiserver, controllers, scheduling, kubelet, status) of traced Pods, by how the startup ended. Phases podtrace could not measure at both ends are not observed."),
+			[]string{"phase", "outcome"}),
+		startup: prometheus.NewHistogram(h("podtrace_pod_startup_duration_seconds",
+			"Pod created to Ready (and ready in its Services' endpoints), for Pods that became Ready.")),
+		startupSLI: prometheus.NewHistogram(h("podtrace_pod_startup_sli_duration_seconds",
+			"SIG-scalability pod startup SLI: Pod created to all containers started, excluding image pulls and init containers; stateless Pods scheduled at the first attempt.")),
+		imagePull: prometheus.NewHistogram(h("podtrace_image_pull_duration_seconds",
+			"Cold image pulls, Pulling to Pulled (including time queued behind other pulls on the node).")),
+		imagePulls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_image_pulls_total",
+			Help: "Image pulls of traced Pods' containers by result: pulled (cold), present (warm), failed."}, []string{"result"}),
+		schedAttempts: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "podtrace_scheduling_attempts",
+			Help: "Scheduling attempts per traced Pod (failed attempts plus the successful bind).", Buckets: []float64{1, 2, 3, 5, 10, 20, 50}}),
+		podsInPhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "podtrace_pods_in_phase",
+			Help: "Pods being traced right now, by the phase they are in."}, []string{"phase"}),
+		podsStuck: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_pods_stuck_total",
+			Help: "Pods exported as stuck (not Ready after --stuck-after), by the phase they were stuck in."}, []string{"phase"}),
+		tracesDone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_traces_total",
+			Help: "Traces reconstructed, by outcome."}, []string{"outcome"}),
+		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_watch_events_total",
+			Help: "Watch events received, by resource."}, []string{"resource"}),
+		watchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_watch_errors_total",
+			Help: "Watch and list errors, by resource and reason (forbidden, expired, other)."}, []string{"resource", "reason"}),
+		exported: prometheus.NewCounter(prometheus.CounterOpts{Name: "podtrace_traces_exported_total",
+			Help: "Traces sent to the OTLP backend."}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_traces_dropped_total",
+			Help: "Traces or observations dropped, by reason (queue_full, export_failed, shutdown, in_flight_cap, pending_events_cap, not_leader)."}, []string{"reason"}),
+		exportErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "podtrace_export_errors_total",
+			Help: "Failed OTLP export attempts (each is retried with backoff)."}),
+		cacheSynced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "podtrace_cache_synced",
+			Help: "1 once every informer cache has synced."}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "podtrace_leader",
+			Help: "1 while this replica exports traces (the leader, or leader election is off)."}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "podtrace_build_info",
+			Help: "podtrace's version; always 1."}, []string{"version", "goversion"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "podtrace_pods_in_flight",
+			Help: "Pods being traced right now."}),
+	}
+	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
+		m.podsInPhase, m.podsStuck, m.tracesDone, m.watchEvents, m.watchErrors, m.exported, m.dropped,
+		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
+	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	for _, p := range []string{phases.PhaseScheduling, phases.PhaseKubelet, phases.PhaseStatus} {
+		m.podsInPhase.WithLabelValues(p)
+	}
+	for _, r := range []string{"pulled", "present", "failed"} {
+		m.imagePulls.WithLabelValues(r)
+	}
+	return m
+}
+
+// observe records v with the trace ID as exemplar, so a slow bucket links to its trace.
+func observe(o prometheus.Observer, v time.Duration, traceID string) {
+	if eo, ok := o.(prometheus.ExemplarObserver); ok {
+		eo.ObserveWithExemplar(v.Seconds(), prometheus.Labels{"trace_id": traceID})
+		return
+	}
+	o.Observe(v.Seconds())
+}
+
+// Export records a finished trace.
+func (m *Metrics) Export(t *phases.Trace) {
+	s := &t.Summary
+	id := t.TraceID.String()
+	outcome := string(s.Outcome)
+	m.tracesDone.WithLabelValues(outcome).Inc()
+	for i, name := range phases.Phases {
+		if s.PhaseObserved[i] {
+			observe(m.phaseDuration.WithLabelValues(name, outcome), s.PhaseDurations[i], id)
+		}
+	}
+	if s.Outcome == phases.OutcomeReady && s.Startup > 0 {
+		observe(m.startup, s.Startup, id)
+	}
+	if s.SLIEligible && s.Outcome == phases.OutcomeReady {
+		observe(m.startupSLI, s.SLI, id)
+	}
+	for _, d := range s.ColdPulls {
+		observe(m.imagePull, d, id)
+	}
+	m.imagePulls.WithLabelValues("pulled").Add(float64(s.PullsPulled))
+	m.imagePulls.WithLabelValues("present").Add(float64(s.PullsPresent))
+	m.imagePulls.WithLabelValues("failed").Add(float64(s.PullsFailed))
+	if s.SchedulingAttempts > 0 {
+		m.schedAttempts.Observe(float64(s.SchedulingAttempts))
+	}
+	if s.Outcome == phases.OutcomeStuck {
+		m.podsStuck.WithLabelValues(s.CurrentPhase).Inc()
+	}
+}
+
+// Delta counts a watch event (tracer.Stats).
+func (m *Metrics) Delta(resource string) { m.watchEvents.WithLabelValues(resource).Inc() }
+
+// Dropped counts a dropped observation or trace (tracer.Stats).
+func (m *Metrics) Dropped(reason string) { m.dropped.WithLabelValues(reason).Inc() }
+
+// InPhase publishes the in-flight Pods per phase (tracer.Stats).
+func (m *Metrics) InPhase(counts map[string]int) {
+	total := 0
+	for _, p := range []string{phases.PhaseScheduling, phases.PhaseKubelet, phases.PhaseStatus} {
+		m.podsInPhase.WithLabelValues(p).Set(float64(counts[p]))
+		total += counts[p]
+	}
+	m.inFlight.Set(float64(total))
+}
+
+// WatchError counts a watch or list error.
+func (m *Metrics) WatchError(resource, reason string) {
+	m.watchErrors.WithLabelValues(resource, reason).Inc()
+}
+
+// TraceExported, TraceDropped and ExportError implement the OTLP exporter's stats.
+func (m *Metrics) TraceExported()             { m.exported.Inc() }
+func (m *Metrics) TraceDropped(reason string) { m.dropped.WithLabelValues(reason).Inc() }
+func (m *Metrics) ExportError()               { m.exportErrors.Inc() }
+
+// SetCacheSynced and SetLeader publish podtrace's state.
+func (m *Metrics) SetCacheSynced(ok bool) { m.cacheSynced.Set(b2f(ok)) }
+func (m *Metrics) SetLeader(ok bool)      { m.leader.Set(b2f(ok)) }
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,310 @@
+package tracer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// WatchConfig selects what the Watcher watches.
+type WatchConfig struct {
+	// Namespaces to watch; empty means all.
+	Namespaces []string
+	// Selector is a label selector for Pods (other kinds are needed whole, to correlate).
+	Selector string
+	// QueueSize is the buffer between informer handlers and the correlator loop.
+	QueueSize int
+}
+
+// WatchErrors receives list/watch failures (for self metrics).
+type WatchErrors interface {
+	WatchError(resource, reason string)
+}
+
+// Watcher runs the shared informers and turns their notifications into Deltas stamped with
+// their receive time. Handlers only stamp and enqueue; the correlator loop does the work.
+type Watcher struct {
+	cfg       WatchConfig
+	factories []informers.SharedInformerFactory
+	synced    []cache.InformerSynced
+	out       chan Delta
+	errs      WatchErrors
+	log       *slog.Logger
+
+	mu        sync.Mutex
+	forbidden map[string]string // resource → message, while a list/watch is forbidden
+	isSynced  bool
+}
+
+// NewWatcher sets up informers for every resource podtrace correlates.
+func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, log *slog.Logger) *Watcher {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 16384
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &Watcher{cfg: cfg, out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, forbidden: map[string]string{}}
+	namespaces := cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns), informers.WithTransform(Transform))
+		w.add(ResourcePods, f.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
+			return newPodInformer(c, ns, cfg.Selector)
+		}))
+		w.add(ResourceReplicaSets, f.Apps().V1().ReplicaSets().Informer())
+		w.add(ResourceDeployments, f.Apps().V1().Deployments().Informer())
+		w.add(ResourceEvents, f.Core().V1().Events().Informer())
+		w.add(ResourceEndpointSlices, f.Discovery().V1().EndpointSlices().Informer())
+		w.add(ResourceServices, f.Core().V1().Services().Informer())
+		w.factories = append(w.factories, f)
+	}
+	return w
+}
+
+func newPodInformer(c kubernetes.Interface, ns, selector string) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return c.CoreV1().Pods(ns).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return c.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	_ = inf.SetTransform(Transform)
+	return inf
+}
+
+func (w *Watcher) add(r Resource, inf cache.SharedIndexInformer) {
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r2 *cache.Reflector, err error) {
+		w.watchError(r, err)
+	})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			w.emit(r, Added, obj, initial)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(metav1.Object), newObj.(metav1.Object)
+			if o.GetResourceVersion() == n.GetResourceVersion() {
+				return // a resync, not a change
+			}
+			w.emit(r, Modified, newObj, false)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			w.emit(r, Deleted, obj, false)
+		},
+	})
+	w.synced = append(w.synced, inf.HasSynced)
+}
+
+func (w *Watcher) emit(r Resource, t DeltaType, obj any, initial bool) {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return
+	}
+	w.clearForbidden(r)
+	w.out <- Delta{Resource: r, Type: t, Object: ro, Recv: time.Now(), Initial: initial}
+}
+
+func (w *Watcher) watchError(r Resource, err error) {
+	reason := "other"
+	switch {
+	case apierrors.IsForbidden(err):
+		reason = "forbidden"
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		reason = "expired"
+	case errors.Is(err, context.Canceled):
+		return
+	}
+	if w.errs != nil {
+		w.errs.WatchError(string(r), reason)
+	}
+	if reason == "forbidden" {
+		w.mu.Lock()
+		_, already := w.forbidden[string(r)]
+		w.forbidden[string(r)] = err.Error()
+		w.mu.Unlock()
+		if !already {
+			// One clear line naming what is missing; the API's message says which verb on
+			// which resource, in which group and scope.
+			w.log.Error("Not allowed to watch "+string(r)+": grant list and watch on it (see deploy/kubernetes/rbac.yaml)", "err", err.Error())
+		}
+		return
+	}
+	if reason == "expired" {
+		w.log.Info("Watch expired, relisting", "resource", r)
+		return
+	}
+	w.log.Warn("Watch failed, retrying", "resource", r, "err", err)
+}
+
+func (w *Watcher) clearForbidden(r Resource) {
+	w.mu.Lock()
+	delete(w.forbidden, string(r))
+	w.mu.Unlock()
+}
+
+// Deltas is the stream of observed changes.
+func (w *Watcher) Deltas() <-chan Delta { return w.out }
+
+// Start starts the informers; it returns at once.
+func (w *Watcher) Start(ctx context.Context) {
+	for _, f := range w.factories {
+		f.Start(ctx.Done())
+	}
+}
+
+// WaitForSync blocks until every cache has synced or ctx ends.
+func (w *Watcher) WaitForSync(ctx context.Context) error {
+	if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
+		if msg := w.Problem(); msg != "" {
+			return errors.New(msg)
+		}
+		return fmt.Errorf("caches did not sync: %w", ctx.Err())
+	}
+	w.mu.Lock()
+	w.isSynced = true
+	w.mu.Unlock()
+	return nil
+}
+
+// Problem returns why podtrace is not ready (a forbidden resource), or "".
+func (w *Watcher) Problem() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for r, msg := range w.forbidden {
+		return fmt.Sprintf("watching %s is forbidden: %s", r, msg)
+	}
+	if !w.isSynced {
+		return "caches not synced yet"
+	}
+	return ""
+}
+
+// Transform keeps only what the correlator reads, before objects enter the caches: no
+// managedFields contents, no annotations, no env, args or commands (never copied into spans),
+// no volume contents. Update this function before reading new fields.
+func Transform(obj any) (any, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil
+	}
+	if mf := m.GetManagedFields(); len(mf) > 0 {
+		slim := make([]metav1.ManagedFieldsEntry, len(mf))
+		for i, f := range mf {
+			slim[i] = metav1.ManagedFieldsEntry{Manager: f.Manager, Operation: f.Operation, Time: f.Time, Subresource: f.Subresource}
+		}
+		m.SetManagedFields(slim)
+	}
+	m.SetAnnotations(nil)
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		slimContainers(o.Spec.InitContainers)
+		slimContainers(o.Spec.Containers)
+		o.Spec.EphemeralContainers = nil
+		for i := range o.Spec.Volumes {
+			o.Spec.Volumes[i].VolumeSource = slimVolume(o.Spec.Volumes[i].VolumeSource)
+		}
+		o.Spec.Affinity, o.Spec.Tolerations, o.Spec.ImagePullSecrets = nil, nil, nil
+		for _, list := range [][]corev1.ContainerStatus{o.Status.InitContainerStatuses, o.Status.ContainerStatuses} {
+			for i := range list {
+				list[i].VolumeMounts, list[i].Resources, list[i].AllocatedResources, list[i].User = nil, nil, nil, nil
+			}
+		}
+	case *appsv1.ReplicaSet:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	case *appsv1.Deployment:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	case *discoveryv1.EndpointSlice:
+		for i := range o.Endpoints {
+			o.Endpoints[i].Hints, o.Endpoints[i].DeprecatedTopology = nil, nil
+		}
+	}
+	return obj, nil
+}
+
+func slimContainers(cs []corev1.Container) {
+	for i := range cs {
+		c := &cs[i]
+		keep := corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
+		if c.ReadinessProbe != nil {
+			keep.ReadinessProbe = &corev1.Probe{}
+		}
+		if c.StartupProbe != nil {
+			keep.StartupProbe = &corev1.Probe{}
+		}
+		if c.LivenessProbe != nil {
+			keep.LivenessProbe = &corev1.Probe{}
+		}
+		if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+			keep.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{}}
+		}
+		*c = keep
+	}
+}
+
+// slimVolume keeps only the kind of a volume (the SLI excludes "stateful" kinds).
+func slimVolume(v corev1.VolumeSource) corev1.VolumeSource {
+	var out corev1.VolumeSource
+	switch {
+	case v.Secret != nil:
+		out.Secret = &corev1.SecretVolumeSource{}
+	case v.ConfigMap != nil:
+		out.ConfigMap = &corev1.ConfigMapVolumeSource{}
+	case v.DownwardAPI != nil:
+		out.DownwardAPI = &corev1.DownwardAPIVolumeSource{}
+	case v.EmptyDir != nil:
+		out.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	case v.Projected != nil:
+		out.Projected = &corev1.ProjectedVolumeSource{}
+	default:
+		out.HostPath = &corev1.HostPathVolumeSource{} // any other kind: stateful
+	}
+	return out
+}
+
+// Loop feeds the watcher's deltas to the correlator, runs its deadlines every tick, and hands
+// each delta to tap (the recorder) first. It returns when ctx ends.
+func Loop(ctx context.Context, deltas <-chan Delta, c *Correlator, tick time.Duration, tap func(Delta)) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-deltas:
+			if tap != nil {
+				tap(d)
+			}
+			if c != nil {
+				c.Handle(d)
+			}
+		case now := <-t.C:
+			if c != nil {
+				c.Tick(now)
+			}
+		}
+	}
+}
