@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/podtrace/podtrace/cmd/podtrace/app.version=$(VERSION)
+LDFLAGS := -s -w -X main.version=$(VERSION)
 
 .PHONY: all build test vet fmt-check lint bench fuzz e2e cluster-build cluster-up cluster-down cluster-status demo image clean
 

@@ -139,7 +139,16 @@ func Build(in *Pod, opts Options) *Trace {
 		served,                   // Ready reported and in the endpoints
 	}
 	end := point{t: p.End, src: SourceWatch, observed: !p.End.IsZero()}
+	if last := latestObserved(p); outcome != OutcomeReady && last.After(end.t) {
+		// Nothing gave an end (a snapshot without receive times), or something was seen
+		// after it: the trace ends at the last thing observed.
+		end = point{t: last, src: SourceDerived, observed: false}
+		if !p.End.IsZero() {
+			end.observed, end.src = true, SourceWatch
+		}
+	}
 	current := -1 // the phase a Pod that did not get Ready was in
+	fixed := make([]bool, len(chain))
 	if outcome != OutcomeReady {
 		last := 0
 		for i := len(chain) - 1; i > 0; i-- {
@@ -153,7 +162,7 @@ func Build(in *Pod, opts Options) *Trace {
 		}
 		current = last
 		for i := last + 1; i < len(chain); i++ {
-			chain[i] = end
+			chain[i], fixed[i] = end, true
 		}
 	}
 	// Unobserved boundaries take the previous one (the span then says it was not observed);
@@ -170,9 +179,8 @@ func Build(in *Pod, opts Options) *Trace {
 	}
 	clamped := make([]bool, len(chain))
 	for i := 1; i < len(chain); i++ {
-		if !chain[i].observed {
+		if !chain[i].observed && !fixed[i] {
 			chain[i] = derived(chain[i-1].t)
-			chain[i].src = SourceDerived
 		}
 		if chain[i].t.Before(chain[i-1].t) {
 			chain[i].t = chain[i-1].t
@@ -521,7 +529,8 @@ func (b *builder) container(parent int, c *Container, turn point, sum *Summary) 
 	}
 	failed := len(c.PullFailures) > 0 || len(c.Failures) > 0
 	parentEnd := b.trace.Spans[parent].End
-	if !(readyAt.observed || finished.observed) && failed {
+	notReady := b.pod.Outcome != OutcomeReady && b.pod.Outcome != ""
+	if !(readyAt.observed || finished.observed) && (failed || notReady) {
 		cEnd = derived(parentEnd)
 	}
 	ci := b.add(Span{Name: name, Path: path, Service: ServiceKubelet}, parent, turn, cEnd)
@@ -548,7 +557,7 @@ func (b *builder) container(parent int, c *Container, turn point, sum *Summary) 
 	if !ps.observed {
 		ps = turn // already present: the check starts when the kubelet gets to the container
 		if c.Cache == "warm" && pullEnd.observed && (turn.src == SourceStatus || turn.src == SourceMetadata || !turn.observed) {
-			ps = pullEnd // a whole-second turn would invent up to a second of pulling
+			ps = derived(pullEnd.t) // a whole-second turn would invent up to a second of pulling
 		}
 	}
 	pe := pullEnd
@@ -628,16 +637,21 @@ func (b *builder) container(parent int, c *Container, turn point, sum *Summary) 
 	if c.HasStartupProbe {
 		step("container.startup_probe", started, startupDone)
 	}
-	if c.HasReadinessProbe || (!c.Init || c.Sidecar) {
+	if c.HasReadinessProbe {
 		rs := later(started, startupDone)
-		if c.HasReadinessProbe {
-			sp := readyAt
-			if !sp.observed && len(c.Unhealthy) > 0 {
-				sp = derived(parentEnd)
-				sp.observed = false
+		switch {
+		case readyAt.observed:
+			step("container.readiness", rs, readyAt)
+		case started.observed && b.pod.Outcome != OutcomeReady && b.pod.Outcome != "":
+			// Never passed: the probe ran until the trace ended.
+			i := b.add(Span{Name: "container.readiness", Path: path + "/readiness", Service: ServiceKubelet}, ci, rs, derived(parentEnd))
+			sp := &b.trace.Spans[i]
+			sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, c.Name})
+			for _, o := range c.Unhealthy {
+				sp.Events = append(sp.Events, occurrenceEvent("Unhealthy", o))
 			}
-			if sp.observed {
-				step("container.readiness", rs, sp)
+			if len(c.Unhealthy) > 0 && b.pod.Outcome != OutcomeInProgress {
+				sp.Status, sp.StatusMessage = StatusError, "readiness probe failing"
 			}
 		}
 	}
@@ -798,4 +812,38 @@ func (s *Span) endPoint() point {
 func (s *Span) attrString(key string) string {
 	v, _ := s.Attr(key).(string)
 	return v
+}
+
+// latestObserved is the time of the last thing observed about the Pod.
+func latestObserved(p *Pod) time.Time {
+	var last time.Time
+	see := func(t time.Time) {
+		if t.After(last) {
+			last = t
+		}
+	}
+	times := func(ts ...Times) {
+		for _, t := range ts {
+			for _, s := range t {
+				see(s.Time)
+			}
+		}
+	}
+	occs := func(os ...[]Occurrence) {
+		for _, list := range os {
+			for _, o := range list {
+				see(o.Time.Time)
+				see(o.Last)
+			}
+		}
+	}
+	times(p.AuditReceived, p.AuditPersisted, p.RootPersisted, p.ReplicaSetScaled, p.Created, p.Scheduled,
+		p.KubeletStarted, p.SandboxReady, p.Initialized, p.ContainersReady, p.Running, p.Ready, p.EndpointsReady, p.Deleted)
+	occs(p.SchedulingFailure, p.Preempted, p.PodWarnings)
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		times(c.PullStarted, c.PullFinished, c.Created, c.Started, c.StartupDone, c.ReadyAt, c.Finished)
+		occs(c.PullFailures, c.Failures, c.Unhealthy)
+	}
+	return last
 }

@@ -31,6 +31,8 @@ type Occurrence struct {
 	Reason  string
 	Message string
 	Count   int32 // how many times the API says it happened (core/v1 count or series.count)
+	// Last is when it last happened, for repeated occurrences (lastTimestamp, series).
+	Last time.Time
 }
 
 // Pod is everything podtrace observed about one Pod's startup. The tracer fills it from objects,

@@ -106,5 +106,9 @@ func (e *event) when() phases.Stamp {
 }
 
 func (e *event) occurrence() phases.Occurrence {
-	return phases.Occurrence{Time: e.when(), Reason: e.Reason, Message: e.Message, Count: e.Count}
+	o := phases.Occurrence{Time: e.when(), Reason: e.Reason, Message: e.Message, Count: e.Count}
+	if e.Count > 1 {
+		o.Last = e.Last
+	}
+	return o
 }

@@ -1,0 +1,428 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podtrace/podtrace/exporters/otlp"
+	"github.com/podtrace/podtrace/phases"
+	"github.com/podtrace/podtrace/tracer"
+)
+
+// runWatch is `podtrace watch`: a live waterfall for each Pod as its startup completes.
+func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clusterFlags
+	var tf traceFlags
+	var out outputFlag
+	cf.register(fs)
+	tf.register(fs)
+	out.register(fs)
+	duration := fs.Duration("for", 0, "stop after this long (default: until interrupted)")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := out.validate(); err != nil {
+		return err
+	}
+	client, _, err := cf.client()
+	if err != nil {
+		return err
+	}
+	log, _ := newLogger(stderr, "warn")
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	var mu sync.Mutex
+	var werr error
+	corr := tracer.New(tf.config(), tracer.SinkFunc(func(t *phases.Trace) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := out.write(stdout, t); err != nil && werr == nil {
+			werr = err
+		}
+	}), nil, log)
+	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, nil, log)
+	w.Start(ctx)
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := w.WaitForSync(syncCtx); err != nil {
+		return fmt.Errorf("watch %s: %w", clusterName(cf), err)
+	}
+	fmt.Fprintln(stderr, "podtrace: watching; a waterfall is printed as each Pod becomes Ready, fails or gets stuck (Ctrl-C to stop)")
+	tracer.Loop(ctx, w.Deltas(), corr, time.Second, nil)
+	return werr
+}
+
+func clusterName(cf clusterFlags) string {
+	if cf.kubeconfig != "" {
+		return "the cluster of " + cf.kubeconfig
+	}
+	return "the cluster"
+}
+
+// runExplain is `podtrace explain (pod|deployment)/NAME`: a one-shot reconstruction from what
+// the API still holds (objects, conditions, statuses, and events younger than their 1 h TTL).
+func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clusterFlags
+	var out outputFlag
+	cf.register(fs)
+	out.register(fs)
+	ns := fs.String("n", "", "namespace (default: the kubeconfig's, else default)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := out.validate(); err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("explain needs one argument: pod/NAME or deployment/NAME")
+	}
+	kind, name, ok := strings.Cut(pos[0], "/")
+	if !ok || name == "" {
+		return fmt.Errorf("explain %q: want pod/NAME or deployment/NAME", pos[0])
+	}
+	client, _, err := cf.client()
+	if err != nil {
+		return err
+	}
+	namespace := *ns
+	if namespace == "" {
+		namespace = "default"
+		if len(cf.namespaces) == 1 {
+			namespace = cf.namespaces[0]
+		}
+	}
+	deltas, targets, err := explainObjects(ctx, client, namespace, kind, name)
+	if err != nil {
+		return err
+	}
+	var traces []*phases.Trace
+	corr := tracer.New(tracer.Config{Backfill: true}, tracer.SinkFunc(func(t *phases.Trace) {
+		if targets[t.Pod.UID] {
+			traces = append(traces, t)
+		}
+	}), nil, nil)
+	for _, d := range deltas {
+		corr.Handle(d)
+	}
+	corr.Flush(phases.OutcomeInProgress)
+	sortTraces(traces)
+	for _, t := range traces {
+		if err := out.write(stdout, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// explainObjects lists what a reconstruction needs in the namespace and picks the target Pods:
+// the Pod, or the Pods of the Deployment's current ReplicaSet.
+func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name string) ([]tracer.Delta, map[string]bool, error) {
+	targets := map[string]bool{}
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, apiErr("list pods", ns, err)
+	}
+	rss, err := c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, apiErr("list replicasets", ns, err)
+	}
+	deps, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, apiErr("list deployments", ns, err)
+	}
+	switch kind {
+	case "pod", "pods", "po":
+		for _, p := range pods.Items {
+			if p.Name == name {
+				targets[string(p.UID)] = true
+			}
+		}
+		if len(targets) == 0 {
+			return nil, nil, fmt.Errorf("pod %s/%s not found", ns, name)
+		}
+	case "deployment", "deployments", "deploy":
+		var dep *appsv1.Deployment
+		for i := range deps.Items {
+			if deps.Items[i].Name == name {
+				dep = &deps.Items[i]
+			}
+		}
+		if dep == nil {
+			return nil, nil, fmt.Errorf("deployment %s/%s not found", ns, name)
+		}
+		rs := currentReplicaSet(dep, rss.Items)
+		if rs == nil {
+			return nil, nil, fmt.Errorf("deployment %s/%s has no ReplicaSet yet", ns, name)
+		}
+		for _, p := range pods.Items {
+			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == rs.UID {
+				targets[string(p.UID)] = true
+			}
+		}
+	default:
+		return nil, nil, fmt.Errorf("explain %s/%s: kind must be pod or deployment", kind, name)
+	}
+	var deltas []tracer.Delta
+	add := func(r tracer.Resource, o runtime.Object) {
+		if t, err := tracer.Transform(o); err == nil {
+			o = t.(runtime.Object)
+		}
+		deltas = append(deltas, tracer.Delta{Resource: r, Type: tracer.Added, Object: o, Initial: true})
+	}
+	for i := range deps.Items {
+		add(tracer.ResourceDeployments, &deps.Items[i])
+	}
+	for i := range rss.Items {
+		add(tracer.ResourceReplicaSets, &rss.Items[i])
+	}
+	if svcs, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for i := range svcs.Items {
+			add(tracer.ResourceServices, &svcs.Items[i])
+		}
+	} else {
+		return nil, nil, apiErr("list services", ns, err)
+	}
+	evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, apiErr("list events", ns, err)
+	}
+	for i := range evs.Items {
+		add(tracer.ResourceEvents, &evs.Items[i])
+	}
+	if slices, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for i := range slices.Items {
+			add(tracer.ResourceEndpointSlices, &slices.Items[i])
+		}
+	} else {
+		return nil, nil, apiErr("list endpointslices", ns, err)
+	}
+	for i := range pods.Items {
+		if targets[string(pods.Items[i].UID)] {
+			add(tracer.ResourcePods, &pods.Items[i])
+		}
+	}
+	return deltas, targets, nil
+}
+
+func apiErr(action, ns string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s in %s: forbidden: %s", action, ns, oneLine(err))
+	}
+	return fmt.Errorf("%s in %s: %s", action, ns, oneLine(err))
+}
+
+// currentReplicaSet is the Deployment's ReplicaSet with the highest revision.
+func currentReplicaSet(dep *appsv1.Deployment, rss []appsv1.ReplicaSet) *appsv1.ReplicaSet {
+	var best *appsv1.ReplicaSet
+	bestRev := int64(-1)
+	for i := range rss {
+		rs := &rss[i]
+		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != dep.UID {
+			continue
+		}
+		rev, _ := strconv.ParseInt(rs.Annotations["deployment.kubernetes.io/revision"], 10, 64)
+		if rev > bestRev {
+			best, bestRev = rs, rev
+		}
+	}
+	return best
+}
+
+// runRecord is `podtrace record DIR`: writes the watch streams podtrace consumes, one JSON watch
+// event per line per stream, each with its local receive time, for bug reports and tests.
+func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("record", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clusterFlags
+	cf.register(fs)
+	duration := fs.Duration("for", 0, "stop after this long (default: until interrupted)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("record needs one argument: the directory to write")
+	}
+	dir := pos[0]
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create recording directory: %w", err)
+	}
+	client, _, err := cf.client()
+	if err != nil {
+		return err
+	}
+	rec, err := newRecorder(dir)
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	log, _ := newLogger(stderr, "warn")
+	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, nil, log)
+	w.Start(ctx)
+	fmt.Fprintf(stderr, "podtrace: recording into %s (Ctrl-C to stop)\n", dir)
+	tracer.Loop(ctx, w.Deltas(), nil, time.Second, rec.Write)
+	if err := rec.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "recorded %d watch events into %s\n", rec.n, dir)
+	return nil
+}
+
+// recorder writes deltas as recording lines, one file per stream.
+type recorder struct {
+	dir   string
+	files map[tracer.Stream]*os.File
+	n     int
+	err   error
+}
+
+func newRecorder(dir string) (*recorder, error) {
+	return &recorder{dir: dir, files: map[tracer.Stream]*os.File{}}, nil
+}
+
+func (r *recorder) Write(d tracer.Delta) {
+	if r.err != nil {
+		return
+	}
+	s, ok := tracer.StreamFor(d.Object)
+	if !ok {
+		return
+	}
+	f := r.files[s]
+	if f == nil {
+		var err error
+		f, err = os.Create(filepath.Join(r.dir, "watch."+string(s)+".jsonl"))
+		if err != nil {
+			r.err = fmt.Errorf("create recording file: %w", err)
+			return
+		}
+		r.files[s] = f
+	}
+	obj, err := json.Marshal(d.Object)
+	if err != nil {
+		r.err = fmt.Errorf("encode %s: %w", s, err)
+		return
+	}
+	recv := d.Recv.UTC()
+	line, _ := json.Marshal(tracer.Line{Type: d.Type, Object: obj, Recv: &recv, Initial: d.Initial})
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		r.err = fmt.Errorf("write recording: %w", err)
+		return
+	}
+	r.n++
+}
+
+func (r *recorder) Close() error {
+	err := r.err
+	for s, f := range r.files {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", s, cerr)
+		}
+		delete(r.files, s)
+	}
+	return err
+}
+
+// runReplay is `podtrace replay DIR`: rebuilds the traces of a recording offline, prints them,
+// and optionally exports them over OTLP.
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var out outputFlag
+	var tf traceFlags
+	out.register(fs)
+	tf.register(fs)
+	otlpEndpoint := fs.String("otlp-endpoint", "", "also export the traces to this OTLP endpoint")
+	otlpProtocol := fs.String("otlp-protocol", "grpc", "OTLP protocol: grpc or http")
+	otlpInsecure := fs.Bool("otlp-insecure", false, "OTLP without TLS")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := out.validate(); err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("replay needs one argument: the recording directory")
+	}
+	deltas, loadErr := tracer.LoadRecording(pos[0])
+	var le *tracer.LoadError
+	if loadErr != nil && !errors.As(loadErr, &le) {
+		return loadErr
+	}
+	if le != nil {
+		fmt.Fprintf(stderr, "podtrace: warning: %v (replaying the rest)\n", le)
+	}
+	var traces []*phases.Trace
+	cfg := tf.config()
+	cfg.Backfill, cfg.Settle = true, 0
+	corr := tracer.New(cfg, tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }), nil, nil)
+	tracer.Replay(corr, deltas)
+	sortTraces(traces)
+	for _, t := range traces {
+		if err := out.write(stdout, t); err != nil {
+			return err
+		}
+	}
+	if *otlpEndpoint == "" {
+		return nil
+	}
+	st := &replayStats{}
+	exp, err := otlp.New(ctx, otlp.Config{Protocol: *otlpProtocol, Endpoint: *otlpEndpoint, Insecure: *otlpInsecure, GiveUpAfter: 30 * time.Second}, st, nil)
+	if err != nil {
+		return err
+	}
+	exp.Start(ctx)
+	for _, t := range traces {
+		exp.Export(t)
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := exp.Shutdown(sctx); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if st.dropped > 0 {
+		return fmt.Errorf("exported %d traces, %d dropped (is the OTLP endpoint up?)", st.exported, st.dropped)
+	}
+	fmt.Fprintf(stderr, "podtrace: exported %d traces to %s\n", st.exported, *otlpEndpoint)
+	return nil
+}
+
+type replayStats struct {
+	mu                sync.Mutex
+	exported, dropped int
+}
+
+func (s *replayStats) TraceExported()      { s.mu.Lock(); s.exported++; s.mu.Unlock() }
+func (s *replayStats) TraceDropped(string) { s.mu.Lock(); s.dropped++; s.mu.Unlock() }
+func (s *replayStats) ExportError()        {}
+

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podtrace/podtrace/exporters/terminal"
+	"github.com/podtrace/podtrace/phases"
+	"github.com/podtrace/podtrace/tracer"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*s = append(*s, x)
+		}
+	}
+	return nil
+}
+
+// clusterFlags select the cluster and what to watch in it.
+type clusterFlags struct {
+	kubeconfig string
+	context    string
+	namespaces stringList
+	selector   string
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or the in-cluster config)")
+	fs.StringVar(&c.context, "context", "", "kubeconfig context to use")
+	fs.Var(&c.namespaces, "namespace", "namespace to watch (repeatable; default: all)")
+	fs.StringVar(&c.selector, "selector", "", "label selector for the Pods to trace")
+}
+
+// client builds a clientset with clear, single-line errors for the usual mistakes.
+func (c *clusterFlags) client() (kubernetes.Interface, *rest.Config, error) {
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.UserAgent = "podtrace/" + version
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
+	}
+	return cs, cfg, nil
+}
+
+func (c *clusterFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if c.kubeconfig != "" {
+		if _, err := os.Stat(c.kubeconfig); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
+		}
+		rules.ExplicitPath = c.kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context})
+	cfg, err := cc.ClientConfig()
+	if err == nil {
+		return cfg, nil
+	}
+	if c.kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
+		if in, inErr := rest.InClusterConfig(); inErr == nil {
+			return in, nil
+		}
+	}
+	return nil, fmt.Errorf("load kubeconfig: %s", oneLine(err))
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// outputFlag is -o: "waterfall" (default) or "json" (one JSON object per span per line).
+type outputFlag struct{ format string }
+
+func (o *outputFlag) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.format, "o", "waterfall", "output: waterfall or json (one JSON object per span per line)")
+}
+
+func (o *outputFlag) validate() error {
+	switch o.format {
+	case "waterfall", "json":
+		return nil
+	}
+	return fmt.Errorf("unknown output %q: use waterfall or json", o.format)
+}
+
+func (o *outputFlag) write(w io.Writer, t *phases.Trace) error {
+	if o.format == "json" {
+		return terminal.JSONLines(w, t)
+	}
+	if err := terminal.Waterfall(w, t); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// sortTraces orders traces by start, then namespace and name, for stable output.
+func sortTraces(ts []*phases.Trace) {
+	sort.SliceStable(ts, func(i, j int) bool {
+		a, b := ts[i], ts[j]
+		if !a.Root().Start.Equal(b.Root().Start) {
+			return a.Root().Start.Before(b.Root().Start)
+		}
+		if a.Pod.Namespace != b.Pod.Namespace {
+			return a.Pod.Namespace < b.Pod.Namespace
+		}
+		return a.Pod.Name < b.Pod.Name
+	})
+}
+
+// traceFlags tune when a trace is complete.
+type traceFlags struct {
+	stuckAfter time.Duration
+	failAfter  time.Duration
+	backfill   bool
+}
+
+func (t *traceFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&t.stuckAfter, "stuck-after", tracer.DefaultStuckAfter, "export a Pod not Ready this long after creation as stuck")
+	fs.DurationVar(&t.failAfter, "fail-after", tracer.DefaultFailAfter, "export a Pod whose failure (ErrImagePull, CrashLoopBackOff…) persists this long as failed")
+	fs.BoolVar(&t.backfill, "backfill", false, "also trace Pods that were already Ready when podtrace started")
+}
+
+func (t *traceFlags) config() tracer.Config {
+	return tracer.Config{StuckAfter: t.stuckAfter, FailAfter: t.failAfter, Backfill: t.backfill, Settle: 2 * time.Second}
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// parse parses flags placed anywhere among the positional arguments (podtrace explain
+// pod/web -n prod) and returns the positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+var errUsage = errors.New("usage")

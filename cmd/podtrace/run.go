@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/podtrace/podtrace/exporters/otlp"
+	promexp "github.com/podtrace/podtrace/exporters/prometheus"
+	"github.com/podtrace/podtrace/phases"
+	"github.com/podtrace/podtrace/tracer"
+)
+
+// runDaemon is `podtrace run`: watch, correlate, export traces and serve metrics.
+func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clusterFlags
+	var tf traceFlags
+	cf.register(fs)
+	tf.register(fs)
+	metricsAddr := fs.String("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz")
+	otlpEndpoint := fs.String("otlp-endpoint", "", "OTLP endpoint, host:port or URL (default: $OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317)")
+	otlpProtocol := fs.String("otlp-protocol", envOr("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), "OTLP protocol: grpc or http")
+	otlpInsecure := fs.Bool("otlp-insecure", false, "OTLP without TLS (also $OTEL_EXPORTER_OTLP_INSECURE=true)")
+	otlpHeaders := fs.String("otlp-headers", "", "OTLP headers, k=v,k2=v2 (also $OTEL_EXPORTER_OTLP_HEADERS)")
+	leaderElect := fs.Bool("leader-elect", false, "run several replicas; only the holder of a Lease exports")
+	leNamespace := fs.String("leader-elect-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the leader-election Lease")
+	leName := fs.String("leader-elect-lease-name", "podtrace", "name of the leader-election Lease")
+	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	headers, err := parseHeaders(*otlpHeaders)
+	if err != nil {
+		return err
+	}
+	client, restCfg, err := cf.client()
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := promexp.New(reg, version)
+
+	exp, err := otlp.New(ctx, otlp.Config{Protocol: *otlpProtocol, Endpoint: *otlpEndpoint, Insecure: *otlpInsecure, Headers: headers}, metrics, log)
+	if err != nil {
+		return fmt.Errorf("set up OTLP exporter: %w", err)
+	}
+	exp.Start(ctx)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if serr := exp.Shutdown(sctx); serr != nil {
+			err = errors.Join(err, fmt.Errorf("shut down OTLP exporter: %s", oneLine(serr)))
+		}
+	}()
+
+	// Only the leader exports (traces and trace metrics); a standby correlates too, so it is
+	// hot when it takes over.
+	var leading atomic.Bool
+	leading.Store(!*leaderElect)
+	metrics.SetLeader(leading.Load())
+	sink := tracer.SinkFunc(func(t *phases.Trace) {
+		if !leading.Load() {
+			metrics.Dropped("not_leader")
+			return
+		}
+		metrics.Export(t)
+		exp.Export(t)
+		log.Debug("Trace complete", "pod", t.Pod.Namespace+"/"+t.Pod.Name, "outcome", t.Summary.Outcome, "traceID", t.TraceID.String())
+	})
+
+	cfg := tf.config()
+	cfg.MaxInFlight = *maxInFlight
+	corr := tracer.New(cfg, sink, metrics, log)
+	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, metrics, log)
+
+	var ready atomic.Bool
+	srv, err := serve(*metricsAddr, reg, w, &ready, log)
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown(context.WithoutCancel(ctx))
+
+	log.Info("Starting podtrace", "version", version, "apiserver", restCfg.Host, "namespaces", cf.namespaces.String(), "metricsAddr", *metricsAddr)
+	w.Start(ctx)
+	go func() {
+		if err := w.WaitForSync(ctx); err != nil {
+			if ctx.Err() == nil {
+				log.Error("Caches did not sync", "err", err)
+			}
+			return
+		}
+		ready.Store(true)
+		metrics.SetCacheSynced(true)
+		log.Info("Caches synced; tracing")
+	}()
+	if *leaderElect {
+		go elect(ctx, client, *leNamespace, *leName, &leading, metrics, log)
+	}
+	tracer.Loop(ctx, w.Deltas(), corr, time.Second, nil)
+	log.Info("Shutting down", "inFlight", corr.InFlight())
+	return nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func parseHeaders(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("bad --otlp-headers entry %q: want key=value", kv)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// serve starts the metrics and health endpoints. /healthz says the process runs; /readyz says
+// the caches synced and no watch is forbidden.
+func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, log *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
+	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprintln(rw, "ok") })
+	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, _ *http.Request) {
+		if p := w.Problem(); p != "" || !ready.Load() {
+			if p == "" {
+				p = "caches not synced yet"
+			}
+			http.Error(rw, "not ready: "+p, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(rw, "ok")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("Metrics server stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}
+
+// elect campaigns for the Lease until ctx ends; leading says whether this replica exports.
+func elect(ctx context.Context, client kubernetes.Interface, ns, name string, leading *atomic.Bool, metrics *promexp.Metrics, log *slog.Logger) {
+	id := os.Getenv("POD_NAME")
+	if id == "" {
+		id, _ = os.Hostname()
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: name},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			ReleaseOnCancel: true,
+			LeaseDuration:   15 * time.Second,
+			RenewDeadline:   10 * time.Second,
+			RetryPeriod:     2 * time.Second,
+			Name:            name,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) {
+					leading.Store(true)
+					metrics.SetLeader(true)
+					log.Info("Became leader; exporting", "lease", ns+"/"+name, "identity", id)
+				},
+				OnStoppedLeading: func() {
+					leading.Store(false)
+					metrics.SetLeader(false)
+					log.Info("Lost leadership; standing by", "lease", ns+"/"+name, "identity", id)
+				},
+			},
+		})
+	}
+}
