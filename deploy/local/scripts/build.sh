@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Builds every binary the local cluster needs into bin/, from pinned Go modules.
+# Builds every binary the local cluster needs into bin/, from pinned Go modules, and installs the
+# Debian packages the node needs (runc, CNI plugins, iptables, ...) when they are missing.
 # A binary is rebuilt only when its stamp (bin/.stamps/NAME) does not match the pinned version,
 # so re-running is cheap. Usage: build.sh [NAME...]   (default: all)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
+if [ "${SKIP_PACKAGES:-0}" != 1 ]; then
+  (source "$root/deploy/local/scripts/lib.sh" && ensure_packages)
+fi
 local_dir=$root/deploy/local
 bin=$root/bin
 mkdir -p "$bin/.stamps"

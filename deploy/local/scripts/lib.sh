@@ -1,0 +1,175 @@
+# shellcheck shell=bash
+# Shared by the deploy/local scripts: layout, addresses, logging, waiting and PID files.
+# Everything the local cluster writes lives under $STATE (.local/ at the repository root).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+LOCAL=$ROOT/deploy/local
+BIN=$ROOT/bin
+STATE=$ROOT/.local
+RUN=$STATE/run     # PID files and sockets
+LOGS=$STATE/logs   # one log per component
+ETC=$STATE/etc     # rendered configuration
+PKI=$STATE/pki
+KUBECONFIG_FILE=$STATE/kubeconfig
+
+# The node and its networks. The pod subnet's gateway is also the node's address: the kubelet,
+# the apiserver relay and Jaeger's second OTLP receiver listen on it, so Pods reach them.
+NODE_NAME=podtrace-node
+BRIDGE=podtrace0
+POD_CIDR=10.88.77.0/24
+NODE_IP=10.88.77.1
+SERVICE_CIDR=10.96.0.0/16
+CGROUP_ROOT=podtrace-node   # the kubelet's cgroupRoot, made in every cgroup v1 hierarchy
+
+# Addresses (127.0.0.1 unless noted).
+ETCD_PORT=12379
+APISERVER_PORT=16443        # also on $NODE_IP through the relay
+KCM_PORT=20257
+SCHEDULER_PORT=20259
+KUBELET_PORT=20250          # on $NODE_IP
+KUBELET_HEALTHZ_PORT=20248
+KUBE_PROXY_HEALTHZ_PORT=20256
+KUBE_PROXY_METRICS_PORT=20249
+REGISTRY=127.0.0.1:5000
+JAEGER_QUERY=127.0.0.1:16686
+JAEGER_OTLP_GRPC_PORT=4317  # on 127.0.0.1 and $NODE_IP
+JAEGER_OTLP_HTTP_PORT=4318  # on 127.0.0.1 and $NODE_IP
+JAEGER_HEALTH=127.0.0.1:13133
+PROMETHEUS=127.0.0.1:9090
+PODTRACE_METRICS=127.0.0.1:8080
+
+# Images in the local registry (built offline by `localregistry images`).
+BUSYBOX_IMAGE=$REGISTRY/podtrace/busybox:v1
+PAUSE_IMAGE=$REGISTRY/podtrace/pause:v1
+COLD_REPO=podtrace/cold     # every tag is created on first pull; its blobs wait $COLD_BLOB_DELAY
+COLD_BLOB_DELAY=${COLD_BLOB_DELAY:-2s}
+
+# Debian packages the node needs: command -> package.
+APT_PACKAGES=(
+  "runc:runc" "iptables:iptables" "nft:nftables" "conntrack:conntrack" "socat:socat"
+  "openssl:openssl" "curl:curl" "jq:jq" "busybox:busybox-static" "ctr:containerd"
+  "/usr/lib/cni/bridge:containernetworking-plugins"
+)
+
+mkdir -p "$RUN" "$LOGS" "$ETC"
+
+T0=$(date +%s.%N)
+_step_start=$T0
+_step_name=""
+
+elapsed() { # seconds since $1, one decimal
+  awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
+}
+log() { printf '%s\n' "$*"; }
+# step NAME: start a timed step; the previous one is reported as done.
+step() {
+  step_done
+  _step_name=$1
+  _step_start=$(date +%s.%N)
+  printf '  %-26s ... ' "$_step_name"
+}
+step_done() {
+  [ -n "$_step_name" ] || return 0
+  printf 'ok (%ss, total %ss)\n' "$(elapsed "$_step_start")" "$(elapsed "$T0")"
+  _step_name=""
+}
+step_skip() { # a message instead of "ok"
+  printf 'skipped: %s\n' "$*"
+  _step_name=""
+}
+
+# die COMPONENT MESSAGE: one clear message and the tail of the component's log.
+die() {
+  local component=$1; shift
+  [ -n "$_step_name" ] && printf 'FAILED\n'
+  _step_name=""
+  printf '\nerror: %s: %s\n' "$component" "$*" >&2
+  if [ -s "$LOGS/$component.log" ]; then
+    printf -- '--- last lines of %s ---\n' "${LOGS#"$ROOT"/}/$component.log" >&2
+    tail -n 25 "$LOGS/$component.log" >&2
+    printf -- '---\n' >&2
+  fi
+  exit 1
+}
+
+pid_of() { cat "$RUN/$1.pid" 2>/dev/null || true; }
+running() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+
+# start NAME CMD...: run CMD in the background, log to $LOGS/NAME.log, PID to $RUN/NAME.pid.
+start() {
+  local name=$1; shift
+  printf '=== %s: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$LOGS/$name.log"
+  nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  echo $! >"$RUN/$name.pid"
+}
+
+# wait_for NAME TIMEOUT_SECONDS CMD...: until CMD succeeds; fails early if NAME's process died.
+wait_for() {
+  local name=$1 timeout=$2; shift 2
+  local deadline=$(( $(date +%s) + timeout ))
+  while ! "$@" >/dev/null 2>&1; do
+    if [ -f "$RUN/$name.pid" ] && ! running "$name"; then
+      die "$name" "exited during start-up"
+    fi
+    [ "$(date +%s)" -lt "$deadline" ] || die "$name" "not healthy after ${timeout}s (waiting for: $*)"
+    sleep 0.25
+  done
+}
+
+# stop NAME [TIMEOUT]: SIGTERM the recorded PID, SIGKILL after TIMEOUT seconds.
+stop() {
+  local name=$1 timeout=${2:-10} p
+  p=$(pid_of "$name")
+  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+    kill "$p" 2>/dev/null || true
+    local i
+    for ((i = 0; i < timeout * 4; i++)); do
+      kill -0 "$p" 2>/dev/null || break
+      sleep 0.25
+    done
+    if kill -0 "$p" 2>/dev/null; then
+      printf '(%s did not stop in %ss: killed) ' "$name" "$timeout"
+      kill -9 "$p" 2>/dev/null || true
+    fi
+  fi
+  rm -f "$RUN/$name.pid"
+}
+
+# render TEMPLATE DEST: copy a deploy/local/config template, filling in @NAME@ placeholders.
+render() {
+  mkdir -p "$(dirname "$2")"
+  sed -e "s|@ROOT@|$ROOT|g" -e "s|@STATE@|$STATE|g" -e "s|@BIN@|$BIN|g" -e "s|@ETC@|$ETC|g" \
+    -e "s|@PKI@|$PKI|g" -e "s|@RUN@|$RUN|g" -e "s|@NODE_NAME@|$NODE_NAME|g" -e "s|@NODE_IP@|$NODE_IP|g" \
+    -e "s|@BRIDGE@|$BRIDGE|g" -e "s|@POD_CIDR@|$POD_CIDR|g" -e "s|@SERVICE_CIDR@|$SERVICE_CIDR|g" \
+    -e "s|@CGROUP_ROOT@|$CGROUP_ROOT|g" -e "s|@REGISTRY@|$REGISTRY|g" -e "s|@PAUSE_IMAGE@|$PAUSE_IMAGE|g" \
+    -e "s|@APISERVER_PORT@|$APISERVER_PORT|g" -e "s|@KUBELET_PORT@|$KUBELET_PORT|g" \
+    -e "s|@KUBELET_HEALTHZ_PORT@|$KUBELET_HEALTHZ_PORT|g" -e "s|@KUBE_PROXY_HEALTHZ_PORT@|$KUBE_PROXY_HEALTHZ_PORT|g" \
+    -e "s|@KUBE_PROXY_METRICS_PORT@|$KUBE_PROXY_METRICS_PORT|g" -e "s|@JAEGER_QUERY@|$JAEGER_QUERY|g" \
+    -e "s|@JAEGER_HEALTH@|$JAEGER_HEALTH|g" -e "s|@JAEGER_OTLP_GRPC_PORT@|$JAEGER_OTLP_GRPC_PORT|g" \
+    -e "s|@JAEGER_OTLP_HTTP_PORT@|$JAEGER_OTLP_HTTP_PORT|g" -e "s|@PODTRACE_METRICS@|$PODTRACE_METRICS|g" \
+    "$LOCAL/config/$1" >"$2"
+}
+
+kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+# api PATH: GET from the apiserver as admin (no kubectl needed).
+api() {
+  curl -sf --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+    "https://127.0.0.1:$APISERVER_PORT$1"
+}
+
+# ensure_packages: install the Debian packages the node needs when their commands are missing.
+ensure_packages() {
+  local missing=() entry cmd pkg
+  for entry in "${APT_PACKAGES[@]}"; do
+    cmd=${entry%%:*} pkg=${entry#*:}
+    if [[ $cmd == /* ]]; then [ -e "$cmd" ] && continue; else command -v "$cmd" >/dev/null && continue; fi
+    missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  [ "$(id -u)" = 0 ] || { echo "error: installing packages needs root" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
