@@ -638,7 +638,10 @@ func (b *builder) container(parent int, c *Container, turn point, sum *Summary) 
 		step("container.startup_probe", started, startupDone)
 	}
 	if c.HasReadinessProbe {
-		rs := later(started, startupDone)
+		rs := started
+		if c.HasStartupProbe {
+			rs = later(started, startupDone) // readiness is probed once startup passed
+		}
 		switch {
 		case readyAt.observed:
 			step("container.readiness", rs, readyAt)
