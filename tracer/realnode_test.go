@@ -26,7 +26,13 @@ func replayDir(t *testing.T, dir string) []*phases.Trace {
 // TestRealNode replays the captures from a real v1.37.2 control plane and kubelet
 // (testdata/real-node, copied from the shared fixtures) and compares with golden output.
 func TestRealNode(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join("testdata", "real-node", "run*"))
+	matches, _ := filepath.Glob(filepath.Join("testdata", "real-node", "run*"))
+	var dirs []string
+	for _, m := range matches {
+		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+			dirs = append(dirs, m)
+		}
+	}
 	if len(dirs) == 0 {
 		t.Fatal("no captures in testdata/real-node")
 	}

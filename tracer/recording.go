@@ -132,6 +132,11 @@ func (e *LoadError) Error() string {
 // LoadRecording reads a recording directory into Deltas in replay order. It returns the deltas
 // it could read together with a *LoadError describing lines it skipped.
 func LoadRecording(dir string) ([]Delta, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("recording: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("recording %s is not a directory", dir)
+	}
 	var deltas []Delta
 	var problems []string
 	found := false
