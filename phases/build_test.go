@@ -1,0 +1,137 @@
+package phases
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 30, 8, 41, 34, 0, time.UTC)
+
+func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+
+func TestResolve(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Times
+		want Stamp
+	}{
+		{"precise wins", Times{{ms(0), SourceMetadata}, {ms(430), SourceEventName}, {ms(440), SourceWatch}}, Stamp{ms(430), SourceEventName}},
+		{"event time before watch", Times{{ms(500), SourceWatch}, {ms(474), SourceEventTime}}, Stamp{ms(474), SourceEventTime}},
+		{"watch beats whole seconds", Times{{ms(0), SourceStatus}, {ms(620), SourceWatch}}, Stamp{ms(620), SourceWatch}},
+		{"precise stamp far after its watch time is rejected", Times{{ms(5000), SourceEventName}, {ms(100), SourceWatch}}, Stamp{ms(100), SourceWatch}},
+		{"precise stamp outside its whole second is rejected", Times{{ms(4200), SourceEventName}, {ms(0), SourceStatus}}, Stamp{ms(0), SourceStatus}},
+		{"only whole seconds", Times{{ms(1000), SourceStatus}}, Stamp{ms(1000), SourceStatus}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.in.Resolve()
+			if !ok || got != tt.want {
+				t.Fatalf("got %v %v, want %v", got, ok, tt.want)
+			}
+		})
+	}
+	if _, ok := (Times{}).Resolve(); ok {
+		t.Fatal("empty Times resolved")
+	}
+}
+
+func TestTraceAndSpanIDs(t *testing.T) {
+	if got := TraceIDFor("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f").String(); got != "9cade20b81ea4be9bdc9d3f2d8d8b69f" {
+		t.Fatalf("trace ID %s", got)
+	}
+	if a, b := TraceIDFor("not-a-uuid"), TraceIDFor("not-a-uuid"); a != b || a == (TraceID{}) {
+		t.Fatal("non-UUID UIDs must hash deterministically")
+	}
+	if SpanIDFor("u", "kubelet") == SpanIDFor("u", "status") || SpanIDFor("u", "kubelet") != SpanIDFor("u", "kubelet") {
+		t.Fatal("span IDs must be distinct per path and stable")
+	}
+}
+
+func TestMergedLength(t *testing.T) {
+	iv := [][2]time.Time{{ms(0), ms(1000)}, {ms(500), ms(1500)}, {ms(3000), ms(3500)}}
+	if got := mergedLength(iv); got != 2000*time.Millisecond {
+		t.Fatalf("merged %v, want 2s (overlapping pulls counted once)", got)
+	}
+}
+
+// minimal returns the observation of a bare Pod that went Ready, with watch times.
+func minimal() *Pod {
+	p := &Pod{UID: "9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f", Name: "web", Namespace: "default", Root: RootBarePod}
+	p.Created.Add(ms(0), SourceMetadata)
+	p.Created.Add(ms(3), SourceWatch)
+	p.Scheduled.Add(ms(40), SourceEventTime)
+	p.SandboxReady.Add(ms(700), SourceWatch)
+	c := Container{Name: "web", Image: "busybox", HasReadinessProbe: true, Cache: "cold", PullTransfer: 3999 * time.Millisecond, PullTotal: 4 * time.Second}
+	c.PullStarted.Add(ms(760), SourceEventName)
+	c.PullFinished.Add(ms(4760), SourceEventName)
+	c.Created.Add(ms(4800), SourceEventName)
+	c.Started.Add(ms(4900), SourceEventName)
+	c.ReadyAt.Add(ms(6000), SourceWatch)
+	p.Containers = []Container{c}
+	p.ContainersReady.Add(ms(6000), SourceWatch)
+	p.Running.Add(ms(5800), SourceWatch)
+	p.Ready.Add(ms(6001), SourceWatch)
+	return p
+}
+
+func TestBuildSummary(t *testing.T) {
+	tr := Build(minimal(), Options{})
+	s := tr.Summary
+	if s.Outcome != OutcomeReady || s.Startup != 5998*time.Millisecond {
+		t.Fatalf("summary %+v", s)
+	}
+	// Created is best seen by the watch (3 ms); SLI: created → started minus the 4 s pull.
+	if !s.SLIEligible || s.SLI != 897*time.Millisecond {
+		t.Fatalf("SLI %v eligible=%v, want 897ms", s.SLI, s.SLIEligible)
+	}
+	if len(s.ColdPulls) != 1 || s.ColdPulls[0] != 4*time.Second || s.PullsPulled != 1 {
+		t.Fatalf("pulls %+v", s)
+	}
+	if s.PhaseObserved[0] || s.PhaseObserved[1] || s.PhaseObserved[2] {
+		t.Fatal("submit/apiserver without audit data and controllers of a bare Pod are not measured")
+	}
+	if !s.PhaseObserved[3] || s.PhaseDurations[3] != 37*time.Millisecond {
+		t.Fatalf("scheduling %v observed=%v, want 37ms from the watch ADDED to the bind", s.PhaseDurations[3], s.PhaseObserved[3])
+	}
+	if st := Build(minimal(), Options{Stateful: true}).Summary; st.SLIEligible {
+		t.Fatal("stateful Pods are excluded from the SLI")
+	}
+}
+
+func TestBuildDoesNotMutateInput(t *testing.T) {
+	p := minimal()
+	p.Containers[0].PullStarted = Times{{ms(2760), SourceEventName}, {ms(700), SourceWatch}}
+	before := p.Containers[0].PullStarted[0]
+	Build(p, Options{})
+	if p.Containers[0].PullStarted[0] != before {
+		t.Fatal("Build changed its input")
+	}
+}
+
+func TestSkewCorrection(t *testing.T) {
+	p := minimal()
+	// The kubelet's clock runs 2 s ahead: its event names say 2 s later than podtrace saw them.
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		for _, ts := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started} {
+			(*ts)[0].Time = (*ts)[0].Time.Add(2 * time.Second)
+			ts.Add((*ts)[0].Time.Add(-2*time.Second+5*time.Millisecond), SourceWatch)
+		}
+	}
+	tr := Build(p, Options{})
+	if v, _ := tr.Root().Attr(AttrKubeletAhead).(int64); v != 1995 {
+		t.Fatalf("kubelet ahead %v ms, want 1995", tr.Root().Attr(AttrKubeletAhead))
+	}
+	pull := tr.Find("container/web/image_pull")
+	if !pull.Start.Equal(ms(765)) {
+		t.Fatalf("corrected pull start %v, want %v", pull.Start, ms(765))
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	p := minimal()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Build(p, Options{})
+	}
+}
