@@ -19,7 +19,7 @@ COPY . .
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath \
-      -ldflags "-s -w -X github.com/podtrace/podtrace/cmd/podtrace/app.version=${VERSION}" \
+      -ldflags "-s -w -X main.version=${VERSION}" \
       -o /out/podtrace ./cmd/podtrace
 # The root filesystem of the final image, as deploy/image/build.go lays it out.
 RUN mkdir -p /rootfs/etc/ssl/certs /rootfs/home/nonroot /rootfs/tmp \
