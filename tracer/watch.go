@@ -14,8 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -78,18 +78,12 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 	return w
 }
 
+// newPodInformer is the generated Pod informer with the label selector applied to Pods only
+// (owners, events and endpoints are needed whole to correlate).
 func newPodInformer(c kubernetes.Interface, ns, selector string) cache.SharedIndexInformer {
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return c.CoreV1().Pods(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return c.CoreV1().Pods(ns).Watch(ctx, o)
-		},
-	}
-	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	inf := coreinformers.NewFilteredPodInformer(c, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.LabelSelector = selector
+	})
 	_ = inf.SetTransform(Transform)
 	return inf
 }
