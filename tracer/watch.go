@@ -98,7 +98,7 @@ func (w *Watcher) add(r Resource, inf cache.SharedIndexInformer) {
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(metav1.Object), newObj.(metav1.Object)
-			if o.GetResourceVersion() == n.GetResourceVersion() {
+			if rv := n.GetResourceVersion(); rv != "" && rv == o.GetResourceVersion() {
 				return // a resync, not a change
 			}
 			w.emit(r, Modified, newObj, false)

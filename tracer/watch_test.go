@@ -37,7 +37,10 @@ func TestWatcherDrivesCorrelator(t *testing.T) {
 	}
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { Loop(loopCtx, w.Deltas(), c, 50*time.Millisecond, nil); close(done) }()
+	go func() {
+		Loop(loopCtx, w.Deltas(), c, 50*time.Millisecond, func(d Delta) { t.Logf("delta %s %s %T", d.Resource, d.Type, d.Object) })
+		close(done)
+	}()
 
 	s := newSim(t, "default")
 	s.pod("live", nil, nil, []container{{name: "web", image: busybox}}, 0)
