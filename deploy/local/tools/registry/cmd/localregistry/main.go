@@ -13,7 +13,8 @@
 // --cold-repo, a manifest request for any tag of that repository that does not exist yet creates
 // it: the --cold-base image plus one layer unique to the tag. Every new tag is therefore a
 // genuinely cold pull on a node that already has the base image, however many times the demo or
-// the tests run.
+// the tests run. A cold tag named delay-DURATION-ANYTHING (e.g. delay-20s-run1) serves its own
+// blobs after DURATION instead of --blob-delay, for a pull of a chosen length.
 package main
 
 import (
@@ -98,8 +99,9 @@ type server struct {
 	coldBase   v1.Image
 	coldSize   int
 
-	mu      sync.Mutex
-	created map[string]bool // cold tags already synthesized
+	mu         sync.Mutex
+	created    map[string]bool          // cold tags already synthesized
+	blobDelays map[string]time.Duration // blob digest -> delay, for delay-DURATION-* cold tags
 }
 
 func serve(args []string) error {
@@ -121,6 +123,7 @@ func serve(args []string) error {
 		coldRepo:   strings.Trim(*coldRepo, "/"),
 		coldSize:   *coldSize,
 		created:    map[string]bool{},
+		blobDelays: map[string]time.Duration{},
 		reg:        registry.New(registry.Logger(log.New(io.Discard, "", 0))),
 	}
 	ln, err := net.Listen("tcp", s.addr)
@@ -203,8 +206,15 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var delay time.Duration
-	if ok && kind == "blobs" && r.Method == http.MethodGet && s.delayed(repo) {
-		delay = s.blobDelay
+	if ok && kind == "blobs" && r.Method == http.MethodGet {
+		s.mu.Lock()
+		d, own := s.blobDelays[ref]
+		s.mu.Unlock()
+		if own {
+			delay = d
+		} else if s.delayed(repo) {
+			delay = s.blobDelay
+		}
 		time.Sleep(delay)
 	}
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -229,6 +239,15 @@ func (s *server) ensureCold(tag string) error {
 	if s.created[tag] {
 		return nil
 	}
+	var tagDelay time.Duration
+	if rest, ok := strings.CutPrefix(tag, "delay-"); ok {
+		if d, _, ok := strings.Cut(rest, "-"); ok {
+			var err error
+			if tagDelay, err = time.ParseDuration(d); err != nil {
+				return fmt.Errorf("tag %q: bad delay: %w", tag, err)
+			}
+		}
+	}
 	data := make([]byte, s.coldSize)
 	seed := sha256.Sum256([]byte(fmt.Sprintf("%s:%s:%d", s.coldRepo, tag, time.Now().UnixNano())))
 	for i := 0; i < len(data); i += len(seed) { // incompressible, unique per tag
@@ -247,8 +266,20 @@ func (s *server) ensureCold(tag string) error {
 		return err
 	}
 	s.created[tag] = true
+	if tagDelay > 0 {
+		cfg, err := img.ConfigName()
+		if err != nil {
+			return err
+		}
+		dig, err := layer.Digest()
+		if err != nil {
+			return err
+		}
+		s.blobDelays[cfg.String()] = tagDelay
+		s.blobDelays[dig.String()] = tagDelay
+	}
 	d, _ := img.Digest()
-	log.Printf("created cold image %s/%s:%s %s", s.addr, s.coldRepo, tag, d)
+	log.Printf("created cold image %s/%s:%s %s (blob delay %s)", s.addr, s.coldRepo, tag, d, tagDelay)
 	return nil
 }
 
