@@ -39,6 +39,12 @@ type Config struct {
 	MaxInFlight int
 	// Backfill traces Pods that were already Ready when podtrace first saw them.
 	Backfill bool
+	// ResumeAfter and ResumeSkip pick up where a previous podtrace stopped: a Pod first seen
+	// already Ready is traced if its Ready transition is not older than ResumeAfter (less a
+	// second, the condition's precision) and its UID is not in ResumeSkip (the Pods the
+	// previous run exported last).
+	ResumeAfter time.Time
+	ResumeSkip  map[string]bool
 	// Settle is how long a complete trace waits for late events (the kubelet sends events
 	// asynchronously; they can arrive after the status that completes the trace). Zero
 	// exports at once, as replay and explain do.
@@ -138,6 +144,26 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 	}
 }
 
+// resumes reports whether a Pod already Ready at first sight became Ready after the previous
+// podtrace stopped, so its trace is still owed.
+func (c *Correlator) resumes(p *corev1.Pod) bool {
+	if c.cfg.ResumeAfter.IsZero() || c.cfg.ResumeSkip[string(p.UID)] {
+		return false
+	}
+	cond := condition(p, corev1.PodReady)
+	return cond != nil && !cond.LastTransitionTime.Time.Before(c.cfg.ResumeAfter.Add(-time.Second))
+}
+
+// Drain exports every Pod that is Ready now, without waiting for the settle time or its
+// endpoints: podtrace is stopping, and a later run will not trace what is Ready already.
+func (c *Correlator) Drain() {
+	for _, ps := range c.sortedPods() {
+		if isReady(ps.pod) {
+			c.finish(ps, phases.OutcomeReady, "", time.Time{})
+		}
+	}
+}
+
 // InFlight returns how many Pods are being traced.
 func (c *Correlator) InFlight() int { return len(c.pods) }
 
@@ -181,7 +207,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 		if d.Type == Deleted {
 			return
 		}
-		if isReady(p) && !c.cfg.Backfill {
+		if isReady(p) && !c.cfg.Backfill && !c.resumes(p) {
 			// Ready before podtrace saw it start: another podtrace (or an earlier run) saw
 			// its startup, or nobody did; either way it is not ours to invent.
 			c.done[p.UID] = struct{}{}

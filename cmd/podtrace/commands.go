@@ -425,4 +425,3 @@ type replayStats struct {
 func (s *replayStats) TraceExported()      { s.mu.Lock(); s.exported++; s.mu.Unlock() }
 func (s *replayStats) TraceDropped(string) { s.mu.Lock(); s.dropped++; s.mu.Unlock() }
 func (s *replayStats) ExportError()        {}
-

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	leaderElect := fs.Bool("leader-elect", false, "run several replicas; only the holder of a Lease exports")
 	leNamespace := fs.String("leader-elect-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the leader-election Lease")
 	leName := fs.String("leader-elect-lease-name", "podtrace", "name of the leader-election Lease")
+	stateFile := fs.String("state-file", "", "file where a stopping podtrace records what it exported, so a restart neither loses nor repeats a trace")
 	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if _, err := parse(fs, args); err != nil {
@@ -84,18 +86,40 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	var leading atomic.Bool
 	leading.Store(!*leaderElect)
 	metrics.SetLeader(leading.Load())
-	sink := tracer.SinkFunc(func(t *phases.Trace) {
-		if !leading.Load() {
-			metrics.Dropped("not_leader")
-			return
-		}
+	var ho handover
+	send := func(t *phases.Trace) {
 		metrics.Export(t)
 		exp.Export(t)
+		ho.noteExported(t.Pod.UID, time.Now())
 		log.Debug("Trace complete", "pod", t.Pod.Namespace+"/"+t.Pod.Name, "outcome", t.Summary.Outcome, "traceID", t.TraceID.String())
+	}
+	var sendMu sync.Mutex // the correlator loop and a takeover both send
+	sink := tracer.SinkFunc(func(t *phases.Trace) {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		if !leading.Load() {
+			metrics.Dropped("not_leader")
+			ho.keepStandby(t, time.Now())
+			return
+		}
+		send(t)
 	})
 
 	cfg := tf.config()
 	cfg.MaxInFlight = *maxInFlight
+	if *stateFile != "" {
+		st, err := readState(*stateFile)
+		if err != nil {
+			return err
+		}
+		if st != nil && !*leaderElect {
+			cfg.ResumeAfter, cfg.ResumeSkip = st.StoppedAt, map[string]bool{}
+			for _, uid := range st.Exported {
+				cfg.ResumeSkip[uid] = true
+			}
+			log.Info("Resuming after the previous run", "stoppedAt", st.StoppedAt, "recentlyExported", len(st.Exported))
+		}
+	}
 	corr := tracer.New(cfg, sink, metrics, log)
 	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, metrics, log)
 
@@ -120,10 +144,30 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		log.Info("Caches synced; tracing")
 	}()
 	if *leaderElect {
-		go elect(ctx, client, *leNamespace, *leName, &leading, metrics, log)
+		takeOver := func(prevAlive time.Time) {
+			sendMu.Lock()
+			defer sendMu.Unlock()
+			owed := ho.takeOver(prevAlive)
+			for _, t := range owed {
+				send(t)
+			}
+			leading.Store(true) // under sendMu: no trace falls between the buffer and the sink
+			metrics.SetLeader(true)
+			log.Info("Took over exporting", "owedTraces", len(owed), "previousLeaderAlive", prevAlive)
+		}
+		go elect(ctx, client, *leNamespace, *leName, &leading, takeOver, metrics, log)
 	}
 	tracer.Loop(ctx, w.Deltas(), corr, time.Second, nil)
+	// Stopping: export what is Ready now (the next run will not trace it), then say so.
+	if leading.Load() {
+		corr.Drain()
+	}
 	log.Info("Shutting down", "inFlight", corr.InFlight())
+	if *stateFile != "" && !*leaderElect {
+		if err := ho.writeState(*stateFile, time.Now()); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -179,16 +223,16 @@ func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atom
 }
 
 // elect campaigns for the Lease until ctx ends; leading says whether this replica exports.
-func elect(ctx context.Context, client kubernetes.Interface, ns, name string, leading *atomic.Bool, metrics *promexp.Metrics, log *slog.Logger) {
+func elect(ctx context.Context, client kubernetes.Interface, ns, name string, leading *atomic.Bool, takeOver func(time.Time), metrics *promexp.Metrics, log *slog.Logger) {
 	id := os.Getenv("POD_NAME")
 	if id == "" {
 		id, _ = os.Hostname()
 	}
-	lock := &resourcelock.LeaseLock{
+	lock := &observingLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: name},
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
+	}}
 	for ctx.Err() == nil {
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 			Lock:            lock,
@@ -199,9 +243,8 @@ func elect(ctx context.Context, client kubernetes.Interface, ns, name string, le
 			Name:            name,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(context.Context) {
-					leading.Store(true)
-					metrics.SetLeader(true)
 					log.Info("Became leader; exporting", "lease", ns+"/"+name, "identity", id)
+					takeOver(lock.previousAlive())
 				},
 				OnStoppedLeading: func() {
 					leading.Store(false)

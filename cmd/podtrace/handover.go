@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+// Handing over between podtrace processes without a duplicate or a lost trace.
+//
+// A stopping podtrace exports every Pod that is Ready (tracer.Correlator.Drain). What it
+// cannot export are Pods that become Ready after it stopped; the next process sees those as
+// already Ready and would skip them. Two mechanisms close that gap:
+//
+//   - a restart of one process (--state-file): the stopping process writes when it stopped and
+//     the UIDs it exported last; the next one traces Pods Ready since then, except those UIDs;
+//   - leader election: the standby correlates too, and keeps what it would have exported in a
+//     short buffer; when it takes over it exports the buffered traces of Pods that became Ready
+//     after the previous leader's last renewal (or its release, which a graceful stop does).
+
+// recentWindow is how long exported UIDs and standby traces are remembered.
+const recentWindow = 2 * time.Minute
+
+// handover remembers recent exports and, while standing by, what would have been exported.
+type handover struct {
+	mu       sync.Mutex
+	exported []stamped // UIDs this process exported, oldest first
+	standby  []standbyTrace
+}
+
+type stamped struct {
+	uid string
+	at  time.Time
+}
+
+type standbyTrace struct {
+	t  *phases.Trace
+	at time.Time
+}
+
+func (h *handover) noteExported(uid string, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.exported = append(h.exported, stamped{uid, now})
+	for len(h.exported) > 0 && now.Sub(h.exported[0].at) > recentWindow {
+		h.exported = h.exported[1:]
+	}
+}
+
+func (h *handover) keepStandby(t *phases.Trace, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.standby = append(h.standby, standbyTrace{t, now})
+	for len(h.standby) > 0 && now.Sub(h.standby[0].at) > recentWindow {
+		h.standby = h.standby[1:]
+	}
+}
+
+// takeOver returns the standby traces of Pods that became Ready after the previous leader
+// last proved it was alive, and forgets the rest.
+func (h *handover) takeOver(prevAlive time.Time) []*phases.Trace {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*phases.Trace
+	for _, s := range h.standby {
+		if readySeen(s.t).After(prevAlive) {
+			out = append(out, s.t)
+		}
+	}
+	h.standby = nil
+	return out
+}
+
+// readySeen is when this process saw the Pod turn Ready (or, for traces that did not end Ready,
+// when it decided them).
+func readySeen(t *phases.Trace) time.Time {
+	for _, s := range t.Pod.Ready {
+		if s.Source == phases.SourceWatch {
+			return s.Time
+		}
+	}
+	return t.Root().End
+}
+
+// state is what a stopping podtrace leaves for the next one.
+type state struct {
+	StoppedAt time.Time `json:"stoppedAt"`
+	Exported  []string  `json:"exported"`
+}
+
+func readState(path string) (*state, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read --state-file: %w", err)
+	}
+	var s state
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("--state-file %s is not a podtrace state file: %w", path, err)
+	}
+	return &s, nil
+}
+
+func (h *handover) writeState(path string, now time.Time) error {
+	h.mu.Lock()
+	s := state{StoppedAt: now.UTC()}
+	for _, e := range h.exported {
+		s.Exported = append(s.Exported, e.uid)
+	}
+	h.mu.Unlock()
+	b, _ := json.Marshal(s)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("write --state-file: %w", err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// observingLock wraps the leader-election lock to remember the last record held by another
+// replica: its renew time is when the previous leader was last known alive (a graceful stop
+// releases the lease with a final renew time).
+type observingLock struct {
+	resourcelock.Interface
+	mu   sync.Mutex
+	last resourcelock.LeaderElectionRecord
+}
+
+func (l *observingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	if err == nil && rec != nil && rec.HolderIdentity != l.Identity() {
+		l.mu.Lock()
+		l.last = *rec
+		l.mu.Unlock()
+	}
+	return rec, raw, err
+}
+
+func (l *observingLock) previousAlive() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last.RenewTime.Time
+}

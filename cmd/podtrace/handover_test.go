@@ -1,0 +1,52 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+func readyTrace(uid string, readyAt time.Time) *phases.Trace {
+	p := &phases.Pod{UID: uid, Name: uid, Namespace: "default", Root: phases.RootBarePod}
+	p.Created.Add(readyAt.Add(-3*time.Second), phases.SourceWatch)
+	p.Ready.Add(readyAt, phases.SourceWatch)
+	return phases.Build(p, phases.Options{})
+}
+
+func TestTakeOverExportsOnlyWhatThePreviousLeaderCouldNot(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	var h handover
+	h.keepStandby(readyTrace("before", t0.Add(-500*time.Millisecond)), t0)
+	h.keepStandby(readyTrace("after", t0.Add(300*time.Millisecond)), t0.Add(time.Second))
+	owed := h.takeOver(t0) // the previous leader released the lease at t0
+	if len(owed) != 1 || owed[0].Pod.UID != "after" {
+		t.Fatalf("owed %v, want only the Pod Ready after the release", owed)
+	}
+	if again := h.takeOver(t0); len(again) != 0 {
+		t.Fatal("the buffer must be emptied by a takeover")
+	}
+}
+
+func TestStateFileRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	if st, err := readState(path); st != nil || err != nil {
+		t.Fatalf("missing state file: %v %v", st, err)
+	}
+	var h handover
+	now := time.Now()
+	h.noteExported("old", now.Add(-3*time.Minute))
+	h.noteExported("a", now.Add(-time.Second))
+	h.noteExported("b", now)
+	if err := h.writeState(path, now); err != nil {
+		t.Fatal(err)
+	}
+	st, err := readState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.StoppedAt.Equal(now.UTC()) || len(st.Exported) != 2 {
+		t.Fatalf("state %+v: want the stop time and the 2 recent exports", st)
+	}
+}
