@@ -1,0 +1,94 @@
+package prometheus
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/podtrace/podtrace/phases"
+)
+
+func trace() *phases.Trace {
+	t0 := time.Date(2026, 11, 30, 8, 41, 34, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	p := &phases.Pod{UID: "9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f", Name: "web-1", Namespace: "default", Root: phases.RootBarePod}
+	p.Created.Add(at(3), phases.SourceWatch)
+	p.Scheduled.Add(at(43), phases.SourceEventTime)
+	c := phases.Container{Name: "web", Image: "busybox", Cache: "cold"}
+	c.PullStarted.Add(at(800), phases.SourceEventName)
+	c.PullFinished.Add(at(5800), phases.SourceEventName)
+	c.Started.Add(at(6000), phases.SourceEventName)
+	p.Containers = []phases.Container{c}
+	p.ContainersReady.Add(at(6500), phases.SourceWatch)
+	p.Ready.Add(at(6500), phases.SourceWatch)
+	return phases.Build(p, phases.Options{})
+}
+
+func TestExport(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "v0.1.0")
+	m.Export(trace())
+	want := `
+# HELP podtrace_image_pulls_total Image pulls of traced Pods' containers by result: pulled (cold), present (warm), failed.
+# TYPE podtrace_image_pulls_total counter
+podtrace_image_pulls_total{result="failed"} 0
+podtrace_image_pulls_total{result="present"} 0
+podtrace_image_pulls_total{result="pulled"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "podtrace_image_pulls_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(m.phaseDuration); n != 3 {
+		t.Fatalf("%d phase series, want scheduling, kubelet and status (submit, apiserver and a bare Pod's controllers are not measured)", n)
+	}
+	if got := testutil.ToFloat64(m.tracesDone.WithLabelValues("ready")); got != 1 {
+		t.Fatalf("traces_total{outcome=ready} = %v", got)
+	}
+	// Exemplars carry the trace ID, so a slow bucket links to its trace.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeOpenMetrics))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(buf.String(), `podtrace_image_pull_duration_seconds_bucket{le="5.0"} 1 # {trace_id="9cade20b81ea4be9bdc9d3f2d8d8b69f"} 5.0`) {
+		t.Fatalf("no exemplar with the trace ID on the pull histogram:\n%s", grep(buf.String(), "podtrace_image_pull_duration"))
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "web-1") || strings.Contains(line, "busybox") {
+			t.Fatalf("a Pod or image name is a label: %s", line)
+		}
+	}
+}
+
+func TestInPhase(t *testing.T) {
+	m := New(prometheus.NewRegistry(), "dev")
+	m.InPhase(map[string]int{"kubelet": 2})
+	m.InPhase(map[string]int{"scheduling": 1})
+	if got := testutil.ToFloat64(m.podsInPhase.WithLabelValues("kubelet")); got != 0 {
+		t.Fatalf("stale kubelet gauge %v", got)
+	}
+	if got := testutil.ToFloat64(m.inFlight); got != 1 {
+		t.Fatalf("in flight %v", got)
+	}
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
