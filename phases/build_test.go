@@ -42,7 +42,7 @@ func TestTraceAndSpanIDs(t *testing.T) {
 	if a, b := TraceIDFor("not-a-uuid"), TraceIDFor("not-a-uuid"); a != b || a == (TraceID{}) {
 		t.Fatal("non-UUID UIDs must hash deterministically")
 	}
-	if SpanIDFor("u", "kubelet") == SpanIDFor("u", "status") || SpanIDFor("u", "kubelet") != SpanIDFor("u", "kubelet") {
+	if a, b := SpanIDFor("u", "kubelet"), SpanIDFor("u", "kubelet"); a != b || a == SpanIDFor("u", "status") {
 		t.Fatal("span IDs must be distinct per path and stable")
 	}
 }

@@ -159,7 +159,7 @@ func TestTransformDropsSecrets(t *testing.T) {
 	s := newSim(t, "default")
 	p := s.pod("x", nil, []container{{name: "init", image: busybox}}, web, 0).DeepCopy()
 	p.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{\"token\":\"hunter2\"}"}
-	p.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}
+	p.ManagedFields[0].FieldsV1 = metav1.NewFieldsV1(`{"f:spec":{}}`)
 	out, err := Transform(p)
 	if err != nil {
 		t.Fatal(err)

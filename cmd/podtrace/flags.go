@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -170,4 +169,3 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-var errUsage = errors.New("usage")
