@@ -483,6 +483,11 @@ func (b *builder) kubelet(parent int, bound point, sum *Summary) {
 		sp.Status, sp.StatusMessage = StatusError, last.Reason+": "+last.Message
 	}
 	sandbox := resolve(p.SandboxReady)
+	if len(p.Containers) > 0 {
+		// The sandbox was ready before the kubelet's first event about a container; the
+		// status that says so is written asynchronously and may reach podtrace later.
+		sandbox = earlierBound(sandbox, firstStep(&p.Containers[0]))
+	}
 	sbStart := bound
 	sb := b.add(Span{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.trace.Spans[parent].End))
 	for _, o := range p.PodWarnings {
@@ -496,9 +501,41 @@ func (b *builder) kubelet(parent int, bound point, sum *Summary) {
 	}
 	turn := b.trace.Spans[sb].endPoint()
 	for i := range p.Containers {
-		c := &p.Containers[i]
-		turn = b.container(parent, c, turn, sum)
+		var next *Container
+		if i+1 < len(p.Containers) {
+			next = &p.Containers[i+1]
+		}
+		turn = b.container(parent, &p.Containers[i], next, turn, sum)
 	}
+}
+
+// firstStep is the earliest precise (event) observation of a container's steps: an upper
+// bound for anything the kubelet finished before turning to it.
+func firstStep(c *Container) point {
+	var out point
+	for _, t := range []Times{c.PullStarted, c.PullFinished, c.Created, c.Started} {
+		for _, s := range t {
+			if s.Source.rank() > 0 {
+				continue
+			}
+			if !out.observed || s.Time.Before(out.t) {
+				out = point{t: s.Time, src: s.Source, observed: true}
+			}
+		}
+	}
+	return out
+}
+
+// earlierBound returns the earlier of an observation and an upper bound on it, when the bound
+// is earlier (a watch time that arrived after the next step's own event).
+func earlierBound(p, bound point) point {
+	if bound.observed && (!p.observed || bound.t.Before(p.t)) && p.src != SourceEventName && p.src != SourceEventTime {
+		if !p.observed {
+			return p
+		}
+		return bound
+	}
+	return p
 }
 
 func orEnd(p point, t time.Time) point {
@@ -510,7 +547,7 @@ func orEnd(p point, t time.Time) point {
 
 // container adds one container's span and its steps, starting at turn (when the kubelet got
 // to it), and returns when the next container's turn starts.
-func (b *builder) container(parent int, c *Container, turn point, sum *Summary) point {
+func (b *builder) container(parent int, c *Container, following *Container, turn point, sum *Summary) point {
 	name := "container"
 	if c.Init && !c.Sidecar {
 		name = "container.init"
@@ -521,6 +558,9 @@ func (b *builder) container(parent int, c *Container, turn point, sum *Summary) 
 	pullStart, pullEnd := resolve(c.PullStarted), resolve(c.PullFinished)
 	created, started := resolve(c.Created), resolve(c.Started)
 	startupDone, readyAt, finished := resolve(c.StartupDone), resolve(c.ReadyAt), resolve(c.Finished)
+	if c.Init && !c.Sidecar && following != nil {
+		finished = earlierBound(finished, firstStep(following)) // it exited before the next one began
+	}
 
 	// The container's own span runs from its turn to its last observed step.
 	cEnd := turn
