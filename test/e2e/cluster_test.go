@@ -140,6 +140,14 @@ func (e *Env) labelNode(t *testing.T, key, value string) {
 	}
 }
 
+func uidsOf(pods map[types.UID]*corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for uid := range pods {
+		out = append(out, string(uid))
+	}
+	return out
+}
+
 // ---- trace checks ---------------------------------------------------------------------------
 
 // complete reports whether a trace has its root and all six phases.
@@ -302,6 +310,11 @@ func TestWebDeployment(t *testing.T) {
 	e.createService(t, ns, service("web"))
 	e.createDeployment(t, ns, webDeployment("web", 3))
 	pods := e.WaitPodsReady(t, ns, "app=web", 3, 2*time.Minute)
+	uids := []string{}
+	for _, p := range pods {
+		uids = append(uids, string(p.UID))
+	}
+	e.WaitTraces(t, uids, 2*time.Minute, complete)
 
 	for i := range pods {
 		pod := &pods[i]
@@ -469,8 +482,11 @@ func TestFailures(t *testing.T) {
 	ns := e.Namespace(t, "e2e-fail")
 	missing := sleeper("missing-image", MissingImage)
 	missing.Spec.Containers[0].Command = nil
+	// It exits at once and its readiness probe never passes: never Ready, only CrashLoopBackOff.
 	crash := sleeper("crash-loop", BusyboxImage)
-	crash.Spec.Containers[0].Command = []string{"sh", "-c", "sleep 1; exit 1"}
+	crash.Spec.Containers[0].Command = []string{"sh", "-c", "exit 1"}
+	crash.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}, PeriodSeconds: 1}
 	cases := []struct {
 		pod     *corev1.Pod
 		reasons []string
@@ -478,9 +494,11 @@ func TestFailures(t *testing.T) {
 		{e.createPod(t, ns, missing), []string{"ErrImagePull", "ImagePullBackOff"}},
 		{e.createPod(t, ns, crash), []string{"CrashLoopBackOff"}},
 	}
+	traces := e.WaitTraces(t, []string{string(cases[0].pod.UID), string(cases[1].pod.UID)}, 4*time.Minute,
+		func(tr *Trace) bool { return tr.Root() != nil })
 	for _, c := range cases {
 		t.Run(c.pod.Name, func(t *testing.T) {
-			tr := e.WaitTrace(t, string(c.pod.UID), 4*time.Minute, func(tr *Trace) bool { return tr.Root() != nil })
+			tr := traces[string(c.pod.UID)]
 			checkStartupTrace(t, tr, c.pod, "failed", false)
 			root := tr.Root()
 			if !root.IsError() {
@@ -535,6 +553,8 @@ func TestRestartMidRollout(t *testing.T) {
 	e.WaitPodsReady(t, ns, "app=rollout", replicas, 2*time.Minute)
 	drain()
 	first := len(pods)
+	// The first ReplicaSet's Pods are exported before the rollout starts.
+	e.WaitTraces(t, uidsOf(pods), 2*time.Minute, complete)
 
 	// Roll out a new template and restart podtrace once the new ReplicaSet has created a Pod.
 	patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"podtrace.dev/e2e-rollout":"2"}}}}}`)
@@ -558,9 +578,7 @@ func TestRestartMidRollout(t *testing.T) {
 	if len(pods) != 2*replicas {
 		t.Fatalf("saw %d Pods, want %d (two ReplicaSets of %d)", len(pods), 2*replicas, replicas)
 	}
-	for _, p := range pods {
-		e.WaitTrace(t, string(p.UID), 3*time.Minute, complete)
-	}
+	e.WaitTraces(t, uidsOf(pods), 2*time.Minute, complete)
 	// A late duplicate would come after the first export: look again a little later.
 	time.Sleep(10 * time.Second)
 	for _, p := range pods {
@@ -640,9 +658,11 @@ func TestPhaseMetrics(t *testing.T) {
 	e.createService(t, ns, service("metrics"))
 	e.createDeployment(t, ns, webDeployment("metrics", n))
 	pods := e.WaitPodsReady(t, ns, "app=metrics", n, 2*time.Minute)
+	uids := []string{}
 	for _, p := range pods {
-		e.WaitTrace(t, string(p.UID), 2*time.Minute, complete)
+		uids = append(uids, string(p.UID))
 	}
+	e.WaitTraces(t, uids, 2*time.Minute, complete)
 	keys := append(append([]string{}, Phases...), "podtrace_pod_startup_duration_seconds_count", "podtrace_traces_exported_total")
 	var after map[string]float64
 	delta := func() string {

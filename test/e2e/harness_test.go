@@ -19,6 +19,7 @@
 //	(*Env).WaitPodsReady(t, ns, selector, n, timeout)
 //	(*Env).PodEvents(t, ns, pod)          the Pod's events (events.k8s.io/v1: µs eventTime)
 //	(*Env).WaitTrace(t, uid, timeout, done)   a Pod's trace from Jaeger, once done(trace) holds
+//	(*Env).WaitTraces(t, uids, timeout, done) the traces of several Pods, with one deadline
 //	(*Env).RestartPodtrace(t)             restart the local `podtrace run` (deploy/local/scripts/podtrace.sh)
 //	(*Env).LoadRules(t, name, groups)     an extra Prometheus rule file, reloaded, removed at the end
 //	Jaeger: Trace(ctx, id), FindTraces(ctx, service, tags, limit)
@@ -302,6 +303,32 @@ func (e *Env) WaitTrace(t testing.TB, uid string, timeout time.Duration, done fu
 	return tr
 }
 
+// WaitTraces waits until Jaeger has the trace of every Pod UID and done(trace) holds for each,
+// and returns them by UID. On timeout it names the Pods still missing.
+func (e *Env) WaitTraces(t testing.TB, uids []string, timeout time.Duration, done func(*Trace) bool) map[string]*Trace {
+	t.Helper()
+	got := map[string]*Trace{}
+	Eventually(t, timeout, fmt.Sprintf("the traces of %d Pods", len(uids)), func() (bool, error) {
+		var missing []string
+		for _, uid := range uids {
+			if got[uid] != nil {
+				continue
+			}
+			tr, err := e.Jaeger.Trace(context.Background(), TraceID(uid))
+			if err != nil {
+				return false, err
+			}
+			if tr == nil || (done != nil && !done(tr)) {
+				missing = append(missing, uid)
+				continue
+			}
+			got[uid] = tr
+		}
+		return len(missing) == 0, fmt.Errorf("no complete trace yet for Pods %v", missing)
+	})
+	return got
+}
+
 // RestartPodtrace restarts the local `podtrace run` with the same flags. It skips the test when
 // podtrace is not run by deploy/local (no PID file).
 func (e *Env) RestartPodtrace(t testing.TB) {
@@ -575,15 +602,19 @@ func (tr *Trace) Summary() string {
 }
 
 // StartTime, EndTime and Duration of the span.
-func (s *Span) StartTime() time.Time    { return time.UnixMicro(s.StartTimeUS) }
-func (s *Span) EndTime() time.Time      { return time.UnixMicro(s.StartTimeUS + s.DurationUS) }
-func (s *Span) Duration() time.Duration { return time.Duration(s.DurationUS) * time.Microsecond }
-func (s *Span) String() string          { return fmt.Sprintf("%s(%s)", s.OperationName, s.SpanID) }
-func (s *Span) Contains(c *Span) bool {
-	return c.StartTimeUS >= s.StartTimeUS && c.StartTimeUS+c.DurationUS <= s.StartTimeUS+s.DurationUS
-}
+func (s *Span) StartTime() time.Time     { return time.UnixMicro(s.StartTimeUS) }
+func (s *Span) EndTime() time.Time       { return time.UnixMicro(s.StartTimeUS + s.DurationUS) }
+func (s *Span) Duration() time.Duration  { return time.Duration(s.DurationUS) * time.Microsecond }
+func (s *Span) String() string           { return fmt.Sprintf("%s(%s)", s.OperationName, s.SpanID) }
 func (s *Span) HasTag(key string) bool   { _, ok := s.Tag(key); return ok }
 func (s *Span) StrTag(key string) string { v, _ := s.Tag(key); str, _ := v.(string); return str }
+
+// Contains reports whether c lies within s. Jaeger truncates a span's start and its duration to
+// µs separately, so a child that ends exactly with its parent may appear to end 1 µs later.
+func (s *Span) Contains(c *Span) bool {
+	const slackUS = 1
+	return c.StartTimeUS >= s.StartTimeUS && c.StartTimeUS+c.DurationUS <= s.StartTimeUS+s.DurationUS+slackUS
+}
 
 // Tag returns a tag's value (string, bool, float64 for numbers).
 func (s *Span) Tag(key string) (any, bool) {

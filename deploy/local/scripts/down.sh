@@ -9,10 +9,9 @@ source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "error: tearing down the local cluster needs root" >&2; exit 1; }
 log "local cluster: tearing it down"
 
-step "podtrace, prometheus, jaeger"
+step "podtrace, prometheus"
 stop podtrace 15
 stop prometheus 15
-stop jaeger 10
 
 step "kube-proxy and its rules"
 stop kube-proxy 10
@@ -106,12 +105,14 @@ if [ -f "$RUN/run-containerd.created" ]; then # the shims' socket directory, if 
   rm -f "$RUN/run-containerd.created"
 fi
 
-step "control plane and registry"
+step "control plane, registry, jaeger"
 stop kube-scheduler 10
 stop kube-controller-manager 10
 stop kube-apiserver 15
 stop etcd 10
 stop registry 5
+# Last: the apiserver flushes its spans to Jaeger on the way out (and waits when it is gone).
+stop jaeger 10
 
 step "cgroups, bridge, ip_forward"
 if [ -f "$RUN/cgroups.created" ]; then
