@@ -211,11 +211,17 @@ func Build(in *Pod, opts Options) *Trace {
 		sum.PhaseDurations[i] = e.t.Sub(s.t)
 		sum.PhaseObserved[i] = s.observed && e.observed
 	}
-	if !chain[1].observed { // no audit data: submit and apiserver have no measured length
-		for _, i := range []int{0, 1} {
+	// The client's send time is never in the API: submit has no measured length. Without audit
+	// data neither has the apiserver phase.
+	unmeasured := []int{0}
+	if !chain[1].observed {
+		unmeasured = append(unmeasured, 1)
+	}
+	for _, i := range unmeasured {
+		if !hasAttr(b.trace.Spans[phase[i]].Attrs, AttrObserved) {
 			b.trace.Spans[phase[i]].Attrs = append(b.trace.Spans[phase[i]].Attrs, Attr{AttrObserved, false})
-			sum.PhaseObserved[i] = false
 		}
+		sum.PhaseObserved[i] = false
 	}
 	if bareRoot {
 		sp := &b.trace.Spans[phase[2]]

@@ -28,6 +28,9 @@ const (
 	SourceEventSeconds Source = "event-seconds"
 	// SourceMessage is a duration stated in an event message (the kubelet's "in 4.778s").
 	SourceMessage Source = "message"
+	// SourceAudit is a kube-apiserver audit log stage timestamp (MicroTime, 1 µs, apiserver
+	// clock): requestReceivedTimestamp and the ResponseComplete stageTimestamp.
+	SourceAudit Source = "audit"
 	// SourceDerived means the boundary was taken from a neighbouring boundary because nothing
 	// observed it; such spans also carry podtrace.time.observed=false.
 	SourceDerived Source = "derived"
@@ -38,7 +41,7 @@ func (s Source) Precision() time.Duration {
 	switch s {
 	case SourceEventName:
 		return time.Nanosecond
-	case SourceEventTime:
+	case SourceEventTime, SourceAudit:
 		return time.Microsecond
 	case SourceWatch, SourceMessage:
 		return time.Millisecond
@@ -52,7 +55,7 @@ func (s Source) Precision() time.Duration {
 // the moment of the change first, then the watch receive time, then whole-second fields.
 func (s Source) rank() int {
 	switch s {
-	case SourceEventTime, SourceEventName:
+	case SourceEventTime, SourceEventName, SourceAudit:
 		return 0
 	case SourceMessage:
 		return 1

@@ -82,4 +82,3 @@ func relabel(d Delta, n int) Delta {
 	}
 	return d
 }
-

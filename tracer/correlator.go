@@ -114,9 +114,10 @@ type Correlator struct {
 	// createdBy holds SuccessfulCreate events by "namespace/pod": the controller's nanosecond
 	// stamp of the create it just made.
 	createdBy  map[string]*event
-	byName     map[string]types.UID // "namespace/name" of tracked Pods
-	seenEvents map[types.UID]string // Event UID → resourceVersion, to drop the other API's view
-	now        time.Time            // the latest time seen, for replay without a clock
+	byName     map[string]types.UID     // "namespace/name" of tracked Pods
+	audit      map[string][]*AuditEntry // "resource/namespace/name" → recent client writes
+	seenEvents map[types.UID]string     // Event UID → resourceVersion, to drop the other API's view
+	now        time.Time                // the latest time seen, for replay without a clock
 }
 
 // New returns a Correlator exporting to sink.
@@ -141,6 +142,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		seenEvents:    map[types.UID]string{},
 		createdBy:     map[string]*event{},
 		byName:        map[string]types.UID{},
+		audit:         map[string][]*AuditEntry{},
 	}
 }
 
@@ -172,6 +174,10 @@ func (c *Correlator) Handle(d Delta) {
 	c.stats.Delta(string(d.Resource))
 	if d.Recv.After(c.now) {
 		c.now = d.Recv
+	}
+	if d.Audit != nil {
+		c.handleAudit(d.Audit)
+		return
 	}
 	switch o := d.Object.(type) {
 	case *corev1.Pod:
@@ -472,6 +478,11 @@ func (c *Correlator) prune(now time.Time) {
 			if _, ok := c.pods[uid]; !ok {
 				delete(c.endpointReady, uid)
 			}
+		}
+	}
+	for key, list := range c.audit {
+		if last := list[len(list)-1]; now.Sub(last.StageTimestamp) > time.Hour {
+			delete(c.audit, key)
 		}
 	}
 	for key, e := range c.createdBy {

@@ -16,6 +16,8 @@ const (
 	ResourceEvents         Resource = "events"
 	ResourceEndpointSlices Resource = "endpointslices"
 	ResourceServices       Resource = "services"
+	// ResourceAudit is the kube-apiserver audit log, when podtrace is given one.
+	ResourceAudit Resource = "audit"
 )
 
 // Resources lists every watched resource.
@@ -36,6 +38,7 @@ type Delta struct {
 	Resource Resource
 	Type     DeltaType
 	Object   runtime.Object
+	Audit    *AuditEntry // for ResourceAudit, instead of Object
 	Recv     time.Time
 	Initial  bool
 }

@@ -182,6 +182,8 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	case owner == nil:
 		obs.Root = phases.RootBarePod
 		obs.Client = ps.creator
+		created, _ := ps.created.Earliest()
+		applyAudit(obs, c.auditFor("pods/"+ps.pod.Namespace+"/"+ps.pod.Name, created.Time))
 		return
 	case owner.Kind != "ReplicaSet":
 		obs.Root, obs.Controller = phases.RootController, owner.Kind
@@ -218,6 +220,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		if s, ok := ch.persisted.Earliest(); ok && !s.Time.After(scaledAt.Time.Add(time.Second)) {
 			obs.RootPersisted = ch.persisted
 			obs.Client = ch.client
+			applyAudit(obs, c.auditFor("deployments/"+dep.namespace+"/"+dep.name, scaledAt.Time))
 			return
 		}
 	}

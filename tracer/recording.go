@@ -27,6 +27,8 @@ import (
 //	watch.<stream>.jsonl   one watch event per line: {"type":"ADDED","object":{…},"recv":"…"}
 //	<stream>.json          a List snapshot (kubectl get -o json), used when no watch file exists
 //
+// audit.jsonl, if present, holds kube-apiserver audit log lines (the log backend's JSON lines).
+//
 // "recv" is podtrace's local receive time (RFC 3339, nanoseconds) and "initial" marks objects
 // of the initial list. Recordings without "recv" (captured with curl ?watch=1) are replayed in
 // resourceVersion order with object and event timestamps only.
@@ -182,7 +184,12 @@ func LoadRecording(dir string) ([]Delta, error) {
 		}
 		sort.SliceStable(deltas, func(i, j int) bool { return rvOf(deltas[i].Object) < rvOf(deltas[j].Object) })
 	}
-	out := append(snapshots, deltas...)
+	audit, probs, err := readAuditFile(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, probs...)
+	out := append(audit, append(snapshots, deltas...)...)
 	if len(problems) > 0 {
 		return out, &LoadError{Problems: problems}
 	}
@@ -271,4 +278,29 @@ func Replay(c *Correlator, deltas []Delta) {
 		c.Handle(d)
 	}
 	c.Flush(phases.OutcomeInProgress)
+}
+
+func readAuditFile(path string) ([]Delta, []string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	var out []Delta
+	var problems []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		a, err := ParseAuditLine(sc.Bytes())
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s:%d: %v", path, n, err))
+			continue
+		}
+		if a != nil {
+			out = append(out, Delta{Resource: ResourceAudit, Type: Added, Audit: a})
+		}
+	}
+	return out, problems, sc.Err()
 }

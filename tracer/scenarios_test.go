@@ -87,6 +87,29 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name: "deployment-with-audit-log",
+		build: func(s *sim) int {
+			s.auditWrite("deployments", "apps", "web", "create", "kubectl/v1.37.2 (linux/amd64) kubernetes/$Format", 6, 9)
+			d := s.deployment("web", 1, 9)
+			rs := s.replicaSet(d, "6b9c87548b", 25)
+			s.pod("web-6b9c87548b-aaaaa", rs, nil, web, 40)
+			return happy(s, "web-6b9c87548b-aaaaa", 70, false, false)
+		},
+		check: func(t *testing.T, ts []*phases.Trace) {
+			tr := ts[0]
+			api := tr.Phase("apiserver")
+			if api.Duration() != 3*time.Millisecond || api.Attr(phases.AttrSourceStart) != "audit" || api.Attr(phases.AttrObserved) != nil {
+				t.Errorf("apiserver phase %v %v, want the audit log's 3ms, observed", api.Duration(), api.Attrs)
+			}
+			if sub := tr.Phase("submit"); sub.Attr(phases.AttrObserved) != false || sub.Service != "kubectl" {
+				t.Errorf("submit must be unobserved and owned by kubectl: %v %s", sub.Attrs, sub.Service)
+			}
+			if !tr.Summary.PhaseObserved[1] || tr.Summary.PhaseObserved[0] {
+				t.Errorf("with audit data the apiserver phase is measured, submit is not")
+			}
+		},
+	},
+	{
 		name: "bare-pod-cold-pull",
 		build: func(s *sim) int {
 			s.pod("solo", nil, nil, []container{{name: "web", image: big}}, 0)

@@ -407,3 +407,16 @@ func (s *sim) ready(name string, ms int) {
 		setCond(p, corev1.PodReady, corev1.ConditionTrue, now, "", "")
 	})
 }
+
+// auditWrite is the kube-apiserver's audit event for a client's write of a Deployment or a
+// named Pod: received at receivedMs, answered at doneMs.
+func (s *sim) auditWrite(resource, group, name, verb, userAgent string, receivedMs, doneMs int) {
+	line := fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"a%d","stage":"ResponseComplete","requestURI":"/apis/%s/v1/namespaces/%s/%s","verb":%q,"user":{"username":"admin"},"sourceIPs":["127.0.0.1"],"userAgent":%q,"objectRef":{"resource":%q,"namespace":%q,"name":%q,"apiGroup":%q,"apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`,
+		receivedMs, group, s.ns, resource, verb, userAgent, resource, s.ns, name, group,
+		s.at(receivedMs).Format("2006-01-02T15:04:05.000000Z07:00"), s.at(doneMs).Format("2006-01-02T15:04:05.000000Z07:00"))
+	a, err := ParseAuditLine([]byte(line))
+	if err != nil || a == nil {
+		s.t.Fatalf("audit line: %v", err)
+	}
+	s.deltas = append(s.deltas, Delta{Resource: ResourceAudit, Type: Added, Audit: a, Recv: s.at(doneMs + 50)})
+}

@@ -160,6 +160,9 @@ func (w *Watcher) clearForbidden(r Resource) {
 	w.mu.Unlock()
 }
 
+// Sink is where other sources (the audit log) add their deltas to the same stream.
+func (w *Watcher) Sink() chan<- Delta { return w.out }
+
 // Deltas is the stream of observed changes.
 func (w *Watcher) Deltas() <-chan Delta { return w.out }
 

@@ -36,6 +36,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tf.register(fs)
 	out.register(fs)
 	duration := fs.Duration("for", 0, "stop after this long (default: until interrupted)")
+	auditLog := fs.String("audit-log", "", "kube-apiserver audit log to follow (measures the apiserver phase)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -63,6 +64,13 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}), nil, log)
 	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, nil, log)
 	w.Start(ctx)
+	if *auditLog != "" {
+		go func() {
+			if err := tracer.TailAudit(ctx, *auditLog, w.Sink(), nil, log); err != nil {
+				fmt.Fprintln(stderr, "podtrace: not reading the audit log:", err)
+			}
+		}()
+	}
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := w.WaitForSync(syncCtx); err != nil {

@@ -168,4 +168,3 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = args[1:]
 	}
 }
-

@@ -45,6 +45,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	leaderElect := fs.Bool("leader-elect", false, "run several replicas; only the holder of a Lease exports")
 	leNamespace := fs.String("leader-elect-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the leader-election Lease")
 	leName := fs.String("leader-elect-lease-name", "podtrace", "name of the leader-election Lease")
+	auditLog := fs.String("audit-log", "", "kube-apiserver audit log (JSON lines) to follow: measures the apiserver phase of Deployment changes and bare Pods")
 	stateFile := fs.String("state-file", "", "file where a stopping podtrace records what it exported, so a restart neither loses nor repeats a trace")
 	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -132,6 +133,13 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 
 	log.Info("Starting podtrace", "version", version, "apiserver", restCfg.Host, "namespaces", cf.namespaces.String(), "metricsAddr", *metricsAddr)
 	w.Start(ctx)
+	if *auditLog != "" {
+		go func() {
+			if err := tracer.TailAudit(ctx, *auditLog, w.Sink(), metrics, log); err != nil {
+				log.Error("Not reading the audit log", "err", err)
+			}
+		}()
+	}
 	go func() {
 		if err := w.WaitForSync(ctx); err != nil {
 			if ctx.Err() == nil {
