@@ -37,10 +37,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out.register(fs)
 	duration := fs.Duration("for", 0, "stop after this long (default: until interrupted)")
 	auditLog := fs.String("audit-log", "", "kube-apiserver audit log to follow (measures the apiserver phase)")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := out.validate(); err != nil {
+	if _, err := parseOutput(fs, args, &out); err != nil {
 		return err
 	}
 	client, _, err := cf.client()
@@ -98,11 +95,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cf.register(fs)
 	out.register(fs)
 	ns := fs.String("n", "", "namespace (default: the kubeconfig's, else default)")
-	pos, err := parse(fs, args)
+	pos, err := parseOutput(fs, args, &out)
 	if err != nil {
-		return err
-	}
-	if err := out.validate(); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -369,14 +363,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var tf traceFlags
 	out.register(fs)
 	tf.register(fs)
-	otlpEndpoint := fs.String("otlp-endpoint", "", "also export the traces to this OTLP endpoint")
-	otlpProtocol := fs.String("otlp-protocol", "grpc", "OTLP protocol: grpc or http")
-	otlpInsecure := fs.Bool("otlp-insecure", false, "OTLP without TLS")
-	pos, err := parse(fs, args)
+	var of otlpFlags
+	of.register(fs, "also export the traces to this OTLP endpoint")
+	pos, err := parseOutput(fs, args, &out)
 	if err != nil {
-		return err
-	}
-	if err := out.validate(); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -401,11 +391,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	if *otlpEndpoint == "" {
+	if of.endpoint == "" {
 		return nil
 	}
+	ocfg, err := of.config()
+	if err != nil {
+		return err
+	}
+	ocfg.GiveUpAfter = 30 * time.Second
 	st := &replayStats{}
-	exp, err := otlp.New(ctx, otlp.Config{Protocol: *otlpProtocol, Endpoint: *otlpEndpoint, Insecure: *otlpInsecure, GiveUpAfter: 30 * time.Second}, st, nil)
+	exp, err := otlp.New(ctx, ocfg, st, nil)
 	if err != nil {
 		return err
 	}
@@ -421,7 +416,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.dropped > 0 {
 		return fmt.Errorf("exported %d traces, %d dropped (is the OTLP endpoint up?)", st.exported, st.dropped)
 	}
-	fmt.Fprintf(stderr, "podtrace: exported %d traces to %s\n", st.exported, *otlpEndpoint)
+	fmt.Fprintf(stderr, "podtrace: exported %d traces to %s\n", st.exported, of.endpoint)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/podtrace/podtrace/exporters/otlp"
 	"github.com/podtrace/podtrace/exporters/terminal"
 	"github.com/podtrace/podtrace/phases"
 	"github.com/podtrace/podtrace/tracer"
@@ -167,4 +168,35 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// otlpFlags select the OTLP backend. Unset flags leave the standard OTEL_EXPORTER_OTLP_*
+// variables in charge.
+type otlpFlags struct {
+	endpoint, protocol, headers string
+	insecure                    bool
+}
+
+func (o *otlpFlags) register(fs *flag.FlagSet, endpointHelp string) {
+	fs.StringVar(&o.endpoint, "otlp-endpoint", "", endpointHelp)
+	fs.StringVar(&o.protocol, "otlp-protocol", envOr("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), "OTLP protocol: grpc or http")
+	fs.BoolVar(&o.insecure, "otlp-insecure", false, "OTLP without TLS (also $OTEL_EXPORTER_OTLP_INSECURE=true)")
+	fs.StringVar(&o.headers, "otlp-headers", "", "OTLP headers, k=v,k2=v2 (also $OTEL_EXPORTER_OTLP_HEADERS)")
+}
+
+func (o *otlpFlags) config() (otlp.Config, error) {
+	h, err := parseHeaders(o.headers)
+	if err != nil {
+		return otlp.Config{}, err
+	}
+	return otlp.Config{Protocol: o.protocol, Endpoint: o.endpoint, Insecure: o.insecure, Headers: h}, nil
+}
+
+// parseOutput parses flags and the -o value together: every printing command does both.
+func parseOutput(fs *flag.FlagSet, args []string, out *outputFlag) ([]string, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	return pos, out.validate()
 }

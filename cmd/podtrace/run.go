@@ -38,10 +38,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	cf.register(fs)
 	tf.register(fs)
 	metricsAddr := fs.String("metrics-addr", ":8080", "address for /metrics, /healthz and /readyz")
-	otlpEndpoint := fs.String("otlp-endpoint", "", "OTLP endpoint, host:port or URL (default: $OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317)")
-	otlpProtocol := fs.String("otlp-protocol", envOr("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), "OTLP protocol: grpc or http")
-	otlpInsecure := fs.Bool("otlp-insecure", false, "OTLP without TLS (also $OTEL_EXPORTER_OTLP_INSECURE=true)")
-	otlpHeaders := fs.String("otlp-headers", "", "OTLP headers, k=v,k2=v2 (also $OTEL_EXPORTER_OTLP_HEADERS)")
+	var of otlpFlags
+	of.register(fs, "OTLP endpoint, host:port or URL (default: $OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317)")
 	leaderElect := fs.Bool("leader-elect", false, "run several replicas; only the holder of a Lease exports")
 	leNamespace := fs.String("leader-elect-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the leader-election Lease")
 	leName := fs.String("leader-elect-lease-name", "podtrace", "name of the leader-election Lease")
@@ -56,7 +54,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
-	headers, err := parseHeaders(*otlpHeaders)
+	otlpCfg, err := of.config()
 	if err != nil {
 		return err
 	}
@@ -69,7 +67,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := promexp.New(reg, version)
 
-	exp, err := otlp.New(ctx, otlp.Config{Protocol: *otlpProtocol, Endpoint: *otlpEndpoint, Insecure: *otlpInsecure, Headers: headers}, metrics, log)
+	exp, err := otlp.New(ctx, otlpCfg, metrics, log)
 	if err != nil {
 		return fmt.Errorf("set up OTLP exporter: %w", err)
 	}
