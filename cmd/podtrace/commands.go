@@ -334,8 +334,12 @@ func (r *recorder) Write(d tracer.Delta) {
 		r.err = fmt.Errorf("encode %s: %w", s, err)
 		return
 	}
-	recv := d.Recv.UTC()
-	line, _ := json.Marshal(tracer.Line{Type: d.Type, Object: obj, Recv: &recv, Initial: d.Initial})
+	l := tracer.Line{Type: d.Type, Object: obj, Initial: d.Initial}
+	if !d.Recv.IsZero() {
+		recv := d.Recv.UTC()
+		l.Recv = &recv
+	}
+	line, _ := json.Marshal(l)
 	if _, err := f.Write(append(line, '\n')); err != nil {
 		r.err = fmt.Errorf("write recording: %w", err)
 		return

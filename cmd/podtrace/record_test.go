@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/podtrace/podtrace/tracer"
+)
+
+// A recording written by `record` replays to the same traces as the stream it recorded.
+func TestRecordReplayRoundTrip(t *testing.T) {
+	src := filepath.Join("..", "..", "tracer", "testdata", "real-node", "run8-slow-pull-watch")
+	deltas, err := tracer.LoadRecording(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rec, _ := newRecorder(dir)
+	for _, d := range deltas {
+		rec.Write(d)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := run(context.Background(), []string{"replay", src, "-o", "json"}, &a, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"replay", "-o", "json", dir}, &b, &b); err != nil {
+		t.Fatal(err)
+	}
+	if a.Len() == 0 || !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatalf("replay of the re-recorded stream differs:\n%s\n---\n%s", a.String()[:min(400, a.Len())], b.String()[:min(400, b.Len())])
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"replay"}, "replay needs one argument"},
+		{[]string{"replay", "/nonexistent-dir"}, "no such file or directory"},
+		{[]string{"explain", "pod"}, "want pod/NAME or deployment/NAME"},
+		{[]string{"run", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent"},
+		{[]string{"watch", "-o", "yaml", "--kubeconfig", "/nonexistent"}, `unknown output "yaml"`},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		err := run(context.Background(), tt.args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: error %v, want it to say %q", tt.args, err, tt.want)
+		}
+	}
+}
