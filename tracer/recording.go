@@ -175,6 +175,18 @@ func LoadRecording(dir string) ([]Delta, error) {
 	if !found {
 		return nil, fmt.Errorf("no recording in %s: expected watch.<stream>.jsonl or <stream>.json files (streams: pods, replicasets, deployments, services, endpointslices, events.core.v1, events.events.k8s.io.v1)", dir)
 	}
+	// Initial lists come before the changes that follow them, as in a live watch.
+	var initial []Delta
+	live := deltas[:0]
+	for _, d := range deltas {
+		if d.Initial {
+			initial = append(initial, d)
+		} else {
+			live = append(live, d)
+		}
+	}
+	snapshots = append(snapshots, initial...)
+	deltas = live
 	if allRecv {
 		sort.SliceStable(deltas, func(i, j int) bool { return deltas[i].Recv.Before(deltas[j].Recv) })
 	} else {
