@@ -40,8 +40,11 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := parseOutput(fs, args, &out); err != nil {
 		return err
 	}
-	client, _, err := cf.client()
+	client, restCfg, err := cf.client()
 	if err != nil {
+		return err
+	}
+	if err := reachable(ctx, client, restCfg.Host); err != nil {
 		return err
 	}
 	log, _ := newLogger(stderr, "warn")
@@ -106,8 +109,11 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !ok || name == "" {
 		return fmt.Errorf("explain %q: want pod/NAME or deployment/NAME", pos[0])
 	}
-	client, _, err := cf.client()
+	client, restCfg, err := cf.client()
 	if err != nil {
+		return err
+	}
+	if err := reachable(ctx, client, restCfg.Host); err != nil {
 		return err
 	}
 	namespace := *ns
@@ -273,8 +279,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create recording directory: %w", err)
 	}
-	client, _, err := cf.client()
+	client, restCfg, err := cf.client()
 	if err != nil {
+		return err
+	}
+	if err := reachable(ctx, client, restCfg.Host); err != nil {
 		return err
 	}
 	rec, err := newRecorder(dir)

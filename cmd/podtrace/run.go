@@ -130,6 +130,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	defer srv.Shutdown(context.WithoutCancel(ctx))
 
 	log.Info("Starting podtrace", "version", version, "apiserver", restCfg.Host, "namespaces", cf.namespaces.String(), "metricsAddr", *metricsAddr)
+	if err := reachable(ctx, client, restCfg.Host); err != nil {
+		log.Error("Apiserver unreachable; retrying in the background", "err", err.Error()) // a daemon keeps trying
+	}
 	w.Start(ctx)
 	if *auditLog != "" {
 		go func() {
