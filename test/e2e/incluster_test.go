@@ -3,36 +3,36 @@
 // In-cluster end-to-end test of issue 4: podtrace deployed with `kubectl apply -k` of
 // deploy/kubernetes into the local cluster (make cluster-up), as real Pods on the real node.
 //
-//	go test -tags e2e -run 'TestInCluster' -timeout 30m -v ./test/e2e/
+//	make e2e
+//	go test -tags e2e -count=1 -run 'TestInCluster' -timeout 30m -v ./test/e2e/
 //
-// It needs the local cluster (.local/kubeconfig), its registry on 127.0.0.1:5000, Jaeger's OTLP
-// receiver where Pods can reach it (the bridge address) and its query API on 127.0.0.1:16686,
-// bin/kubectl and bin/podtrace (make build). Without a cluster it skips; TestInClusterManifests
+// It uses the shared harness (harness_test.go: Setup, Env, Jaeger, Eventually…) and needs, beyond
+// what the harness needs, the local registry on 127.0.0.1:5000, Jaeger's OTLP receiver where Pods
+// reach it (the bridge address), bin/kubectl and bin/podtrace (make build). TestInClusterManifests
 // needs only bin/kubectl (and uses bin/promtool when it exists).
 //
-// Environment (all optional):
+// The in-cluster podtrace is limited (--namespace) to this test's workload namespace, and the
+// workload's Pods do not carry the e2e label that the local podtrace of make e2e selects, so each
+// Pod is traced by exactly one podtrace installation. Run alone, stop a local podtrace that traces
+// every namespace first (deploy/local/scripts/podtrace.sh stop), or it exports the same traces.
 //
-//	PODTRACE_E2E_KUBECONFIG        kubeconfig (default .local/kubeconfig)
+// Environment (optional, besides the harness'):
+//
 //	PODTRACE_E2E_IMAGE             an already pushed podtrace image; default: build and push one
 //	PODTRACE_E2E_OTLP_ENDPOINT     OTLP endpoint as Pods see it (default http://10.88.77.1:4317)
-//	PODTRACE_E2E_JAEGER_URL        Jaeger query API (default http://127.0.0.1:16686)
-//	PODTRACE_E2E_WORKLOAD_IMAGE    the test rollout's image (default 127.0.0.1:5000/podtrace/pause:v1)
 //	PODTRACE_E2E_KEEP=1            leave podtrace and the workload installed afterwards
 //
-// Helpers here are prefixed with incluster so they do not collide with the local cluster's shared
-// e2e harness in the same package.
+// Its own helpers are prefixed with incluster so they never collide with the harness.
 package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +47,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -55,57 +54,25 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 const (
-	inclusterNamespace         = "podtrace" // the base's namespace, restricted PodSecurity
-	inclusterWorkloadNamespace = "podtrace-e2e-incluster"
-	inclusterWorkload          = "incluster-rollout"
-	inclusterLease             = "podtrace"
-	inclusterDefaultOTLP       = "http://10.88.77.1:4317"
-	inclusterDefaultJaeger     = "http://127.0.0.1:16686"
-	inclusterDefaultWorkload   = "127.0.0.1:5000/podtrace/pause:v1"
-	inclusterImageRepo         = "127.0.0.1:5000/podtrace/podtrace"
+	inclusterNamespace   = "podtrace" // the base's namespace, restricted PodSecurity
+	inclusterWorkload    = "incluster-rollout"
+	inclusterLease       = "podtrace"
+	inclusterDefaultOTLP = "http://10.88.77.1:4317"
+	inclusterImageRepo   = Registry + "/podtrace/podtrace"
 )
 
-// inclusterEnv is what the in-cluster test works with.
+// inclusterEnv is the harness' Env plus what the in-cluster test adds.
 type inclusterEnv struct {
-	root       string // repository root
-	kubeconfig string
-	kubectl    string
-	client     kubernetes.Interface
-	jaeger     string
-	otlp       string
-	workload   string
-	overlay    string // the kustomize overlay the test applies
-}
-
-func inclusterGetenv(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-// inclusterRepoRoot walks up from the test's directory to podtrace's go.mod.
-func inclusterRepoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			bytes.Contains(data, []byte("module github.com/podtrace/podtrace\n")) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("podtrace's go.mod not found above the test directory")
-		}
-		dir = parent
-	}
+	*Env
+	root     string // repository root
+	kubectl  string
+	client   kubernetes.Interface
+	otlp     string
+	workload string // the test rollout's namespace
+	overlay  string // the kustomize overlay the test applies, relative to root
 }
 
 // inclusterRun runs a command from the repository root and returns its combined output.
@@ -123,7 +90,7 @@ func inclusterRun(t *testing.T, root string, env []string, name string, args ...
 
 func (e *inclusterEnv) kubectlRun(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := inclusterRun(t, e.root, nil, e.kubectl, append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
+	out, err := inclusterRun(t, e.root, nil, e.kubectl, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +105,7 @@ func (e *inclusterEnv) kubectlRun(t *testing.T, args ...string) string {
 // rendered PrometheusRule carries exactly the rules of deploy/prometheus/alerts.yaml, which it
 // hands to promtool check rules when bin/promtool exists.
 func TestInClusterManifests(t *testing.T) {
-	root := inclusterRepoRoot(t)
+	root := repoRoot(t)
 	kubectl := filepath.Join(root, "bin", "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Skipf("bin/kubectl not built (make cluster-build): %v", err)
@@ -369,7 +336,7 @@ func inclusterKeys(m map[string]bool) []string {
 // removed gives one clear message and /readyz not ready; restoring it recovers.
 func TestInCluster(t *testing.T) {
 	e := inclusterSetup(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	ctx, cancel := context.WithTimeout(Ctx(t), 25*time.Minute)
 	defer cancel()
 
 	t.Cleanup(func() {
@@ -377,10 +344,10 @@ func TestInCluster(t *testing.T) {
 			e.dumpDiagnostics(t)
 		}
 		if os.Getenv("PODTRACE_E2E_KEEP") == "" {
-			_, _ = inclusterRun(t, e.root, nil, e.kubectl, "--kubeconfig", e.kubeconfig,
-				"delete", "namespace", inclusterWorkloadNamespace, "--ignore-not-found", "--wait=false")
-			_, _ = inclusterRun(t, e.root, nil, e.kubectl, "--kubeconfig", e.kubeconfig,
-				"delete", "-k", e.overlay, "--ignore-not-found", "--wait=false")
+			if _, err := inclusterRun(t, e.root, nil, e.kubectl, "--kubeconfig", e.Kubeconfig,
+				"delete", "-k", e.overlay, "--ignore-not-found", "--wait=false"); err != nil {
+				t.Logf("uninstall podtrace: %v", err)
+			}
 		}
 	})
 
@@ -401,10 +368,10 @@ func TestInCluster(t *testing.T) {
 		if len(uids) < 3 {
 			t.Fatalf("saw %d workload Pods, want at least 3", len(uids))
 		}
-		for _, uid := range uids {
-			tr := e.waitTrace(ctx, t, uid, 2*time.Minute)
-			e.checkTraceShape(t, uid, tr)
+		for uid, tr := range e.WaitTraces(t, uids, 2*time.Minute, inclusterHasRoot) {
+			inclusterCheckTrace(t, uid, tr)
 		}
+		t.Logf("%d Pods traced by the in-cluster leader", len(uids))
 	})
 
 	t.Run("no forbidden in logs", func(t *testing.T) {
@@ -421,12 +388,10 @@ func TestInCluster(t *testing.T) {
 		leader := e.waitLeader(ctx, t, e.podtracePods(ctx, t), 60*time.Second)
 		rolloutStart := time.Now()
 		e.restartWorkload(ctx, t)
-		// Wait until the new ReplicaSet has started creating Pods, then kill the leader.
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		// Wait until the new ReplicaSet has created its first Pod, then kill the leader.
+		Eventually(t, time.Minute, "the rollout's first Pod", func() (bool, error) {
 			return len(tracker.uids()) > before, nil
-		}); err != nil {
-			t.Fatalf("the rollout created no Pod: %v", err)
-		}
+		})
 		t.Logf("deleting leader %s %s after the rollout started", leader, time.Since(rolloutStart).Round(time.Millisecond))
 		if err := e.client.CoreV1().Pods(inclusterNamespace).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("delete leader %s: %v", leader, err)
@@ -443,30 +408,27 @@ func TestInCluster(t *testing.T) {
 		if len(uids) <= before {
 			t.Fatalf("saw no new workload Pods during the rollout")
 		}
-		for _, uid := range uids {
-			tr := e.waitTrace(ctx, t, uid, 3*time.Minute)
-			e.checkTraceShape(t, uid, tr)
-		}
-		// A late duplicate export would arrive after the first: look again a little later, and
-		// search by the Pod UID attribute for a second trace with another ID.
+		e.WaitTraces(t, uids, 3*time.Minute, inclusterHasRoot)
+		// A late duplicate export arrives after the first: look again a little later, and search
+		// by the Pod UID attribute for a second trace under another ID.
 		time.Sleep(15 * time.Second)
 		for _, uid := range uids {
-			tr, err := e.getTrace(ctx, uid)
-			if err != nil {
-				t.Errorf("Pod %s: %v", uid, err)
+			tr, err := e.Jaeger.Trace(ctx, TraceID(uid))
+			if err != nil || tr == nil {
+				t.Errorf("Pod %s: trace gone (%v)", uid, err)
 				continue
 			}
-			e.checkTraceShape(t, uid, tr)
+			inclusterCheckTrace(t, uid, tr)
 			ids, err := e.traceIDsForPod(ctx, uid)
 			if err != nil {
-				t.Errorf("search traces of Pod %s: %v", uid, err)
+				t.Errorf("search the traces of Pod %s: %v", uid, err)
 				continue
 			}
 			if len(ids) > 1 {
 				t.Errorf("Pod %s has %d traces in Jaeger (%v), want exactly one", uid, len(ids), ids)
 			}
 		}
-		t.Logf("%d workload Pods, each with exactly one trace", len(uids))
+		t.Logf("%d workload Pods (%d from the rollout across the handover), each with exactly one trace", len(uids), len(uids)-before)
 	})
 
 	t.Run("one RBAC rule removed", func(t *testing.T) {
@@ -476,7 +438,7 @@ func TestInCluster(t *testing.T) {
 
 		// maxUnavailable 0: the first new replica comes up and must stay not Ready.
 		var fresh string
-		if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		Eventually(t, 3*time.Minute, "a new podtrace replica running for 30s", func() (bool, error) {
 			for _, p := range e.podtracePodObjects(ctx, t) {
 				if slices.Contains(before, p.Name) || p.Status.Phase != corev1.PodRunning {
 					continue
@@ -489,14 +451,12 @@ func TestInCluster(t *testing.T) {
 				}
 			}
 			return false, nil
-		}); err != nil {
-			t.Fatalf("no new podtrace replica has run for 30s: %v", err)
-		}
+		})
 		p, err := e.client.CoreV1().Pods(inclusterNamespace).Get(ctx, fresh, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if inclusterPodReady(p) {
+		if PodReady(p) {
 			t.Errorf("podtrace %s is Ready without list/watch on endpointslices", fresh)
 		}
 		code, body := e.readyz(ctx, fresh)
@@ -529,89 +489,66 @@ func TestInCluster(t *testing.T) {
 			t.Logf("podtrace's message: %s", lines[0])
 		}
 
-		// Restore the rule: the base applied again. The stuck replica must recover by itself.
+		// Restore the rule (the base applied again); the stuck replica must recover by itself.
 		e.install(ctx, t)
-		e.waitPodtraceReady(ctx, t, 2, 5*time.Minute)
 		if err := e.waitDeploymentRolledOut(ctx, inclusterNamespace, "podtrace", 5*time.Minute); err != nil {
 			t.Errorf("podtrace did not recover after the rule was restored: %v", err)
 		}
+		e.waitPodtraceReady(ctx, t, 2, 2*time.Minute)
 	})
 }
 
 func inclusterSetup(t *testing.T) *inclusterEnv {
 	t.Helper()
-	root := inclusterRepoRoot(t)
+	env := Setup(t)
 	e := &inclusterEnv{
-		root:       root,
-		kubeconfig: inclusterGetenv("PODTRACE_E2E_KUBECONFIG", filepath.Join(root, ".local", "kubeconfig")),
-		kubectl:    filepath.Join(root, "bin", "kubectl"),
-		jaeger:     strings.TrimSuffix(inclusterGetenv("PODTRACE_E2E_JAEGER_URL", inclusterDefaultJaeger), "/"),
-		otlp:       inclusterGetenv("PODTRACE_E2E_OTLP_ENDPOINT", inclusterDefaultOTLP),
-		workload:   inclusterGetenv("PODTRACE_E2E_WORKLOAD_IMAGE", inclusterDefaultWorkload),
-	}
-	if _, err := os.Stat(e.kubeconfig); err != nil {
-		t.Skipf("local cluster not up (make cluster-up): %v", err)
+		Env:     env,
+		root:    env.Root,
+		kubectl: filepath.Join(env.Root, "bin", "kubectl"),
+		client:  env.Kube,
+		otlp:    getenv("PODTRACE_E2E_OTLP_ENDPOINT", inclusterDefaultOTLP),
 	}
 	if _, err := os.Stat(e.kubectl); err != nil {
 		t.Fatalf("bin/kubectl missing (make cluster-build): %v", err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig)
-	if err != nil {
-		t.Fatalf("load kubeconfig %s: %v", e.kubeconfig, err)
-	}
-	cfg.UserAgent = "podtrace-e2e-incluster"
-	e.client, err = kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := e.client.Discovery().ServerVersion(); err != nil {
-		t.Skipf("local cluster not reachable (make cluster-up): %v", err)
-	}
-	if _, err := e.client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
-		t.Fatalf("local cluster: %v", err)
-	}
-	if resp, err := http.Get(e.jaeger + "/api/services"); err != nil {
-		t.Fatalf("Jaeger query API at %s: %v", e.jaeger, err)
-	} else {
-		resp.Body.Close()
-	}
-
 	image := os.Getenv("PODTRACE_E2E_IMAGE")
 	if image == "" {
-		if _, err := os.Stat(filepath.Join(root, "bin", "podtrace")); err != nil {
+		if _, err := os.Stat(filepath.Join(e.root, "bin", "podtrace")); err != nil {
 			t.Fatalf("bin/podtrace missing (make build): %v", err)
 		}
 		image = inclusterImageRepo + ":e2e-" + strconv.FormatInt(time.Now().Unix(), 10)
-		out, err := inclusterRun(t, root, []string{"IMAGE=" + image}, filepath.Join(root, "deploy", "image", "build.sh"))
+		out, err := inclusterRun(t, e.root, []string{"IMAGE=" + image}, filepath.Join(e.root, "deploy", "image", "build.sh"))
 		if err != nil {
 			t.Fatalf("build and push the image: %v", err)
 		}
 		t.Log(strings.TrimSpace(out))
 	}
+	// The workload's namespace (deleted when the test ends) comes first: the install is limited
+	// to it.
+	e.workload = e.Namespace(t, "incluster")
 	e.overlay = e.writeOverlay(t, image)
 	return e
 }
 
 // writeOverlay writes the kustomization the test applies into .local/ (git-ignored): the base,
-// with the image and the OTLP endpoint pointed at the local cluster's registry and Jaeger.
+// with the image and the OTLP endpoint pointed at the local cluster's registry and Jaeger, and
+// podtrace limited to the workload's namespace.
 func (e *inclusterEnv) writeOverlay(t *testing.T, image string) string {
 	t.Helper()
-	dir := filepath.Join(e.root, ".local", "e2e-incluster")
+	dir := filepath.Join(e.State, "e2e-incluster")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	name, tag, ok := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
+	slash := strings.LastIndex(image, "/")
+	name, tag, ok := strings.Cut(image[slash+1:], ":")
 	if !ok {
 		t.Fatalf("image %q has no tag", image)
 	}
-	newName := image[:strings.LastIndex(image, "/")+1] + name
 	kustomization := fmt.Sprintf(`# Written by test/e2e/incluster_test.go.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - ../../deploy/kubernetes
+  - %s
 images:
   - name: %s
     newName: %s
@@ -626,21 +563,31 @@ patches:
           spec:
             containers:
               - name: podtrace
-                imagePullPolicy: Always
                 env:
                   - name: OTEL_EXPORTER_OTLP_ENDPOINT
                     value: %s
                   - name: OTEL_EXPORTER_OTLP_INSECURE
                     value: "true"
-`, inclusterImageRepo, newName, tag, inclusterNamespace, e.otlp)
+  - target: {kind: Deployment, name: podtrace}
+    patch: |
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --namespace=%s
+`, inclusterRel(t, dir, filepath.Join(e.root, "deploy", "kubernetes")), inclusterImageRepo, image[:slash+1]+name, tag,
+		inclusterNamespace, e.otlp, e.workload)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := filepath.Rel(e.root, dir)
+	return inclusterRel(t, e.root, dir)
+}
+
+func inclusterRel(t *testing.T, base, target string) string {
+	t.Helper()
+	rel, err := filepath.Rel(base, target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rel
+	return filepath.ToSlash(rel)
 }
 
 func (e *inclusterEnv) install(ctx context.Context, t *testing.T) {
@@ -681,39 +628,26 @@ func (e *inclusterEnv) podtracePods(ctx context.Context, t *testing.T) []string 
 	return names
 }
 
-func inclusterPodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // waitPodtraceReady waits for exactly n podtrace Pods, all Ready, and returns their names.
 func (e *inclusterEnv) waitPodtraceReady(ctx context.Context, t *testing.T, n int, timeout time.Duration) []string {
 	t.Helper()
 	var names []string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	Eventually(t, timeout, fmt.Sprintf("%d Ready podtrace replicas", n), func() (bool, error) {
 		names = names[:0]
 		pods := e.podtracePodObjects(ctx, t)
 		for i := range pods {
-			if !inclusterPodReady(&pods[i]) {
-				return false, nil
+			if !PodReady(&pods[i]) {
+				return false, fmt.Errorf("%s not Ready", pods[i].Name)
 			}
 			names = append(names, pods[i].Name)
 		}
-		return len(names) == n, nil
+		return len(names) == n, fmt.Errorf("%d replicas: %v", len(names), names)
 	})
-	if err != nil {
-		t.Fatalf("waiting for %d Ready podtrace replicas: %v (have %v)", n, err, e.podtracePods(ctx, t))
-	}
 	slices.Sort(names)
 	return slices.Clone(names)
 }
 
-// checkRunningPods checks what the kubelet actually runs: the ServiceAccount, non-root, and the
-// image's user.
+// checkRunningPods checks what the kubelet actually runs: the ServiceAccount, a node, no restarts.
 func (e *inclusterEnv) checkRunningPods(ctx context.Context, t *testing.T, names []string) {
 	t.Helper()
 	for _, name := range names {
@@ -739,23 +673,17 @@ func (e *inclusterEnv) checkRunningPods(ctx context.Context, t *testing.T, names
 func (e *inclusterEnv) waitLeader(ctx context.Context, t *testing.T, pods []string, timeout time.Duration) string {
 	t.Helper()
 	var holder string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	Eventually(t, timeout, fmt.Sprintf("the Lease %s/%s held by one of %v", inclusterNamespace, inclusterLease, pods), func() (bool, error) {
 		lease, err := e.client.CoordinationV1().Leases(inclusterNamespace).Get(ctx, inclusterLease, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
 		if err != nil {
 			return false, err
 		}
 		if lease.Spec.HolderIdentity == nil {
-			return false, nil
+			return false, errors.New("no holder")
 		}
 		holder = *lease.Spec.HolderIdentity
-		return slices.Contains(pods, holder), nil
+		return slices.Contains(pods, holder), fmt.Errorf("held by %q", holder)
 	})
-	if err != nil {
-		t.Fatalf("waiting for the Lease %s/%s to be held by one of %v: %v (holder %q)", inclusterNamespace, inclusterLease, pods, err, holder)
-	}
 	return holder
 }
 
@@ -783,24 +711,8 @@ func (tr *inclusterPodTracker) uids() []string {
 
 func (e *inclusterEnv) trackWorkloadPods(ctx context.Context, t *testing.T) *inclusterPodTracker {
 	t.Helper()
-	// A fresh workload namespace: earlier runs' Pods must not count.
-	err := e.client.CoreV1().Namespaces().Delete(ctx, inclusterWorkloadNamespace, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := e.client.CoreV1().Namespaces().Get(ctx, inclusterWorkloadNamespace, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		t.Fatalf("namespace %s from an earlier run is not gone: %v", inclusterWorkloadNamespace, err)
-	}
-	_, err = e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: inclusterWorkloadNamespace}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	tr := &inclusterPodTracker{seen: map[types.UID]bool{}}
-	pods := e.client.CoreV1().Pods(inclusterWorkloadNamespace)
+	pods := e.client.CoreV1().Pods(e.workload)
 	opts := metav1.ListOptions{LabelSelector: "app=" + inclusterWorkload}
 	list, err := pods.List(ctx, opts)
 	if err != nil {
@@ -848,13 +760,14 @@ func (e *inclusterEnv) trackWorkloadPods(ctx context.Context, t *testing.T) *inc
 func (e *inclusterEnv) createWorkload(ctx context.Context, t *testing.T, replicas int32) {
 	t.Helper()
 	labels := map[string]string{"app": inclusterWorkload}
+	zero := int64(0)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: inclusterWorkload, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			// One Pod at a time and a few seconds each, so a rollout lasts long enough to delete the
-			// leader in the middle of it.
+			// One Pod at a time and a few seconds each, so that a rollout lasts long enough to
+			// delete the leader in the middle of it.
 			MinReadySeconds: 3,
 			Strategy: appsv1.DeploymentStrategy{
 				Type: appsv1.RollingUpdateDeploymentStrategyType,
@@ -864,19 +777,20 @@ func (e *inclusterEnv) createWorkload(ctx context.Context, t *testing.T, replica
 				},
 			},
 			Template: corev1.PodTemplateSpec{
+				// No e2e label: the local podtrace of make e2e must not trace these Pods.
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: new(int64),
+					TerminationGracePeriodSeconds: &zero,
 					Containers: []corev1.Container{{
 						Name:            "app",
-						Image:           e.workload,
+						Image:           PauseImage,
 						ImagePullPolicy: corev1.PullIfNotPresent,
 					}},
 				},
 			},
 		},
 	}
-	if _, err := e.client.AppsV1().Deployments(inclusterWorkloadNamespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+	if _, err := e.client.AppsV1().Deployments(e.workload).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create the test Deployment: %v", err)
 	}
 	svc := &corev1.Service{
@@ -886,7 +800,7 @@ func (e *inclusterEnv) createWorkload(ctx context.Context, t *testing.T, replica
 			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
 		},
 	}
-	if _, err := e.client.CoreV1().Services(inclusterWorkloadNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if _, err := e.client.CoreV1().Services(e.workload).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create the test Service: %v", err)
 	}
 }
@@ -895,7 +809,7 @@ func (e *inclusterEnv) createWorkload(ctx context.Context, t *testing.T, replica
 func (e *inclusterEnv) restartWorkload(ctx context.Context, t *testing.T) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"podtrace.dev/e2e-restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
-	_, err := e.client.AppsV1().Deployments(inclusterWorkloadNamespace).Patch(ctx, inclusterWorkload, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := e.client.AppsV1().Deployments(e.workload).Patch(ctx, inclusterWorkload, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatalf("restart the test Deployment: %v", err)
 	}
@@ -903,7 +817,7 @@ func (e *inclusterEnv) restartWorkload(ctx context.Context, t *testing.T) {
 
 func (e *inclusterEnv) waitWorkloadRolledOut(ctx context.Context, t *testing.T, timeout time.Duration) {
 	t.Helper()
-	if err := e.waitDeploymentRolledOut(ctx, inclusterWorkloadNamespace, inclusterWorkload, timeout); err != nil {
+	if err := e.waitDeploymentRolledOut(ctx, e.workload, inclusterWorkload, timeout); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -992,109 +906,25 @@ func (e *inclusterEnv) removeClusterRoleRule(ctx context.Context, t *testing.T, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Jaeger.
+// Traces.
 
-type inclusterTrace struct {
-	TraceID string `json:"traceID"`
-	Spans   []struct {
-		TraceID       string `json:"traceID"`
-		SpanID        string `json:"spanID"`
-		OperationName string `json:"operationName"`
-		References    []struct {
-			RefType string `json:"refType"`
-			SpanID  string `json:"spanID"`
-		} `json:"references"`
-		Tags []struct {
-			Key   string `json:"key"`
-			Value any    `json:"value"`
-		} `json:"tags"`
-	} `json:"spans"`
-}
+func inclusterHasRoot(tr *Trace) bool { return tr.Root() != nil }
 
-var errInclusterNoTrace = errors.New("trace not found")
-
-func (e *inclusterEnv) jaegerGet(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.jaeger+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode == http.StatusNotFound {
-		return errInclusterNoTrace
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
-	}
-	return json.Unmarshal(body, out)
-}
-
-// getTrace fetches the trace whose ID is the Pod UID without dashes.
-func (e *inclusterEnv) getTrace(ctx context.Context, uid string) (*inclusterTrace, error) {
-	id := strings.ReplaceAll(uid, "-", "")
-	var resp struct {
-		Data []inclusterTrace `json:"data"`
-	}
-	if err := e.jaegerGet(ctx, "/api/traces/"+id, &resp); err != nil {
-		return nil, fmt.Errorf("trace %s: %w", id, err)
-	}
-	if len(resp.Data) == 0 {
-		return nil, fmt.Errorf("trace %s: %w", id, errInclusterNoTrace)
-	}
-	if len(resp.Data) > 1 {
-		return nil, fmt.Errorf("trace %s: Jaeger returned %d traces", id, len(resp.Data))
-	}
-	return &resp.Data[0], nil
-}
-
-// waitTrace waits until the Pod's trace is in Jaeger with its root span.
-func (e *inclusterEnv) waitTrace(ctx context.Context, t *testing.T, uid string, timeout time.Duration) *inclusterTrace {
-	t.Helper()
-	var tr *inclusterTrace
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		tr, last = e.getTrace(ctx, uid)
-		if last != nil {
-			return false, nil
-		}
-		for _, s := range tr.Spans {
-			if s.OperationName == "pod.startup" {
-				return true, nil
-			}
-		}
-		last = fmt.Errorf("trace has %d spans but no pod.startup yet", len(tr.Spans))
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("Pod %s: no complete trace in Jaeger after %s: %v", uid, timeout, last)
-	}
-	return tr
-}
-
-// checkTraceShape checks that a trace was exported once: one root pod.startup, the six phases
+// inclusterCheckTrace checks that a trace was exported once: one root pod.startup, the six phases
 // once each, no span ID twice.
-func (e *inclusterEnv) checkTraceShape(t *testing.T, uid string, tr *inclusterTrace) {
+func inclusterCheckTrace(t *testing.T, uid string, tr *Trace) {
 	t.Helper()
-	count := map[string]int{}
+	if n := len(tr.FindAll("pod.startup")); n != 1 {
+		t.Errorf("Pod %s: %d pod.startup spans, want exactly 1 (a duplicate export?)", uid, n)
+	}
+	for _, phase := range Phases {
+		if n := len(tr.FindAll(phase)); n != 1 {
+			t.Errorf("Pod %s: %d %s spans, want 1", uid, n, phase)
+		}
+	}
 	ids := map[string]int{}
 	for _, s := range tr.Spans {
-		count[s.OperationName]++
 		ids[s.SpanID]++
-	}
-	if count["pod.startup"] != 1 {
-		t.Errorf("Pod %s: %d pod.startup spans, want exactly 1 (a duplicate export?)", uid, count["pod.startup"])
-	}
-	for _, phase := range []string{"submit", "apiserver", "controllers", "scheduling", "kubelet", "status"} {
-		if count[phase] != 1 {
-			t.Errorf("Pod %s: %d %s spans, want 1", uid, count[phase], phase)
-		}
 	}
 	for id, n := range ids {
 		if n > 1 {
@@ -1104,28 +934,19 @@ func (e *inclusterEnv) checkTraceShape(t *testing.T, uid string, tr *inclusterTr
 }
 
 // traceIDsForPod searches every service in Jaeger for traces tagged with the Pod's UID: a second
-// trace ID for the same Pod would be a duplicate with a different ID.
+// trace ID for the same Pod would be a duplicate under another ID.
 func (e *inclusterEnv) traceIDsForPod(ctx context.Context, uid string) ([]string, error) {
-	var services struct {
-		Data []string `json:"data"`
-	}
-	if err := e.jaegerGet(ctx, "/api/services", &services); err != nil {
-		return nil, err
-	}
-	tags, err := json.Marshal(map[string]string{"k8s.pod.uid": uid})
+	services, err := e.Jaeger.Services(ctx)
 	if err != nil {
 		return nil, err
 	}
 	found := map[string]bool{}
-	for _, svc := range services.Data {
-		q := url.Values{"service": {svc}, "tags": {string(tags)}, "limit": {"20"}, "lookback": {"6h"}}
-		var resp struct {
-			Data []inclusterTrace `json:"data"`
-		}
-		if err := e.jaegerGet(ctx, "/api/traces?"+q.Encode(), &resp); err != nil && !errors.Is(err, errInclusterNoTrace) {
+	for _, svc := range services {
+		traces, err := e.Jaeger.FindTraces(ctx, svc, map[string]string{"k8s.pod.uid": uid}, 20)
+		if err != nil {
 			return nil, err
 		}
-		for _, tr := range resp.Data {
+		for _, tr := range traces {
 			found[strings.TrimLeft(tr.TraceID, "0")] = true
 		}
 	}
@@ -1140,10 +961,10 @@ func (e *inclusterEnv) dumpDiagnostics(t *testing.T) {
 		{"-n", inclusterNamespace, "describe", "pods"},
 		{"-n", inclusterNamespace, "get", "events", "--sort-by=.lastTimestamp"},
 		{"-n", inclusterNamespace, "logs", "-l", "app.kubernetes.io/name=podtrace", "--tail=200", "--prefix"},
-		{"-n", inclusterWorkloadNamespace, "get", "deploy,rs,pods", "-o", "wide"},
+		{"-n", e.workload, "get", "deploy,rs,pods", "-o", "wide"},
 		{"get", "clusterrole", "podtrace", "-o", "yaml"},
 	} {
-		out, err := inclusterRun(t, e.root, nil, e.kubectl, append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
+		out, err := inclusterRun(t, e.root, nil, e.kubectl, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
 		if err != nil {
 			t.Logf("kubectl %s: %v", strings.Join(args, " "), err)
 			continue
