@@ -47,6 +47,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -460,8 +461,8 @@ func TestInCluster(t *testing.T) {
 			t.Errorf("podtrace %s is Ready without list/watch on endpointslices", fresh)
 		}
 		code, body := e.readyz(ctx, fresh)
-		if code == http.StatusOK {
-			t.Errorf("podtrace %s /readyz = %d %q, want not ready", fresh, code, body)
+		if code != http.StatusServiceUnavailable {
+			t.Errorf("podtrace %s /readyz = %d %q, want 503 not ready", fresh, code, body)
 		}
 		t.Logf("/readyz of %s without the endpointslices rule: %d %s", fresh, code, strings.TrimSpace(body))
 
@@ -847,10 +848,13 @@ func (e *inclusterEnv) waitDeploymentRolledOut(ctx context.Context, ns, name str
 
 func (e *inclusterEnv) logs(ctx context.Context, t *testing.T, pod string) string {
 	t.Helper()
-	data, err := e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "podtrace"}).DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("logs of %s: %v", pod, err)
-	}
+	// The kubelet serves logs; give it a moment if it is briefly unreachable.
+	var data []byte
+	Eventually(t, 30*time.Second, "the logs of "+pod, func() (bool, error) {
+		var err error
+		data, err = e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "podtrace"}).DoRaw(ctx)
+		return err == nil, err
+	})
 	return string(data)
 }
 
@@ -864,18 +868,24 @@ func inclusterGrep(text, word string) string {
 	return strings.Join(out, "\n")
 }
 
-// readyz asks a podtrace Pod's /readyz through the apiserver's Pod proxy.
+// readyz asks a podtrace Pod's /readyz through the apiserver's Pod proxy and returns the HTTP
+// status and body (or the error) it answered with.
 func (e *inclusterEnv) readyz(ctx context.Context, pod string) (int, string) {
-	var code int
-	res := e.client.CoreV1().RESTClient().Get().
-		Namespace(inclusterNamespace).Resource("pods").Name(pod + ":8080").
-		SubResource("proxy").Suffix("readyz").Do(ctx)
-	res.StatusCode(&code)
-	body, err := res.Raw()
-	if err != nil && len(body) == 0 {
-		return code, err.Error()
+	body, err := e.client.CoreV1().Pods(inclusterNamespace).ProxyGet("http", pod, "8080", "readyz", nil).DoRaw(ctx)
+	if err == nil {
+		return http.StatusOK, string(body)
 	}
-	return code, string(body)
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		msg := status.Status().Message
+		if d := status.Status().Details; d != nil {
+			for _, c := range d.Causes {
+				msg += ": " + c.Message
+			}
+		}
+		return int(status.Status().Code), msg
+	}
+	return 0, err.Error()
 }
 
 // removeClusterRoleRule deletes the rule granting resource in group from the podtrace ClusterRole.
