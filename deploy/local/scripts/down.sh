@@ -122,6 +122,11 @@ if [ -f "$RUN/cgroups.created" ]; then
   done <"$RUN/cgroups.created"
   rm -f "$RUN/cgroups.created"
 fi
+# The Pods' veths: their network namespaces die with the last process and socket in them, but a
+# killed container's orphaned TCP sockets can keep one (and its veth) alive for minutes.
+for veth in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+  ip link del "$veth" 2>/dev/null || true
+done
 if [ -f "$RUN/bridge.created" ]; then
   ip link del "$BRIDGE" 2>/dev/null || true
   rm -f "$RUN/bridge.created"
