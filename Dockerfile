@@ -12,11 +12,12 @@ FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
 ARG VERSION=dev
+ENV GOMODCACHE=/gocache/mod GOCACHE=/gocache/build
 WORKDIR /src
 COPY go.mod go.sum* ./
-RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
+RUN --mount=type=cache,target=/gocache go mod download
 COPY . .
-RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+RUN --mount=type=cache,target=/gocache \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath \
       -ldflags "-s -w -X main.version=${VERSION}" \
