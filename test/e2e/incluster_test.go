@@ -409,6 +409,7 @@ func TestInCluster(t *testing.T) {
 		if len(uids) <= before {
 			t.Fatalf("saw no new workload Pods during the rollout")
 		}
+		t.Logf("workload Pods: %s", tracker.describe())
 		e.WaitTraces(t, uids, 3*time.Minute, inclusterHasRoot)
 		// A late duplicate export arrives after the first: look again a little later, and search
 		// by the Pod UID attribute for a second trace under another ID.
@@ -690,9 +691,10 @@ func (e *inclusterEnv) waitLeader(ctx context.Context, t *testing.T, pods []stri
 
 // inclusterPodTracker records the UID of every workload Pod a watch reports as added.
 type inclusterPodTracker struct {
-	mu   sync.Mutex
-	seen map[types.UID]bool
-	list []string
+	mu    sync.Mutex
+	seen  map[types.UID]bool
+	list  []string
+	names map[string]string // UID → name, for messages
 }
 
 func (tr *inclusterPodTracker) add(p *corev1.Pod) {
@@ -701,7 +703,19 @@ func (tr *inclusterPodTracker) add(p *corev1.Pod) {
 	if !tr.seen[p.UID] {
 		tr.seen[p.UID] = true
 		tr.list = append(tr.list, string(p.UID))
+		tr.names[string(p.UID)] = p.Name
 	}
+}
+
+// describe lists the Pods as name=uid (created order), for the log when a trace is missing.
+func (tr *inclusterPodTracker) describe() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []string
+	for _, uid := range tr.list {
+		out = append(out, tr.names[uid]+"="+uid)
+	}
+	return strings.Join(out, " ")
 }
 
 func (tr *inclusterPodTracker) uids() []string {
@@ -712,7 +726,7 @@ func (tr *inclusterPodTracker) uids() []string {
 
 func (e *inclusterEnv) trackWorkloadPods(ctx context.Context, t *testing.T) *inclusterPodTracker {
 	t.Helper()
-	tr := &inclusterPodTracker{seen: map[types.UID]bool{}}
+	tr := &inclusterPodTracker{seen: map[types.UID]bool{}, names: map[string]string{}}
 	pods := e.client.CoreV1().Pods(e.workload)
 	opts := metav1.ListOptions{LabelSelector: "app=" + inclusterWorkload}
 	list, err := pods.List(ctx, opts)
