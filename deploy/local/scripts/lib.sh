@@ -45,10 +45,11 @@ PAUSE_IMAGE=$REGISTRY/podtrace/pause:v1
 COLD_REPO=podtrace/cold     # every tag is created on first pull; its blobs wait $COLD_BLOB_DELAY
 COLD_BLOB_DELAY=${COLD_BLOB_DELAY:-2s}
 
-# Debian packages the node needs: command -> package.
+# Debian packages the node needs: command -> package ("dpkg:" checks the package itself: the test
+# images need the static busybox, not the dynamic one of the package busybox).
 APT_PACKAGES=(
   "runc:runc" "iptables:iptables" "nft:nftables" "conntrack:conntrack" "socat:socat"
-  "openssl:openssl" "curl:curl" "jq:jq" "busybox:busybox-static" "ctr:containerd"
+  "openssl:openssl" "curl:curl" "jq:jq" "dpkg:busybox-static" "ctr:containerd"
   "/usr/lib/cni/bridge:containernetworking-plugins"
 )
 
@@ -164,7 +165,13 @@ ensure_packages() {
   local missing=() entry cmd pkg
   for entry in "${APT_PACKAGES[@]}"; do
     cmd=${entry%%:*} pkg=${entry#*:}
-    if [[ $cmd == /* ]]; then [ -e "$cmd" ] && continue; else command -v "$cmd" >/dev/null && continue; fi
+    if [ "$cmd" = dpkg ]; then
+      dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" && continue
+    elif [[ $cmd == /* ]]; then
+      [ -e "$cmd" ] && continue
+    else
+      command -v "$cmd" >/dev/null && continue
+    fi
     missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

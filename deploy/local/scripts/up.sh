@@ -86,7 +86,7 @@ done
 step "registry ($REGISTRY)"
 images=$STATE/images
 if [ ! -f "$images/busybox.tar" ] || [ ! -f "$images/pause.tar" ] || [ "$BIN/pause" -nt "$images/pause.tar" ]; then
-  "$BIN/localregistry" images --out "$images" --busybox "$(command -v busybox)" --pause "$BIN/pause" \
+  "$BIN/localregistry" images --out "$images" --busybox /bin/busybox --pause "$BIN/pause" \
     --registry "$REGISTRY" >"$LOGS/images.log" 2>&1 || die images "building the test images failed"
 fi
 start registry "$BIN/localregistry" serve --addr "$REGISTRY" \
