@@ -62,7 +62,7 @@ for entry in "${components[@]}"; do
   start=$(date +%s)
   flags=(-trimpath)
   case "$dir" in .) flags+=(-ldflags "$k8s_ldflags") ;; *) flags+=(-ldflags "-s -w") ;; esac
-  [ "$extra" = tags ] && flags+=(-tags no_btrfs,no_devmapper,no_zfs)
+  [ "$extra" = tags ] && flags+=(-tags "no_btrfs,no_devmapper,no_zfs")
   if ! (cd "$local_dir/$dir" && CGO_ENABLED=0 nice -n 10 go build "${flags[@]}" -o "$bin/$name.tmp" "$pkg"); then
     echo "build: $name FAILED" >&2
     exit 1

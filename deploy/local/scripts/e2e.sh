@@ -9,6 +9,7 @@ if ! "$LOCAL/scripts/status.sh" >/dev/null 2>&1; then
   "$LOCAL/scripts/up.sh"
   started=1
 fi
+# shellcheck disable=SC2317 # finish runs from the EXIT trap
 finish() {
   local rc=$?
   # Back to the everyday settings, or down if this script brought the cluster up.
@@ -17,7 +18,7 @@ finish() {
   elif running podtrace; then
     PODTRACE_ARGS="" "$LOCAL/scripts/podtrace.sh" restart >/dev/null || true
   fi
-  exit $rc
+  exit "$rc"
 }
 trap finish EXIT
 

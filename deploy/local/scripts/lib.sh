@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the layout variables are used by the scripts that source this
 # Shared by the deploy/local scripts: layout, addresses, logging, waiting and PID files.
 # Everything the local cluster writes lives under $STATE (.local/ at the repository root).
 set -euo pipefail
