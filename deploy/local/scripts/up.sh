@@ -10,8 +10,10 @@
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "error: the local cluster needs root (network, cgroups, mounts)" >&2; exit 1; }
-[ -d /sys/fs/cgroup/cpu ] && [ -d /sys/fs/cgroup/pids ] || {
-  echo "error: the local cluster needs cgroup v1 hierarchies under /sys/fs/cgroup" >&2; exit 1; }
+if [ ! -d /sys/fs/cgroup/cpu ] || [ ! -d /sys/fs/cgroup/pids ]; then
+  echo "error: the local cluster needs cgroup v1 hierarchies under /sys/fs/cgroup" >&2
+  exit 1
+fi
 
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
   localregistry pause jaeger prometheus)
