@@ -79,13 +79,22 @@ func (h *handover) takeOver(prevAlive time.Time) []*phases.Trace {
 	return out
 }
 
-// readySeen is when this process saw the Pod turn Ready (or, for traces that did not end Ready,
-// when it decided them).
+// readySeen is when this process saw the Pod turn Ready. For a Pod that was Ready when it
+// started, only the whole-second condition time is known: the latest moment it can stand for
+// is used, so an ambiguous second leads to a duplicate (the same trace IDs) rather than a loss.
+// Traces that did not end Ready count from when they ended.
 func readySeen(t *phases.Trace) time.Time {
+	var status time.Time
 	for _, s := range t.Pod.Ready {
-		if s.Source == phases.SourceWatch {
+		switch s.Source {
+		case phases.SourceWatch:
 			return s.Time
+		case phases.SourceStatus:
+			status = s.Time.Add(time.Second - time.Nanosecond)
 		}
+	}
+	if !status.IsZero() {
+		return status
 	}
 	return t.Root().End
 }

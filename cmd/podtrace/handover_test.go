@@ -50,3 +50,23 @@ func TestStateFileRoundTrip(t *testing.T) {
 		t.Fatalf("state %+v: want the stop time and the 2 recent exports", st)
 	}
 }
+
+// A Pod Ready before this replica started carries only the whole-second condition time: it
+// counts as Ready at the end of that second, so it is exported unless the previous leader was
+// alive after that.
+func TestReadySeenFromStatus(t *testing.T) {
+	ready := time.Date(2026, 11, 30, 10, 0, 5, 0, time.UTC)
+	p := &phases.Pod{UID: "u", Name: "u", Namespace: "default", Root: phases.RootBarePod}
+	p.Created.Add(ready.Add(-3*time.Second), phases.SourceMetadata)
+	p.Ready.Add(ready, phases.SourceStatus)
+	tr := phases.Build(p, phases.Options{})
+	var h handover
+	h.keepStandby(tr, ready.Add(time.Minute))
+	if owed := h.takeOver(ready.Add(500 * time.Millisecond)); len(owed) != 1 {
+		t.Fatal("a Pod Ready within the second the previous leader left is owed")
+	}
+	h.keepStandby(tr, ready.Add(time.Minute))
+	if owed := h.takeOver(ready.Add(2 * time.Second)); len(owed) != 0 {
+		t.Fatal("a Pod Ready well before the previous leader left is not owed")
+	}
+}

@@ -119,6 +119,13 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			log.Info("Resuming after the previous run", "stoppedAt", st.StoppedAt, "recentlyExported", len(st.Exported))
 		}
 	}
+	started := time.Now()
+	if *leaderElect {
+		// A replica that starts while another leads (the replacement of a deleted leader) may
+		// be the one that wins the Lease: it traces what turned Ready recently too, into its
+		// standby buffer, so a takeover can export what no leader did.
+		cfg.ResumeAfter = started.Add(-recentWindow)
+	}
 	corr := tracer.New(cfg, sink, metrics, log)
 	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, metrics, log)
 
@@ -154,6 +161,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}()
 	if *leaderElect {
 		takeOver := func(prevAlive time.Time) {
+			if prevAlive.IsZero() {
+				prevAlive = started // the first leader ever owes nothing from before it started
+			}
 			sendMu.Lock()
 			defer sendMu.Unlock()
 			owed := ho.takeOver(prevAlive)
