@@ -34,6 +34,9 @@ type handover struct {
 	mu       sync.Mutex
 	exported []stamped // UIDs this process exported, oldest first
 	standby  []standbyTrace
+	// prevAlive is when the previous leader was last known alive, set at takeover: a Pod this
+	// process found already Ready is owed only if it became Ready after that.
+	prevAlive time.Time
 }
 
 type stamped struct {
@@ -76,7 +79,25 @@ func (h *handover) takeOver(prevAlive time.Time) []*phases.Trace {
 		}
 	}
 	h.standby = nil
+	h.prevAlive = prevAlive
 	return out
+}
+
+// owed reports whether a leader should export a trace: always, unless the Pod was already
+// Ready when this process first saw it and became Ready before the previous leader left (that
+// leader exported it).
+func (h *handover) owed(t *phases.Trace) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.prevAlive.IsZero() {
+		return true
+	}
+	for _, s := range t.Pod.Ready {
+		if s.Source == phases.SourceWatch {
+			return true
+		}
+	}
+	return readySeen(t).After(h.prevAlive)
 }
 
 // readySeen is when this process saw the Pod turn Ready. For a Pod that was Ready when it

@@ -70,3 +70,26 @@ func TestReadySeenFromStatus(t *testing.T) {
 		t.Fatal("a Pod Ready well before the previous leader left is not owed")
 	}
 }
+
+// After a takeover, a Pod found already Ready is exported only if the previous leader could not
+// have: it became Ready after that leader was last alive.
+func TestOwedAfterTakeover(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	statusOnly := func(ready time.Time) *phases.Trace {
+		p := &phases.Pod{UID: "u", Name: "u", Namespace: "default", Root: phases.RootBarePod}
+		p.Created.Add(ready.Add(-3*time.Second), phases.SourceMetadata)
+		p.Ready.Add(ready, phases.SourceStatus)
+		return phases.Build(p, phases.Options{})
+	}
+	var h handover
+	if !h.owed(statusOnly(t0)) {
+		t.Fatal("without leader election everything is owed")
+	}
+	h.takeOver(t0)
+	if h.owed(statusOnly(t0.Add(-5 * time.Second))) {
+		t.Fatal("a Pod Ready before the previous leader left was exported by it")
+	}
+	if !h.owed(statusOnly(t0.Add(5*time.Second))) || !h.owed(readyTrace("w", t0.Add(-time.Hour))) {
+		t.Fatal("Pods Ready after the handover, or seen turning Ready, are owed")
+	}
+}

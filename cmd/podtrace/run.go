@@ -101,6 +101,10 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			ho.keepStandby(t, time.Now())
 			return
 		}
+		if !ho.owed(t) {
+			metrics.Dropped("exported_by_previous_leader")
+			return
+		}
 		send(t)
 	})
 
