@@ -69,7 +69,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		exported: prometheus.NewCounter(prometheus.CounterOpts{Name: "podtrace_traces_exported_total",
 			Help: "Traces sent to the OTLP backend."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_traces_dropped_total",
-			Help: "Traces or observations dropped, by reason (queue_full, export_failed, shutdown, in_flight_cap, pending_events_cap, not_leader)."}, []string{"reason"}),
+			Help: "Traces or observations dropped, by reason (queue_full, export_failed, shutdown, in_flight_cap, pending_events_cap, not_leader, exported_by_previous_leader)."}, []string{"reason"}),
 		exportErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "podtrace_export_errors_total",
 			Help: "Failed OTLP export attempts (each is retried with backoff)."}),
 		cacheSynced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "podtrace_cache_synced",
