@@ -430,7 +430,9 @@ func TestInCluster(t *testing.T) {
 				t.Errorf("Pod %s has %d traces in Jaeger (%v), want exactly one", uid, len(ids), ids)
 			}
 		}
-		t.Logf("%d workload Pods (%d from the rollout across the handover), each with exactly one trace", len(uids), len(uids)-before)
+		if !t.Failed() {
+			t.Logf("%d workload Pods (%d from the rollout across the handover), each with exactly one trace", len(uids), len(uids)-before)
+		}
 	})
 
 	t.Run("one RBAC rule removed", func(t *testing.T) {
