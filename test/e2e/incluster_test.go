@@ -27,6 +27,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -393,6 +394,13 @@ func TestInCluster(t *testing.T) {
 		Eventually(t, time.Minute, "the rollout's first Pod", func() (bool, error) {
 			return len(tracker.uids()) > before, nil
 		})
+		// Keep the leader's log to its last line: after deletion it is gone with the Pod.
+		leaderLog := e.followLogs(ctx, leader)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("log of the deleted leader %s:\n%s", leader, leaderLog())
+			}
+		})
 		t.Logf("deleting leader %s %s after the rollout started", leader, time.Since(rolloutStart).Round(time.Millisecond))
 		if err := e.client.CoreV1().Pods(inclusterNamespace).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("delete leader %s: %v", leader, err)
@@ -404,6 +412,11 @@ func TestInCluster(t *testing.T) {
 			t.Errorf("the Lease is still held by the deleted Pod %s", leader)
 		}
 		t.Logf("new leader: %s", newLeader)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("log of the new leader %s:\n%s", newLeader, e.logs(ctx, t, newLeader))
+			}
+		})
 
 		uids := tracker.uids()
 		if len(uids) <= before {
@@ -872,6 +885,35 @@ func (e *inclusterEnv) logs(ctx context.Context, t *testing.T, pod string) strin
 		return err == nil, err
 	})
 	return string(data)
+}
+
+// followLogs streams a Pod's log in the background and returns a function that gives what has
+// been read so far; the stream ends when the container does.
+func (e *inclusterEnv) followLogs(ctx context.Context, pod string) func() string {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	stream, err := e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "podtrace", Follow: true}).Stream(ctx)
+	if err != nil {
+		return func() string { return fmt.Sprintf("(no log: %v)", err) }
+	}
+	go func() {
+		defer stream.Close()
+		chunk := make([]byte, 4096)
+		for {
+			n, err := stream.Read(chunk)
+			mu.Lock()
+			buf.Write(chunk[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
 }
 
 func inclusterGrep(text, word string) string {
