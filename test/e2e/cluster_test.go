@@ -571,7 +571,20 @@ func TestRestartMidRollout(t *testing.T) {
 		drain()
 		return len(pods) > first, nil
 	})
+	restartAt := time.Now()
 	e.RestartPodtrace(t)
+	// For the record when a trace goes missing: where each Pod was when podtrace restarted.
+	if list, err := e.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range list.Items {
+			t.Logf("after the restart at %s: Pod %s %s phase=%s ready=%v deleting=%v", restartAt.Format(time.StampMilli),
+				p.Name, p.UID, p.Status.Phase, PodReady(&p), p.DeletionTimestamp != nil)
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("podtrace's log: %s", filepath.Join(e.State, "logs", "podtrace.log"))
+		}
+	})
 	Eventually(t, 3*time.Minute, "the rollout to finish", func() (bool, error) {
 		d, err := e.Kube.AppsV1().Deployments(ns).Get(ctx, "rollout", metav1.GetOptions{})
 		if err != nil {

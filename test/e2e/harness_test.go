@@ -318,13 +318,16 @@ func (e *Env) WaitTraces(t testing.TB, uids []string, timeout time.Duration, don
 			if err != nil {
 				return false, err
 			}
-			if tr == nil || (done != nil && !done(tr)) {
-				missing = append(missing, uid)
-				continue
+			switch {
+			case tr == nil:
+				missing = append(missing, uid+" (no trace)")
+			case done != nil && !done(tr):
+				missing = append(missing, uid+" (incomplete: "+tr.Summary()+")")
+			default:
+				got[uid] = tr
 			}
-			got[uid] = tr
 		}
-		return len(missing) == 0, fmt.Errorf("no complete trace yet for Pods %v", missing)
+		return len(missing) == 0, fmt.Errorf("still waiting for Pods %v", missing)
 	})
 	return got
 }
