@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 started=0
-if ! "$LOCAL/scripts/status.sh" >/dev/null 2>&1; then
+if ! "$LOCAL/scripts/status.sh" --check >/dev/null 2>&1; then
   "$LOCAL/scripts/up.sh"
   started=1
 fi

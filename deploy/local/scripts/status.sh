@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Lists each component of the local cluster: up or down, its PID and its address.
-# Exits 0 only when every component is up (podtrace counts only when bin/podtrace exists).
+# With --check it exits 0 only when every component is up (podtrace counts only when
+# bin/podtrace exists); the other scripts use that to decide whether to bring the cluster up.
 source "$(dirname "$0")/lib.sh"
+check=0
+[ "${1:-}" = --check ] && check=1
 
 rows=(
   "registry|http://$REGISTRY/v2/"
@@ -33,4 +36,5 @@ if running kube-apiserver && [ -x "$BIN/kubectl" ]; then
   ready=$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
   echo "node $NODE_NAME Ready=${ready:-unknown}; kubeconfig ${KUBECONFIG_FILE#"$ROOT"/}"
 fi
-exit $all_up
+if [ "$check" = 1 ]; then exit "$all_up"; fi
+[ "$all_up" = 0 ] || echo "(not all up: make cluster-up, or make cluster-down first if it is partly up)"

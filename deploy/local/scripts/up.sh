@@ -22,7 +22,7 @@ for c in "${components[@]}"; do [ -x "$BIN/$c" ] || missing+=("$c"); done
 [ ${#missing[@]} -eq 0 ] || { echo "error: not built: ${missing[*]} (run make cluster-build)" >&2; exit 1; }
 
 if running kube-apiserver; then
-  if "$LOCAL/scripts/status.sh" >/dev/null 2>&1; then
+  if "$LOCAL/scripts/status.sh" --check >/dev/null 2>&1; then
     log "the local cluster is already up:"
     exec "$LOCAL/scripts/status.sh"
   fi
