@@ -5,7 +5,9 @@
 #   podtrace.sh start|stop|restart|status
 #
 # PODTRACE_ARGS adds flags (e.g. "--fail-after 20s"); start remembers them in
-# .local/run/podtrace.args, so a later restart without PODTRACE_ARGS keeps them.
+# .local/run/podtrace.args, so a later restart without PODTRACE_ARGS keeps them. podtrace follows
+# the apiserver's audit log (a measured apiserver phase) and keeps a state file, so a restart
+# neither repeats nor loses a trace.
 source "$(dirname "$0")/lib.sh"
 
 args_file=$RUN/podtrace.args
@@ -18,7 +20,8 @@ do_start() {
   printf '%s' "$extra" >"$args_file"
   # shellcheck disable=SC2086 # extra flags are words
   start podtrace "$BIN/podtrace" run --kubeconfig "$KUBECONFIG_FILE" --metrics-addr "$PODTRACE_METRICS" \
-    --otlp-endpoint "127.0.0.1:$JAEGER_OTLP_GRPC_PORT" --otlp-insecure $extra
+    --otlp-endpoint "127.0.0.1:$JAEGER_OTLP_GRPC_PORT" --otlp-insecure \
+    --audit-log "$LOGS/audit.log" --state-file "$RUN/podtrace.state" $extra
   wait_for podtrace 60 curl -sf "http://$PODTRACE_METRICS/readyz"
   echo "podtrace running (pid $(pid_of podtrace)) ${extra:+with $extra}"
 }
