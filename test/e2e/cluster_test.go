@@ -841,3 +841,44 @@ func (e *Env) findRule(ctx context.Context, group, name string) (*Rule, error) {
 	}
 	return nil, fmt.Errorf("rule %s/%s not loaded", group, name)
 }
+
+// TestSelfMetrics: podtrace's own metrics in Prometheus say it is synced, watching, exporting
+// without errors, and count a warm and a cold pull and their scheduling attempts.
+func TestSelfMetrics(t *testing.T) {
+	e := Setup(t)
+	ctx := Ctx(t)
+	ns := e.Namespace(t, "e2e-self")
+	e.createService(t, ns, service("warm"))
+	e.createService(t, ns, service("cold"))
+	warm := e.createPod(t, ns, sleeper("warm", BusyboxImage))
+	cold := e.createPod(t, ns, sleeper("cold", ColdRepo+":"+ns))
+	e.WaitTraces(t, []string{string(warm.UID), string(cold.UID)}, 2*time.Minute, complete)
+	checks := []struct {
+		query string
+		ok    func(v float64, found bool) bool
+		want  string
+	}{
+		{`max(podtrace_cache_synced)`, func(v float64, f bool) bool { return f && v == 1 }, "1"},
+		{`sum(podtrace_watch_events_total{resource=~"pods?"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
+		{`sum(podtrace_traces_exported_total)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
+		{`sum(podtrace_export_errors_total)`, func(v float64, f bool) bool { return !f || v == 0 }, "0"},
+		{`sum(podtrace_image_pulls_total{result="pulled"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 (the cold pulls)"},
+		{`sum(podtrace_image_pulls_total{result="present"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 (the warm pulls)"},
+		{`sum(podtrace_scheduling_attempts_count)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
+		{`count(podtrace_pods_in_phase)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 series"},
+	}
+	// Within two scrapes of the scenario before.
+	Eventually(t, 30*time.Second, "podtrace's self metrics in Prometheus", func() (bool, error) {
+		var bad []string
+		for _, c := range checks {
+			v, found, err := e.Prom.Value(ctx, c.query)
+			if err != nil {
+				return false, err
+			}
+			if !c.ok(v, found) {
+				bad = append(bad, fmt.Sprintf("%s = %g (present %v), want %s", c.query, v, found, c.want))
+			}
+		}
+		return len(bad) == 0, fmt.Errorf("%s", strings.Join(bad, "; "))
+	})
+}
