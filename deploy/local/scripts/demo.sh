@@ -11,6 +11,7 @@ expected=7   # web x3, cold-pull, needs-label, missing-image, crash-loop
 seconds=${DEMO_SECONDS:-90}
 
 [ -x "$BIN/podtrace" ] || { echo "error: bin/podtrace is not built (make build)" >&2; exit 1; }
+lock_cluster
 if ! "$LOCAL/scripts/status.sh" --check >/dev/null 2>&1; then
   "$LOCAL/scripts/up.sh"
   echo

@@ -7,6 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "error: tearing down the local cluster needs root" >&2; exit 1; }
+lock_cluster
 log "local cluster: tearing it down"
 
 step "podtrace, prometheus"

@@ -4,6 +4,7 @@
 # then `go test -tags e2e ./test/e2e/...`. Extra arguments go to go test (e.g. -run TestColdPull -v).
 source "$(dirname "$0")/lib.sh"
 
+lock_cluster
 started=0
 if ! "$LOCAL/scripts/status.sh" --check >/dev/null 2>&1; then
   "$LOCAL/scripts/up.sh"

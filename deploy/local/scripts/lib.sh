@@ -97,11 +97,26 @@ die() {
 pid_of() { cat "$RUN/$1.pid" 2>/dev/null || true; }
 running() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
 
+# lock_cluster: one of up/down/demo/e2e at a time on this checkout (a down.sh during someone's
+# e2e run breaks it). Scripts they call inherit the lock. Fails at once when it is taken.
+lock_cluster() {
+  [ -n "${PODTRACE_LOCAL_LOCK_HELD:-}" ] && return 0
+  exec 9>"$STATE/lock"
+  if ! flock -n 9; then
+    echo "error: another deploy/local script is using the local cluster: $(cat "$STATE/lock.owner" 2>/dev/null || echo unknown)" >&2
+    echo "       wait for it to finish (or stop it), then retry" >&2
+    exit 1
+  fi
+  echo "$(basename "$0") (pid $$, started $(date -u +%FT%TZ))" >"$STATE/lock.owner"
+  export PODTRACE_LOCAL_LOCK_HELD=1
+}
+
 # start NAME CMD...: run CMD in the background, log to $LOGS/NAME.log, PID to $RUN/NAME.pid.
+# The daemon does not inherit the cluster lock's descriptor.
 start() {
   local name=$1; shift
   printf '=== %s: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$LOGS/$name.log"
-  nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$RUN/$name.pid"
 }
 

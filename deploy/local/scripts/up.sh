@@ -15,6 +15,8 @@ if [ ! -d /sys/fs/cgroup/cpu ] || [ ! -d /sys/fs/cgroup/pids ]; then
   exit 1
 fi
 
+lock_cluster
+
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
   localregistry pause jaeger prometheus)
 missing=()
