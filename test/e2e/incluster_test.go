@@ -528,6 +528,7 @@ func inclusterSetup(t *testing.T) *inclusterEnv {
 	if _, err := os.Stat(e.kubectl); err != nil {
 		t.Fatalf("bin/kubectl missing (make cluster-build): %v", err)
 	}
+	e.checkLocalPodtrace(t)
 	image := os.Getenv("PODTRACE_E2E_IMAGE")
 	if image == "" {
 		if _, err := os.Stat(filepath.Join(e.root, "bin", "podtrace")); err != nil {
@@ -545,6 +546,25 @@ func inclusterSetup(t *testing.T) *inclusterEnv {
 	e.workload = e.Namespace(t, "incluster")
 	e.overlay = e.writeOverlay(t, image)
 	return e
+}
+
+// checkLocalPodtrace fails early when the local cluster's own `podtrace run`
+// (deploy/local/scripts/podtrace.sh) traces every Pod: it would export the workload's traces too,
+// and each Pod would show up twice in Jaeger. make e2e runs it with --selector on the e2e label.
+func (e *inclusterEnv) checkLocalPodtrace(t *testing.T) {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(e.State, "run", "podtrace.pid"))
+	if err != nil {
+		return // not running under deploy/local
+	}
+	if _, err := os.Stat(filepath.Join("/proc", strings.TrimSpace(string(pid)))); err != nil {
+		return // stale PID file
+	}
+	args, _ := os.ReadFile(filepath.Join(e.State, "run", "podtrace.args"))
+	if !bytes.Contains(args, []byte("--selector")) && !bytes.Contains(args, []byte("--namespace")) {
+		t.Fatalf("the local podtrace (pid %s) traces every namespace (args %q), so the workload's Pods would be traced twice; run this test through make e2e, or stop it first: deploy/local/scripts/podtrace.sh stop",
+			strings.TrimSpace(string(pid)), args)
+	}
 }
 
 // writeOverlay writes the kustomization the test applies into .local/ (git-ignored): the base,
