@@ -14,12 +14,13 @@ build: ## bin/podtrace
 
 test: fmt-check vet ## unit tests (no network), go vet, gofmt
 	$(GO) test -count=1 ./...
+	cd deploy/image && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 vet:
 	$(GO) vet ./...
 
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^deploy/local/') 2>/dev/null); \
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 lint: vet ## staticcheck (installed into bin/ on first use)

@@ -143,7 +143,7 @@ func (w *Watcher) watchError(r Resource, err error) {
 		if !already {
 			// One clear line naming what is missing; the API's message says which verb on
 			// which resource, in which group and scope.
-			w.log.Error("Not allowed to watch "+string(r)+": grant list and watch on it (see deploy/kubernetes/rbac.yaml)", "err", err.Error())
+			w.log.Error("Not allowed to watch "+string(r)+": grant list and watch on it (see deploy/kubernetes/base/clusterrole.yaml)", "err", err.Error())
 		}
 		return
 	}

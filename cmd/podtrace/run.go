@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 
 	"github.com/podtrace/podtrace/exporters/otlp"
 	promexp "github.com/podtrace/podtrace/exporters/prometheus"
@@ -54,6 +55,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
+	klog.SetSlogLogger(log) // client-go's own lines (leader election, reflectors) in the same format
 	otlpCfg, err := of.config()
 	if err != nil {
 		return err
@@ -152,7 +154,28 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			}
 		}()
 	}
+	// Leader election runs on its own context: on SIGTERM the leader first exports what is
+	// Ready (Drain) and flushes, and only then releases the Lease, so the next leader's owed
+	// window starts after the last trace this one sent.
+	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElect()
+	electDone := make(chan struct{})
+	takeOver := func(prevAlive time.Time) {
+		if prevAlive.IsZero() {
+			prevAlive = started // the first leader ever owes nothing from before it started
+		}
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		owed := ho.takeOver(prevAlive)
+		for _, t := range owed {
+			send(t)
+		}
+		leading.Store(true) // under sendMu: no trace falls between the buffer and the sink
+		metrics.SetLeader(true)
+		log.Info("Took over exporting", "owedTraces", len(owed), "previousLeaderAlive", prevAlive)
+	}
 	go func() {
+		defer close(electDone)
 		if err := w.WaitForSync(ctx); err != nil {
 			if ctx.Err() == nil {
 				log.Error("Caches did not sync", "err", err)
@@ -162,34 +185,36 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		ready.Store(true)
 		metrics.SetCacheSynced(true)
 		log.Info("Caches synced; tracing")
-	}()
-	if *leaderElect {
-		takeOver := func(prevAlive time.Time) {
-			if prevAlive.IsZero() {
-				prevAlive = started // the first leader ever owes nothing from before it started
-			}
-			sendMu.Lock()
-			defer sendMu.Unlock()
-			owed := ho.takeOver(prevAlive)
-			for _, t := range owed {
-				send(t)
-			}
-			leading.Store(true) // under sendMu: no trace falls between the buffer and the sink
-			metrics.SetLeader(true)
-			log.Info("Took over exporting", "owedTraces", len(owed), "previousLeaderAlive", prevAlive)
+		if *leaderElect {
+			// Only a replica that has its state contends: a leader that just started would
+			// not know what is in flight.
+			elect(electCtx, client, *leNamespace, *leName, takeOver, func() {
+				leading.Store(false)
+				metrics.SetLeader(false)
+			}, log)
 		}
-		go elect(ctx, client, *leNamespace, *leName, &leading, takeOver, metrics, log)
-	}
+	}()
 	tracer.Loop(ctx, w.Deltas(), corr, time.Second, nil)
-	// Stopping: export what is Ready now (the next run will not trace it), then say so.
+	// Stopping: export what is Ready now (the next run will not trace it), flush, then hand over.
 	if leading.Load() {
 		corr.Drain()
 	}
 	log.Info("Shutting down", "inFlight", corr.InFlight())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := exp.Shutdown(sctx); err != nil {
+		log.Warn("Traces not flushed", "err", oneLine(err))
+	}
 	if *stateFile != "" && !*leaderElect {
 		if err := ho.writeState(*stateFile, time.Now()); err != nil {
 			return err
 		}
+	}
+	stopElect()
+	select {
+	case <-electDone:
+	case <-time.After(5 * time.Second):
+		log.Warn("Leader election did not stop in 5s")
 	}
 	return nil
 }
@@ -246,7 +271,7 @@ func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atom
 }
 
 // elect campaigns for the Lease until ctx ends; leading says whether this replica exports.
-func elect(ctx context.Context, client kubernetes.Interface, ns, name string, leading *atomic.Bool, takeOver func(time.Time), metrics *promexp.Metrics, log *slog.Logger) {
+func elect(ctx context.Context, client kubernetes.Interface, ns, name string, takeOver func(time.Time), stopped func(), log *slog.Logger) {
 	id := os.Getenv("POD_NAME")
 	if id == "" {
 		id, _ = os.Hostname()
@@ -270,9 +295,8 @@ func elect(ctx context.Context, client kubernetes.Interface, ns, name string, le
 					takeOver(lock.previousAlive())
 				},
 				OnStoppedLeading: func() {
-					leading.Store(false)
-					metrics.SetLeader(false)
-					log.Info("Lost leadership; standing by", "lease", ns+"/"+name, "identity", id)
+					stopped()
+					log.Info("Stopped leading", "lease", ns+"/"+name, "identity", id)
 				},
 			},
 		})

@@ -14,6 +14,9 @@ import (
 // Buckets for seconds-to-minutes latencies: sub-second scheduling to ten-minute stuck Pods.
 var Buckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600}
 
+// DropReasons are the values of podtrace_traces_dropped_total's reason label.
+var DropReasons = []string{"queue_full", "export_failed", "shutdown", "in_flight_cap", "pending_events_cap", "not_leader", "exported_by_previous_leader"}
+
 // Metrics holds every metric podtrace exposes. It implements the tracer's and the OTLP
 // exporter's stats interfaces and is a trace sink.
 type Metrics struct {
@@ -90,6 +93,14 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	}
 	for _, r := range []string{"pulled", "present", "failed"} {
 		m.imagePulls.WithLabelValues(r)
+	}
+	// Series that alerts compute increase() over exist from the start, so the first
+	// occurrence counts.
+	for _, p := range phases.Phases {
+		m.podsStuck.WithLabelValues(p)
+	}
+	for _, r := range DropReasons {
+		m.dropped.WithLabelValues(r)
 	}
 	return m
 }
