@@ -83,21 +83,13 @@ func (h *handover) takeOver(prevAlive time.Time) []*phases.Trace {
 	return out
 }
 
-// owed reports whether a leader should export a trace: always, unless the Pod was already
-// Ready when this process first saw it and became Ready before the previous leader left (that
-// leader exported it).
+// owed reports whether a leader should export a trace: always without leader election;
+// after a takeover, unless the Pod became Ready (or its trace ended) before the previous
+// leader left, which then exported it.
 func (h *handover) owed(t *phases.Trace) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.prevAlive.IsZero() {
-		return true
-	}
-	for _, s := range t.Pod.Ready {
-		if s.Source == phases.SourceWatch {
-			return true
-		}
-	}
-	return readySeen(t).After(h.prevAlive)
+	return h.prevAlive.IsZero() || readySeen(t).After(h.prevAlive)
 }
 
 // readySeen is when this process saw the Pod turn Ready. For a Pod that was Ready when it
@@ -157,8 +149,10 @@ func (h *handover) writeState(path string, now time.Time) error {
 }
 
 // observingLock wraps the leader-election lock to remember the last record held by another
-// replica: its renew time is when the previous leader was last known alive (a graceful stop
-// releases the lease with a final renew time).
+// replica: its renew time is when the previous leader was last known alive. A graceful stop
+// exports what is Ready, flushes, then releases the Lease (an empty holder) with a final renew
+// time: everything Ready before it was exported. A leader that died without releasing may
+// still have had traces waiting their settle time: those count as not exported.
 type observingLock struct {
 	resourcelock.Interface
 	mu   sync.Mutex
@@ -175,8 +169,14 @@ func (l *observingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRe
 	return rec, raw, err
 }
 
-func (l *observingLock) previousAlive() time.Time {
+// previousAlive returns the time up to which the previous leader exported what was Ready:
+// its release, or its last renewal less the settle time.
+func (l *observingLock) previousAlive(settle time.Duration) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.last.RenewTime.Time
+	t := l.last.RenewTime.Time
+	if t.IsZero() || l.last.HolderIdentity == "" {
+		return t
+	}
+	return t.Add(-settle)
 }

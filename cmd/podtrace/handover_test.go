@@ -1,6 +1,9 @@
 package main
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
 	"path/filepath"
 	"testing"
 	"time"
@@ -86,10 +89,26 @@ func TestOwedAfterTakeover(t *testing.T) {
 		t.Fatal("without leader election everything is owed")
 	}
 	h.takeOver(t0)
-	if h.owed(statusOnly(t0.Add(-5 * time.Second))) {
-		t.Fatal("a Pod Ready before the previous leader left was exported by it")
+	if h.owed(statusOnly(t0.Add(-5*time.Second))) || h.owed(readyTrace("w", t0.Add(-time.Second))) {
+		t.Fatal("a Pod Ready before the previous leader left was exported by it (its drain ignores the settle time)")
 	}
-	if !h.owed(statusOnly(t0.Add(5*time.Second))) || !h.owed(readyTrace("w", t0.Add(-time.Hour))) {
-		t.Fatal("Pods Ready after the handover, or seen turning Ready, are owed")
+	if !h.owed(statusOnly(t0.Add(5*time.Second))) || !h.owed(readyTrace("w", t0.Add(time.Millisecond))) {
+		t.Fatal("Pods Ready after the handover are owed")
+	}
+}
+
+func TestPreviousAlive(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 123456000, time.UTC)
+	l := &observingLock{}
+	if !l.previousAlive(2 * time.Second).IsZero() {
+		t.Fatal("no previous leader: zero")
+	}
+	l.last = resourcelock.LeaderElectionRecord{HolderIdentity: "", RenewTime: metav1.NewTime(t0)}
+	if got := l.previousAlive(2 * time.Second); !got.Equal(t0) {
+		t.Fatalf("released lease: %v, want its final renew time", got)
+	}
+	l.last.HolderIdentity = "podtrace-abc"
+	if got := l.previousAlive(2 * time.Second); !got.Equal(t0.Add(-2 * time.Second)) {
+		t.Fatalf("expired lease: %v, want its last renewal less the settle time", got)
 	}
 }

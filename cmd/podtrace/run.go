@@ -188,7 +188,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		if *leaderElect {
 			// Only a replica that has its state contends: a leader that just started would
 			// not know what is in flight.
-			elect(electCtx, client, *leNamespace, *leName, takeOver, func() {
+			elect(electCtx, client, *leNamespace, *leName, cfg.Settle, takeOver, func() {
 				leading.Store(false)
 				metrics.SetLeader(false)
 			}, log)
@@ -271,7 +271,7 @@ func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atom
 }
 
 // elect campaigns for the Lease until ctx ends; leading says whether this replica exports.
-func elect(ctx context.Context, client kubernetes.Interface, ns, name string, takeOver func(time.Time), stopped func(), log *slog.Logger) {
+func elect(ctx context.Context, client kubernetes.Interface, ns, name string, settle time.Duration, takeOver func(time.Time), stopped func(), log *slog.Logger) {
 	id := os.Getenv("POD_NAME")
 	if id == "" {
 		id, _ = os.Hostname()
@@ -292,7 +292,7 @@ func elect(ctx context.Context, client kubernetes.Interface, ns, name string, ta
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(context.Context) {
 					log.Info("Became leader; exporting", "lease", ns+"/"+name, "identity", id)
-					takeOver(lock.previousAlive())
+					takeOver(lock.previousAlive(settle))
 				},
 				OnStoppedLeading: func() {
 					stopped()
