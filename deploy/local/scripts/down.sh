@@ -141,7 +141,8 @@ step "cluster data"
 # The mounts under these directories lived only in the node's mount namespace, gone with it.
 rm -rf "$STATE/etcd" "$STATE/containerd" "$STATE/kubelet" "$STATE/cni-ipam" "$STATE/prometheus" \
   "$STATE/runc" "$STATE/node-sysctl" || die down "could not delete the cluster's data (still mounted?)"
-rm -f "$RUN"/*.sock "$RUN"/*.sock.ttrpc "$RUN/podtrace.args"
+# podtrace's state file describes this cluster's Pods, gone now.
+rm -f "$RUN"/*.sock "$RUN"/*.sock.ttrpc "$RUN/podtrace.args" "$RUN/podtrace.state"
 step_done
 
 left=$(ls "$RUN"/*.pid 2>/dev/null || true)
