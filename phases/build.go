@@ -108,8 +108,15 @@ func Build(in *Pod, opts Options) *Trace {
 	}
 	bareRoot := p.Root == RootBarePod || p.Root == RootController
 
-	// The chain of phase boundaries, in causal order.
+	// The chain of phase boundaries, in causal order. Every stamp of the Pod's creation
+	// podtrace can see is an upper bound (the watch, the controller's event after its create
+	// returned); so is the scheduler's first attempt, which cannot precede the Pod.
 	created := resolve(p.Created)
+	for _, o := range p.SchedulingFailure {
+		if o.Time.Source.rank() == 0 && created.observed && o.Time.Time.Before(created.t) {
+			created = point{t: o.Time.Time, src: o.Time.Source, observed: true}
+		}
+	}
 	persisted := resolve(p.AuditPersisted)
 	if !persisted.observed && !bareRoot {
 		persisted = resolve(p.RootPersisted)
