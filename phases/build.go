@@ -740,8 +740,7 @@ func (b *builder) status(parent int, kubeletDone, ready point) {
 	}
 	if p.HasService {
 		if ep := resolve(p.EndpointsReady); ep.observed {
-			i := b.add(Span{Name: "status.endpoints", Path: "status.endpoints", Service: ServiceController}, parent, later(ready, start), ep)
-			_ = i
+			b.add(Span{Name: "status.endpoints", Path: "status.endpoints", Service: ServiceController}, parent, later(ready, start), ep)
 		}
 	}
 }
