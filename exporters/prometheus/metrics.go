@@ -31,6 +31,7 @@ type Metrics struct {
 	tracesDone    *prometheus.CounterVec
 	watchEvents   *prometheus.CounterVec
 	watchErrors   *prometheus.CounterVec
+	watchRestarts *prometheus.CounterVec
 	exported      prometheus.Counter
 	dropped       *prometheus.CounterVec
 	exportErrors  prometheus.Counter
@@ -69,6 +70,8 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Watch events received, by resource."}, []string{"resource"}),
 		watchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_watch_errors_total",
 			Help: "Watch and list errors, by resource and reason (forbidden, expired, other)."}, []string{"resource", "reason"}),
+		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_watch_restarts_total",
+			Help: "Watches restarted (relisted) after an error or expiry, by resource."}, []string{"resource"}),
 		exported: prometheus.NewCounter(prometheus.CounterOpts{Name: "podtrace_traces_exported_total",
 			Help: "Traces sent to the OTLP backend."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_traces_dropped_total",
@@ -85,7 +88,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Pods being traced right now."}),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
-		m.podsInPhase, m.podsStuck, m.tracesDone, m.watchEvents, m.watchErrors, m.exported, m.dropped,
+		m.podsInPhase, m.podsStuck, m.tracesDone, m.watchEvents, m.watchErrors, m.watchRestarts, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, p := range []string{phases.PhaseScheduling, phases.PhaseKubelet, phases.PhaseStatus} {
@@ -164,6 +167,9 @@ func (m *Metrics) InPhase(counts map[string]int) {
 // WatchError counts a watch or list error.
 func (m *Metrics) WatchError(resource, reason string) {
 	m.watchErrors.WithLabelValues(resource, reason).Inc()
+	if resource != "audit" {
+		m.watchRestarts.WithLabelValues(resource).Inc() // the reflector lists and watches again
+	}
 }
 
 // TraceExported, TraceDropped and ExportError implement the OTLP exporter's stats.
