@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+
 	"encoding/json"
 	"errors"
 	"fmt"
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"os"
 	"sync"
 	"time"
@@ -25,6 +30,9 @@ import (
 //   - leader election: the standby correlates too, and keeps what it would have exported in a
 //     short buffer; when it takes over it exports the buffered traces of Pods that became Ready
 //     after the previous leader's last renewal (or its release, which a graceful stop does).
+//     A stopping leader also leaves the UIDs it exported last on a second Lease
+//     (<lease>-handover), the in-cluster counterpart of the state file: a Pod whose Ready
+//     second straddles the release is then neither lost nor exported twice.
 
 // recentWindow is how long exported UIDs and standby traces are remembered.
 const recentWindow = 2 * time.Minute
@@ -35,8 +43,10 @@ type handover struct {
 	exported []stamped // UIDs this process exported, oldest first
 	standby  []standbyTrace
 	// prevAlive is when the previous leader was last known alive, set at takeover: a Pod this
-	// process found already Ready is owed only if it became Ready after that.
+	// process found already Ready is owed only if it became Ready after that, and not in skip
+	// (what the previous leader said it exported last).
 	prevAlive time.Time
+	skip      map[string]bool
 }
 
 type stamped struct {
@@ -69,17 +79,17 @@ func (h *handover) keepStandby(t *phases.Trace, now time.Time) {
 
 // takeOver returns the standby traces of Pods that became Ready after the previous leader
 // last proved it was alive, and forgets the rest.
-func (h *handover) takeOver(prevAlive time.Time) []*phases.Trace {
+func (h *handover) takeOver(prevAlive time.Time, skip map[string]bool) []*phases.Trace {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.prevAlive, h.skip = prevAlive, skip
 	var out []*phases.Trace
 	for _, s := range h.standby {
-		if readySeen(s.t).After(prevAlive) {
+		if h.owedLocked(s.t) {
 			out = append(out, s.t)
 		}
 	}
 	h.standby = nil
-	h.prevAlive = prevAlive
 	return out
 }
 
@@ -89,6 +99,13 @@ func (h *handover) takeOver(prevAlive time.Time) []*phases.Trace {
 func (h *handover) owed(t *phases.Trace) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.owedLocked(t)
+}
+
+func (h *handover) owedLocked(t *phases.Trace) bool {
+	if h.skip[t.Pod.UID] {
+		return false
+	}
 	return h.prevAlive.IsZero() || readySeen(t).After(h.prevAlive)
 }
 
@@ -133,14 +150,21 @@ func readState(path string) (*state, error) {
 	return &s, nil
 }
 
-func (h *handover) writeState(path string, now time.Time) error {
+// snapshot is the state to leave behind when stopping at now.
+func (h *handover) snapshot(now time.Time) state {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	s := state{StoppedAt: now.UTC()}
 	for _, e := range h.exported {
-		s.Exported = append(s.Exported, e.uid)
+		if now.Sub(e.at) <= recentWindow {
+			s.Exported = append(s.Exported, e.uid)
+		}
 	}
-	h.mu.Unlock()
-	b, _ := json.Marshal(s)
+	return s
+}
+
+func (h *handover) writeState(path string, now time.Time) error {
+	b, _ := json.Marshal(h.snapshot(now))
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("write --state-file: %w", err)
@@ -179,4 +203,54 @@ func (l *observingLock) previousAlive(settle time.Duration) time.Time {
 		return t
 	}
 	return t.Add(-settle)
+}
+
+// handoverAnnotation holds a stopping leader's state on the <lease>-handover Lease.
+const handoverAnnotation = "podtrace.dev/handover"
+
+// maxHandoverUIDs bounds the annotation (256 KiB for all of an object's annotations).
+const maxHandoverUIDs = 5000
+
+func handoverLeaseName(lease string) string { return lease + "-handover" }
+
+// writeHandover leaves a stopping leader's state for the next one.
+func writeHandover(ctx context.Context, leases coordinationv1.LeaseInterface, name string, s state) error {
+	if n := len(s.Exported); n > maxHandoverUIDs {
+		s.Exported = s.Exported[n-maxHandoverUIDs:]
+	}
+	b, _ := json.Marshal(s)
+	cur, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{handoverAnnotation: string(b)}}}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	cur.Annotations[handoverAnnotation] = string(b)
+	_, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+	return err
+}
+
+// readHandover returns what the previous leader left, or nil.
+func readHandover(ctx context.Context, leases coordinationv1.LeaseInterface, name string) (*state, error) {
+	cur, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := cur.Annotations[handoverAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var s state
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return nil, fmt.Errorf("lease %s: bad %s annotation: %w", name, handoverAnnotation, err)
+	}
+	return &s, nil
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"path/filepath"
@@ -23,11 +26,11 @@ func TestTakeOverExportsOnlyWhatThePreviousLeaderCouldNot(t *testing.T) {
 	var h handover
 	h.keepStandby(readyTrace("before", t0.Add(-500*time.Millisecond)), t0)
 	h.keepStandby(readyTrace("after", t0.Add(300*time.Millisecond)), t0.Add(time.Second))
-	owed := h.takeOver(t0) // the previous leader released the lease at t0
+	owed := h.takeOver(t0, nil) // the previous leader released the lease at t0
 	if len(owed) != 1 || owed[0].Pod.UID != "after" {
 		t.Fatalf("owed %v, want only the Pod Ready after the release", owed)
 	}
-	if again := h.takeOver(t0); len(again) != 0 {
+	if again := h.takeOver(t0, nil); len(again) != 0 {
 		t.Fatal("the buffer must be emptied by a takeover")
 	}
 }
@@ -65,11 +68,11 @@ func TestReadySeenFromStatus(t *testing.T) {
 	tr := phases.Build(p, phases.Options{})
 	var h handover
 	h.keepStandby(tr, ready.Add(time.Minute))
-	if owed := h.takeOver(ready.Add(500 * time.Millisecond)); len(owed) != 1 {
+	if owed := h.takeOver(ready.Add(500*time.Millisecond), nil); len(owed) != 1 {
 		t.Fatal("a Pod Ready within the second the previous leader left is owed")
 	}
 	h.keepStandby(tr, ready.Add(time.Minute))
-	if owed := h.takeOver(ready.Add(2 * time.Second)); len(owed) != 0 {
+	if owed := h.takeOver(ready.Add(2*time.Second), nil); len(owed) != 0 {
 		t.Fatal("a Pod Ready well before the previous leader left is not owed")
 	}
 }
@@ -88,7 +91,7 @@ func TestOwedAfterTakeover(t *testing.T) {
 	if !h.owed(statusOnly(t0)) {
 		t.Fatal("without leader election everything is owed")
 	}
-	h.takeOver(t0)
+	h.takeOver(t0, nil)
 	if h.owed(statusOnly(t0.Add(-5*time.Second))) || h.owed(readyTrace("w", t0.Add(-time.Second))) {
 		t.Fatal("a Pod Ready before the previous leader left was exported by it (its drain ignores the settle time)")
 	}
@@ -110,5 +113,45 @@ func TestPreviousAlive(t *testing.T) {
 	l.last.HolderIdentity = "podtrace-abc"
 	if got := l.previousAlive(2 * time.Second); !got.Equal(t0.Add(-2 * time.Second)) {
 		t.Fatalf("expired lease: %v, want its last renewal less the settle time", got)
+	}
+}
+
+// The handover Lease: a Pod whose whole-second Ready straddles the release is skipped when the
+// previous leader says it exported it, and owed otherwise.
+func TestHandoverLease(t *testing.T) {
+	ctx := context.Background()
+	leases := fake.NewClientset().CoordinationV1().Leases("podtrace")
+	if s, err := readHandover(ctx, leases, "podtrace-handover"); s != nil || err != nil {
+		t.Fatalf("no handover yet: %v %v", s, err)
+	}
+	now := time.Date(2026, 11, 30, 10, 49, 24, 320000000, time.UTC)
+	var old handover
+	old.noteExported("exported", now.Add(-100*time.Millisecond))
+	for i := 0; i < 2; i++ { // create, then update
+		if err := writeHandover(ctx, leases, "podtrace-handover", old.snapshot(now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prev, err := readHandover(ctx, leases, "podtrace-handover")
+	if err != nil || prev == nil || len(prev.Exported) != 1 {
+		t.Fatalf("read back %+v %v", prev, err)
+	}
+	skip := map[string]bool{}
+	for _, uid := range prev.Exported {
+		skip[uid] = true
+	}
+	var h handover
+	h.takeOver(now, skip)
+	statusOnly := func(uid string) *phases.Trace {
+		p := &phases.Pod{UID: uid, Name: uid, Namespace: "default", Root: phases.RootBarePod}
+		p.Created.Add(now.Add(-3*time.Second), phases.SourceMetadata)
+		p.Ready.Add(now.Truncate(time.Second), phases.SourceStatus) // Ready within the release's second
+		return phases.Build(p, phases.Options{})
+	}
+	if h.owed(statusOnly("exported")) {
+		t.Fatal("the previous leader exported it")
+	}
+	if !h.owed(statusOnly("not-exported")) {
+		t.Fatal("Ready in the release's second and not exported: owed")
 	}
 }

@@ -160,13 +160,27 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElect()
 	electDone := make(chan struct{})
+	leases := client.CoordinationV1().Leases(*leNamespace)
 	takeOver := func(prevAlive time.Time) {
 		if prevAlive.IsZero() {
 			prevAlive = started // the first leader ever owes nothing from before it started
 		}
+		// What a gracefully stopped leader exported last (it writes it just before releasing).
+		var skip map[string]bool
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		prev, err := readHandover(hctx, leases, handoverLeaseName(*leName))
+		cancel()
+		if err != nil {
+			log.Warn("Could not read the previous leader's handover", "err", oneLine(err))
+		} else if prev != nil && !prev.StoppedAt.Before(prevAlive.Add(-time.Minute)) {
+			skip = map[string]bool{}
+			for _, uid := range prev.Exported {
+				skip[uid] = true
+			}
+		}
 		sendMu.Lock()
 		defer sendMu.Unlock()
-		owed := ho.takeOver(prevAlive)
+		owed := ho.takeOver(prevAlive, skip)
 		for _, t := range owed {
 			send(t)
 		}
@@ -209,6 +223,13 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		if err := ho.writeState(*stateFile, time.Now()); err != nil {
 			return err
 		}
+	}
+	if *leaderElect && leading.Load() {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := writeHandover(hctx, leases, handoverLeaseName(*leName), ho.snapshot(time.Now())); err != nil {
+			log.Warn("Could not leave a handover for the next leader", "err", oneLine(err))
+		}
+		cancel()
 	}
 	stopElect()
 	select {
