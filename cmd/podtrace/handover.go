@@ -93,9 +93,10 @@ func (h *handover) takeOver(prevAlive time.Time, skip map[string]bool) []*phases
 	return out
 }
 
-// owed reports whether a leader should export a trace: always without leader election;
-// after a takeover, unless the Pod became Ready (or its trace ended) before the previous
-// leader left, which then exported it.
+// owed reports whether a leader should export a trace: always without leader election; after
+// a takeover, unless the previous leader exported it: it says so in its handover when it
+// stopped gracefully, else it is assumed to have exported what became Ready (or ended) before
+// it was last alive.
 func (h *handover) owed(t *phases.Trace) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -103,8 +104,10 @@ func (h *handover) owed(t *phases.Trace) bool {
 }
 
 func (h *handover) owedLocked(t *phases.Trace) bool {
-	if h.skip[t.Pod.UID] {
-		return false
+	if h.skip != nil {
+		// The previous leader said what it exported: everything else recent is owed. (Its
+		// view can lag: a Pod Ready just before it stopped may not have reached it.)
+		return !h.skip[t.Pod.UID]
 	}
 	return h.prevAlive.IsZero() || readySeen(t).After(h.prevAlive)
 }

@@ -154,4 +154,10 @@ func TestHandoverLease(t *testing.T) {
 	if !h.owed(statusOnly("not-exported")) {
 		t.Fatal("Ready in the release's second and not exported: owed")
 	}
+	// Ready before the release, but the stopping leader had not seen it yet (its watch lags).
+	lagging := statusOnly("unseen")
+	lagging.Pod.Ready = phases.Times{{Time: now.Add(-2 * time.Second).Truncate(time.Second), Source: phases.SourceStatus}}
+	if !h.owed(lagging) {
+		t.Fatal("a Pod the previous leader never exported is owed, whenever it became Ready")
+	}
 }
