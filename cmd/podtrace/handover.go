@@ -196,16 +196,17 @@ func (l *observingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRe
 	return rec, raw, err
 }
 
-// previousAlive returns the time up to which the previous leader exported what was Ready:
-// its release, or its last renewal less the settle time.
-func (l *observingLock) previousAlive(settle time.Duration) time.Time {
+// previousAlive returns the time up to which the previous leader exported what was Ready: its
+// release, or its last renewal less the settle time; and whether it released the Lease (then
+// its handover, written just before, is current).
+func (l *observingLock) previousAlive(settle time.Duration) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.last.RenewTime.Time
 	if t.IsZero() || l.last.HolderIdentity == "" {
-		return t
+		return t, !t.IsZero()
 	}
-	return t.Add(-settle)
+	return t.Add(-settle), false
 }
 
 // handoverAnnotation holds a stopping leader's state on the <lease>-handover Lease.

@@ -103,16 +103,16 @@ func TestOwedAfterTakeover(t *testing.T) {
 func TestPreviousAlive(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 123456000, time.UTC)
 	l := &observingLock{}
-	if !l.previousAlive(2 * time.Second).IsZero() {
+	if got, _ := l.previousAlive(2 * time.Second); !got.IsZero() {
 		t.Fatal("no previous leader: zero")
 	}
 	l.last = resourcelock.LeaderElectionRecord{HolderIdentity: "", RenewTime: metav1.NewTime(t0)}
-	if got := l.previousAlive(2 * time.Second); !got.Equal(t0) {
-		t.Fatalf("released lease: %v, want its final renew time", got)
+	if got, released := l.previousAlive(2 * time.Second); !got.Equal(t0) || !released {
+		t.Fatalf("released lease: %v %v, want its final renew time", got, released)
 	}
 	l.last.HolderIdentity = "podtrace-abc"
-	if got := l.previousAlive(2 * time.Second); !got.Equal(t0.Add(-2 * time.Second)) {
-		t.Fatalf("expired lease: %v, want its last renewal less the settle time", got)
+	if got, released := l.previousAlive(2 * time.Second); !got.Equal(t0.Add(-2*time.Second)) || released {
+		t.Fatalf("expired lease: %v %v, want its last renewal less the settle time", got, released)
 	}
 }
 

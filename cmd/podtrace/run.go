@@ -161,18 +161,19 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	defer stopElect()
 	electDone := make(chan struct{})
 	leases := client.CoordinationV1().Leases(*leNamespace)
-	takeOver := func(prevAlive time.Time) {
+	takeOver := func(prevAlive time.Time, released bool) {
 		if prevAlive.IsZero() {
 			prevAlive = started // the first leader ever owes nothing from before it started
 		}
-		// What a gracefully stopped leader exported last (it writes it just before releasing).
+		// What a gracefully stopped leader exported last: it writes it just before releasing
+		// the Lease, so it is current only if the Lease was released about then.
 		var skip map[string]bool
 		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		prev, err := readHandover(hctx, leases, handoverLeaseName(*leName))
 		cancel()
 		if err != nil {
 			log.Warn("Could not read the previous leader's handover", "err", oneLine(err))
-		} else if prev != nil && !prev.StoppedAt.Before(prevAlive.Add(-time.Minute)) {
+		} else if prev != nil && released && prev.StoppedAt.Sub(prevAlive).Abs() < 10*time.Second {
 			skip = map[string]bool{}
 			for _, uid := range prev.Exported {
 				skip[uid] = true
@@ -292,7 +293,7 @@ func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atom
 }
 
 // elect campaigns for the Lease until ctx ends; leading says whether this replica exports.
-func elect(ctx context.Context, client kubernetes.Interface, ns, name string, settle time.Duration, takeOver func(time.Time), stopped func(), log *slog.Logger) {
+func elect(ctx context.Context, client kubernetes.Interface, ns, name string, settle time.Duration, takeOver func(time.Time, bool), stopped func(), log *slog.Logger) {
 	id := os.Getenv("POD_NAME")
 	if id == "" {
 		id, _ = os.Hostname()
