@@ -121,8 +121,14 @@ func Build(in *Pod, opts Options) *Trace {
 	if !persisted.observed && !bareRoot {
 		persisted = resolve(p.RootPersisted)
 	}
-	if bareRoot && !persisted.observed {
-		persisted = created
+	if bareRoot {
+		// The Pod is the root object: it exists once persisted, and the audit log's answer
+		// time says so more precisely than any later observation of it.
+		if persisted.observed {
+			created = persisted
+		} else {
+			persisted = created
+		}
 	}
 	kubeletDone := resolve(p.ContainersReady)
 	if !kubeletDone.observed {

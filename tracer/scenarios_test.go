@@ -110,6 +110,26 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name: "bare-pod-with-audit-log",
+		build: func(s *sim) int {
+			s.auditWrite("pods", "", "solo", "create", "kubectl/v1.37.2 (linux/amd64) kubernetes/$Format", 0, 4)
+			s.pod("solo", nil, nil, []container{{name: "web", image: busybox}}, 4)
+			return happy(s, "solo", 30, false, false)
+		},
+		check: func(t *testing.T, ts []*phases.Trace) {
+			tr := ts[0]
+			if api := tr.Phase("apiserver"); api.Duration() != 4*time.Millisecond {
+				t.Errorf("apiserver %v, want the audit log's 4ms", api.Duration())
+			}
+			if c := tr.Phase("controllers"); c.Duration() != 0 || c.Attr(phases.AttrApplicable) != false {
+				t.Errorf("a bare Pod's controllers phase is empty and not applicable: %v %v", c.Duration(), c.Attrs)
+			}
+			if s := tr.Phase("scheduling"); s.Attr(phases.AttrSourceStart) != "audit" {
+				t.Errorf("scheduling starts when the Pod was persisted: %v", s.Attrs)
+			}
+		},
+	},
+	{
 		name: "bare-pod-cold-pull",
 		build: func(s *sim) int {
 			s.pod("solo", nil, nil, []container{{name: "web", image: big}}, 0)

@@ -24,7 +24,7 @@ kubectl label node "$NODE_NAME" "$label-" >/dev/null 2>&1 || true
 watch_log=$LOGS/demo-watch.log
 echo "demo: podtrace watch (waterfalls appear as each Pod's startup completes; failures after 30s)"
 echo
-"$BIN/podtrace" watch --kubeconfig "$KUBECONFIG_FILE" --namespace "$ns" --fail-after 30s \
+"$BIN/podtrace" watch --kubeconfig "$KUBECONFIG_FILE" --namespace "$ns" --fail-after 30s --audit-log "$LOGS/audit.log" \
   --for "$((seconds + 10))s" > >(tee "$watch_log") 2>>"$LOGS/demo-watch.err" &
 watch_pid=$!
 trap 'kill $watch_pid 2>/dev/null || true' EXIT
