@@ -228,7 +228,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 			c.done[p.UID] = struct{}{}
 			return
 		}
-		ps = newPodState(p, d.Recv)
+		ps = newPodState(p)
 		if d.Type == Added {
 			ps.created.Add(d.watchTime(), phases.SourceWatch)
 		}
@@ -445,11 +445,11 @@ func (c *Correlator) Tick(now time.Time) {
 		c.now = now
 	}
 	counts := map[string]int{}
-	for _, ps := range c.pods {
+	for uid, ps := range c.pods {
 		c.check(ps, now)
-	}
-	for _, ps := range c.pods {
-		counts[currentPhase(ps.pod)]++
+		if _, still := c.pods[uid]; still {
+			counts[currentPhase(ps.pod)]++
+		}
 	}
 	c.stats.InPhase(counts)
 	c.prune(now)

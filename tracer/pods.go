@@ -30,11 +30,10 @@ type podState struct {
 	deletedAt     time.Time
 	completeAt    time.Time // when the trace was found complete, for Config.Settle
 	createdEvent  *event    // the replicaset controller's SuccessfulCreate for this Pod
-	firstSeen     time.Time
 }
 
-func newPodState(p *corev1.Pod, recv time.Time) *podState {
-	ps := &podState{pod: p, seen: map[string]time.Time{}, events: map[types.UID]*event{}, firstSeen: recv}
+func newPodState(p *corev1.Pod) *podState {
+	ps := &podState{pod: p, seen: map[string]time.Time{}, events: map[types.UID]*event{}}
 	ps.created.Add(p.CreationTimestamp.Time, phases.SourceMetadata)
 	for _, f := range p.ManagedFields {
 		if f.Operation == "Update" && f.Subresource == "" {

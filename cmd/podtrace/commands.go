@@ -207,12 +207,12 @@ func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name 
 	for i := range rss.Items {
 		add(tracer.ResourceReplicaSets, &rss.Items[i])
 	}
-	if svcs, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		for i := range svcs.Items {
-			add(tracer.ResourceServices, &svcs.Items[i])
-		}
-	} else {
+	svcs, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return nil, nil, apiErr("list services", ns, err)
+	}
+	for i := range svcs.Items {
+		add(tracer.ResourceServices, &svcs.Items[i])
 	}
 	evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -221,12 +221,12 @@ func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name 
 	for i := range evs.Items {
 		add(tracer.ResourceEvents, &evs.Items[i])
 	}
-	if slices, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		for i := range slices.Items {
-			add(tracer.ResourceEndpointSlices, &slices.Items[i])
-		}
-	} else {
+	slices, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return nil, nil, apiErr("list endpointslices", ns, err)
+	}
+	for i := range slices.Items {
+		add(tracer.ResourceEndpointSlices, &slices.Items[i])
 	}
 	for i := range pods.Items {
 		if targets[string(pods.Items[i].UID)] {

@@ -64,15 +64,6 @@ type Exporter struct {
 
 // New creates the exporter; it does not connect until the first export.
 func New(ctx context.Context, cfg Config, stats Stats, log *slog.Logger) (*Exporter, error) {
-	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = DefaultQueueSize
-	}
-	if cfg.GiveUpAfter <= 0 {
-		cfg.GiveUpAfter = DefaultGiveUpAfter
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	exp, err := newSpanExporter(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -91,8 +82,7 @@ func NewWithExporter(exp sdktrace.SpanExporter, cfg Config, stats Stats, log *sl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: resources{}, queue: make(chan *phases.Trace, cfg.QueueSize), done: make(chan struct{})}
-	return e
+	return &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: resources{}, queue: make(chan *phases.Trace, cfg.QueueSize), done: make(chan struct{})}
 }
 
 func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
