@@ -1,10 +1,10 @@
 # syntax=docker/dockerfile:1
-# podtrace's image for those who build with Docker (or BuildKit, Podman, Buildah).
+# readyspan's image for those who build with Docker (or BuildKit, Podman, Buildah).
 # `make image` builds the same layout without Docker (deploy/image/build.sh): the static binary as
-# /podtrace, /etc/passwd and /etc/group with nonroot (65532), a CA bundle, user 65532:65532.
+# /readyspan, /etc/passwd and /etc/group with nonroot (65532), a CA bundle, user 65532:65532.
 #
-#   docker build -t podtrace:dev .
-#   docker build --build-arg VERSION=$(git describe --tags --always) -t podtrace:dev .
+#   docker build -t readyspan:dev .
+#   docker build --build-arg VERSION=$(git describe --tags --always) -t readyspan:dev .
 
 ARG GO_IMAGE=golang:1.26
 
@@ -21,7 +21,7 @@ RUN --mount=type=cache,target=/gocache \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath \
       -ldflags "-s -w -X main.version=${VERSION}" \
-      -o /out/podtrace ./cmd/podtrace
+      -o /out/readyspan ./cmd/readyspan
 # The root filesystem of the final image, as deploy/image/build.go lays it out.
 RUN mkdir -p /rootfs/etc/ssl/certs /rootfs/home/nonroot /rootfs/tmp \
  && printf '%s\n' \
@@ -32,7 +32,7 @@ RUN mkdir -p /rootfs/etc/ssl/certs /rootfs/home/nonroot /rootfs/tmp \
  && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ca-certificates.crt \
  && chmod 0700 /rootfs/home/nonroot \
  && chmod 1777 /rootfs/tmp \
- && cp /out/podtrace /rootfs/podtrace
+ && cp /out/readyspan /rootfs/readyspan
 
 FROM scratch
 ARG VERSION=dev
@@ -42,7 +42,7 @@ ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 USER 65532:65532
 WORKDIR /
 EXPOSE 8080
-LABEL org.opencontainers.image.title="podtrace" \
-      org.opencontainers.image.source="https://github.com/podtrace/podtrace" \
+LABEL org.opencontainers.image.title="readyspan" \
+      org.opencontainers.image.source="https://github.com/readyspan/readyspan" \
       org.opencontainers.image.version="${VERSION}"
-ENTRYPOINT ["/podtrace"]
+ENTRYPOINT ["/readyspan"]

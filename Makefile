@@ -1,16 +1,19 @@
-# podtrace — see README.md. Every target works on a clean checkout; binaries go to bin/ (git-ignored).
+# readyspan — see README.md. Every target works on a clean checkout; binaries go to bin/ (git-ignored).
 SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# The release version lives in VERSION: `readyspan version`, `make dist`, the krew manifest and the
+# image tag in deploy/kubernetes all report it. COMMIT says which tree a binary was built from.
+VERSION ?= $(shell cat VERSION)
+COMMIT ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: all build test vet fmt-check lint bench fuzz e2e cluster-build cluster-up cluster-down cluster-status demo image clean
 
 all: build
 
-build: ## bin/podtrace
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/podtrace ./cmd/podtrace
+build: ## bin/readyspan
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/readyspan ./cmd/readyspan
 
 test: fmt-check vet ## unit tests (no network), go vet, gofmt
 	$(GO) test -count=1 ./...
@@ -52,8 +55,32 @@ demo: cluster-build build ## the README's first command
 e2e: cluster-build build ## end to end against the local cluster
 	deploy/local/scripts/e2e.sh
 
-image: build ## podtrace's container image, built without Docker, pushed to the local registry
+image: build ## readyspan's container image, built without Docker, pushed to the local registry
 	deploy/image/build.sh
 
+# `make install` puts readyspan on the PATH as itself and, linked, as kubectl-readyspan: the
+# kubectl plugin `kubectl readyspan`. PREFIX and DESTDIR as usual (DESTDIR for packagers).
+PREFIX ?= /usr/local
+.PHONY: install dist
+install: build
+	install -d '$(DESTDIR)$(PREFIX)/bin'
+	install -m 0755 $(BIN)/readyspan '$(DESTDIR)$(PREFIX)/bin/readyspan'
+	ln -sfn readyspan '$(DESTDIR)$(PREFIX)/bin/kubectl-readyspan'
+
+# `make dist`: reproducible release archives of VERSION in bin/dist with their SHA256SUMS
+# (deploy/dist/archive.sh), and the krew manifest for exactly those archives,
+# deploy/krew/readyspan.yaml (generated, git-ignored: its sha256s are true only for the tree it was
+# built from), checked by krew's own validator and krew's install of each archive.
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+dist: $(BIN)/validate-krew-manifest $(BIN)/krew
+	GO='$(GO)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' deploy/dist/archive.sh $(BIN)/dist $(DIST_PLATFORMS)
+	$(GO) run ./deploy/krew/render -version '$(VERSION)' -sums $(BIN)/dist/SHA256SUMS -o deploy/krew/readyspan.yaml
+	GO='$(GO)' deploy/krew/validate/validate.sh deploy/krew/readyspan.yaml $(BIN)/dist $(BIN)
+	@cat $(BIN)/dist/SHA256SUMS
+
+# krew's tools, pinned by deploy/krew/validate/go.mod; built once (delete them to rebuild).
+$(BIN)/validate-krew-manifest $(BIN)/krew:
+	cd deploy/krew/validate && $(GO) build -o $@ sigs.k8s.io/krew/cmd/$(notdir $@)
+
 clean:
-	rm -rf $(BIN)/podtrace
+	rm -rf $(BIN)/readyspan

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Attribute keys podtrace adds to spans (OTel semantic conventions are used where they exist).
+// Attribute keys readyspan adds to spans (OTel semantic conventions are used where they exist).
 const (
 	AttrPodName         = "k8s.pod.name"
 	AttrPodUID          = "k8s.pod.uid"
@@ -19,24 +19,24 @@ const (
 	AttrRestarts        = "k8s.container.restart_count"
 	AttrImageName       = "container.image.name"
 	AttrImageSize       = "container.image.size"
-	AttrImageCache      = "podtrace.image.cache"
-	AttrOutcome         = "podtrace.outcome"
-	AttrSourceStart     = "podtrace.time.source.start"
-	AttrSourceEnd       = "podtrace.time.source.end"
-	AttrPrecisionStart  = "podtrace.time.precision.start"
-	AttrPrecisionEnd    = "podtrace.time.precision.end"
-	AttrObserved        = "podtrace.time.observed"
-	AttrClamped         = "podtrace.clamped"
-	AttrApplicable      = "podtrace.phase.applicable"
-	AttrRoot            = "podtrace.root"
-	AttrClient          = "podtrace.client"
-	AttrAttempts        = "podtrace.scheduling.attempts"
-	AttrKubeletAhead    = "podtrace.clock.kubelet_ahead_ms"
-	AttrSchedulerAhead  = "podtrace.clock.scheduler_ahead_ms"
-	AttrControllerAhead = "podtrace.clock.controller_ahead_ms"
-	AttrCurrentPhase    = "podtrace.phase.current"
-	AttrPullTransfer    = "podtrace.image.pull.transfer_ms"
-	AttrPullTotal       = "podtrace.image.pull.total_ms"
+	AttrImageCache      = "readyspan.image.cache"
+	AttrOutcome         = "readyspan.outcome"
+	AttrSourceStart     = "readyspan.time.source.start"
+	AttrSourceEnd       = "readyspan.time.source.end"
+	AttrPrecisionStart  = "readyspan.time.precision.start"
+	AttrPrecisionEnd    = "readyspan.time.precision.end"
+	AttrObserved        = "readyspan.time.observed"
+	AttrClamped         = "readyspan.clamped"
+	AttrApplicable      = "readyspan.phase.applicable"
+	AttrRoot            = "readyspan.root"
+	AttrClient          = "readyspan.client"
+	AttrAttempts        = "readyspan.scheduling.attempts"
+	AttrKubeletAhead    = "readyspan.clock.kubelet_ahead_ms"
+	AttrSchedulerAhead  = "readyspan.clock.scheduler_ahead_ms"
+	AttrControllerAhead = "readyspan.clock.controller_ahead_ms"
+	AttrCurrentPhase    = "readyspan.phase.current"
+	AttrPullTransfer    = "readyspan.image.pull.transfer_ms"
+	AttrPullTotal       = "readyspan.image.pull.total_ms"
 )
 
 // Summary holds the figures the metrics are made of, computed once with the spans.
@@ -66,7 +66,7 @@ type Summary struct {
 // Options tune Build. The zero value is valid.
 type Options struct {
 	// Stateful marks Pods with volumes other than secret, configMap, downwardAPI, emptyDir or
-	// projected; the kubelet excludes them from its SLI and so does podtrace.
+	// projected; the kubelet excludes them from its SLI and so does readyspan.
 	Stateful bool
 }
 
@@ -109,7 +109,7 @@ func Build(in *Pod, opts Options) *Trace {
 	bareRoot := p.Root == RootBarePod || p.Root == RootController
 
 	// The chain of phase boundaries, in causal order. Every stamp of the Pod's creation
-	// podtrace can see is an upper bound (the watch, the controller's event after its create
+	// readyspan can see is an upper bound (the watch, the controller's event after its create
 	// returned); so is the scheduler's first attempt, which cannot precede the Pod.
 	created := resolve(p.Created)
 	for _, o := range p.SchedulingFailure {
@@ -204,7 +204,7 @@ func Build(in *Pod, opts Options) *Trace {
 	// Root and phases.
 	rootStart := first
 	rootStart.t = chain[0].t
-	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServicePodtrace}, -1, rootStart, chain[len(chain)-1])
+	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan}, -1, rootStart, chain[len(chain)-1])
 	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(outcome, skew)...)
 	var sum Summary
 	sum.Outcome = outcome
@@ -479,7 +479,7 @@ func occurrenceEvent(name string, o Occurrence) Event {
 	if o.Count > 1 {
 		as = append(as, Attr{"count", int64(o.Count)})
 	}
-	as = append(as, Attr{"podtrace.time.source", string(o.Time.Source)})
+	as = append(as, Attr{"readyspan.time.source", string(o.Time.Source)})
 	return Event{Name: name, Time: o.Time.Time, Attrs: as}
 }
 
@@ -504,7 +504,7 @@ func (b *builder) kubelet(parent int, bound point, sum *Summary) {
 	sandbox := resolve(p.SandboxReady)
 	if len(p.Containers) > 0 {
 		// The sandbox was ready before the kubelet's first event about a container; the
-		// status that says so is written asynchronously and may reach podtrace later.
+		// status that says so is written asynchronously and may reach readyspan later.
 		sandbox = earlierBound(sandbox, firstStep(&p.Containers[0]))
 	}
 	sbStart := bound
@@ -752,7 +752,7 @@ func (b *builder) status(parent int, kubeletDone, ready point) {
 }
 
 // sli computes the SIG-scalability startup SLI: created → all containers started (observed via
-// watch where podtrace saw it), minus time spent pulling images (overlapping pulls merged) and
+// watch where readyspan saw it), minus time spent pulling images (overlapping pulls merged) and
 // minus init container runtime.
 func (b *builder) sli(sum *Summary, created point, opts Options) {
 	p := b.pod

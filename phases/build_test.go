@@ -110,7 +110,7 @@ func TestBuildDoesNotMutateInput(t *testing.T) {
 
 func TestSkewCorrection(t *testing.T) {
 	p := minimal()
-	// The kubelet's clock runs 2 s ahead: its event names say 2 s later than podtrace saw them.
+	// The kubelet's clock runs 2 s ahead: its event names say 2 s later than readyspan saw them.
 	for i := range p.Containers {
 		c := &p.Containers[i]
 		for _, ts := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started} {

@@ -2,7 +2,7 @@ package phases
 
 import "time"
 
-// Outcome is how a Pod's startup ended, as far as podtrace saw it.
+// Outcome is how a Pod's startup ended, as far as readyspan saw it.
 type Outcome string
 
 const (
@@ -35,7 +35,7 @@ type Occurrence struct {
 	Last time.Time
 }
 
-// Pod is everything podtrace observed about one Pod's startup. The tracer fills it from objects,
+// Pod is everything readyspan observed about one Pod's startup. The tracer fills it from objects,
 // events and watch receive times; Build turns it into spans. Each boundary holds every
 // observation of it, with its source, and Build picks the best.
 type Pod struct {
@@ -52,7 +52,7 @@ type Pod struct {
 	Client string
 
 	// The root request: a Deployment's spec change, or the Pod itself for a bare Pod.
-	// AuditReceived/AuditPersisted come from the apiserver audit log when podtrace reads it.
+	// AuditReceived/AuditPersisted come from the apiserver audit log when readyspan reads it.
 	AuditReceived  Times
 	AuditPersisted Times
 	RootPersisted  Times

@@ -2,17 +2,17 @@ package phases
 
 import "time"
 
-// skewThreshold is the smallest lead of a component's clock over podtrace's that is corrected;
+// skewThreshold is the smallest lead of a component's clock over readyspan's that is corrected;
 // below it, the difference is indistinguishable from ordinary jitter.
 const skewThreshold = 50 * time.Millisecond
 
-// clockSkew is how far ahead of podtrace's clock each component's clock was found to be.
+// clockSkew is how far ahead of readyspan's clock each component's clock was found to be.
 type clockSkew struct {
 	kubelet, scheduler, controller time.Duration
 }
 
 // ahead returns how far stamps of src run ahead of the watch receive times of the same
-// boundaries. Nothing can be stamped after podtrace received it, so a stamp later than its
+// boundaries. Nothing can be stamped after readyspan received it, so a stamp later than its
 // receive time proves the emitter's clock is ahead by at least that much. (A clock that is
 // behind is indistinguishable from delivery delay and is not corrected.)
 func ahead(set []Times, srcs ...Source) time.Duration {
@@ -67,7 +67,7 @@ func shiftOcc(os []Occurrence, d time.Duration, srcs ...Source) []Occurrence {
 }
 
 // correctSkew returns a copy of p with the stamps of components whose clocks run ahead of
-// podtrace's moved back, and the corrections it applied.
+// readyspan's moved back, and the corrections it applied.
 func correctSkew(in *Pod) (*Pod, clockSkew) {
 	p := *in
 	p.Containers = append([]Container(nil), in.Containers...)

@@ -25,7 +25,7 @@ const RootSpanName = "pod.startup"
 
 // Service names: the component that owns each phase, so trace viewers colour by component.
 const (
-	ServicePodtrace   = "podtrace"
+	ServiceReadyspan  = "readyspan"
 	ServiceAPIServer  = "kube-apiserver"
 	ServiceController = "kube-controller-manager"
 	ServiceScheduler  = "kube-scheduler"
@@ -62,7 +62,7 @@ func TraceIDFor(uid string) TraceID {
 }
 
 // SpanIDFor derives a span ID from the Pod UID and the span's path (name plus container), so a
-// restarted podtrace, or a second replica, produces the same IDs for the same Pod.
+// restarted readyspan, or a second replica, produces the same IDs for the same Pod.
 func SpanIDFor(uid, path string) SpanID {
 	sum := sha256.Sum256([]byte(uid + "\x00" + path))
 	var id SpanID

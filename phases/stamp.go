@@ -16,8 +16,8 @@ const (
 	// SourceEventName is the hex UnixNano suffix of an Event's metadata.name (1 ns), stamped by
 	// the emitting component when it built the event. Not an API contract, but how names are made.
 	SourceEventName Source = "event-name"
-	// SourceWatch is podtrace's own receive time of the watch event that first showed the change.
-	// It is an upper bound: the change happened before podtrace saw it.
+	// SourceWatch is readyspan's own receive time of the watch event that first showed the change.
+	// It is an upper bound: the change happened before readyspan saw it.
 	SourceWatch Source = "watch"
 	// SourceStatus is a status field (condition lastTransitionTime, startTime, container
 	// startedAt): whole seconds, truncated, on the writer's clock.
@@ -32,7 +32,7 @@ const (
 	// clock): requestReceivedTimestamp and the ResponseComplete stageTimestamp.
 	SourceAudit Source = "audit"
 	// SourceDerived means the boundary was taken from a neighbouring boundary because nothing
-	// observed it; such spans also carry podtrace.time.observed=false.
+	// observed it; such spans also carry readyspan.time.observed=false.
 	SourceDerived Source = "derived"
 )
 

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
-// AuditEntry is what podtrace reads from one kube-apiserver audit event (audit.k8s.io/v1,
+// AuditEntry is what readyspan reads from one kube-apiserver audit event (audit.k8s.io/v1,
 // JSON lines, the log backend's format): when the apiserver received a write and when it
 // answered. With it, the apiserver phase of a Deployment change or a bare Pod is measured
 // (µs, apiserver clock) instead of unobserved.
@@ -37,7 +37,7 @@ type AuditEntry struct {
 	StageTimestamp  time.Time `json:"stageTimestamp"`
 }
 
-// relevant reports whether the entry is a successful client write podtrace can use: a change
+// relevant reports whether the entry is a successful client write readyspan can use: a change
 // of a Deployment, or the creation of a named Pod.
 func (a *AuditEntry) relevant() bool {
 	if a.Stage != "ResponseComplete" || a.ObjectRef == nil || a.ObjectRef.Name == "" || a.ObjectRef.Subresource != "" {
@@ -66,7 +66,7 @@ func (a *AuditEntry) client() string {
 }
 
 // ParseAuditLine parses one audit log line. Lines that are not audit events are errors; events
-// podtrace has no use for return (nil, nil).
+// readyspan has no use for return (nil, nil).
 func ParseAuditLine(line []byte) (*AuditEntry, error) {
 	var a AuditEntry
 	if err := json.Unmarshal(line, &a); err != nil {
@@ -123,7 +123,7 @@ func applyAudit(obs *phases.Pod, a *AuditEntry) {
 // starting, without reading a huge log from its beginning.
 const auditTail = 64 << 20
 
-// TailAudit follows an audit log file and sends the entries podtrace uses as Deltas, until ctx
+// TailAudit follows an audit log file and sends the entries readyspan uses as Deltas, until ctx
 // ends. It reopens the file when it is rotated or truncated. Unreadable lines are counted
 // through errs and skipped.
 func TailAudit(ctx context.Context, path string, out chan<- Delta, errs WatchErrors, log *slog.Logger) error {

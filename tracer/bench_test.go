@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // BenchmarkCorrelatorDeployment measures end-to-end reconstruction (watch deltas in, traces

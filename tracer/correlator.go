@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // Defaults for Config.
@@ -37,9 +37,9 @@ type Config struct {
 	EndpointsWait time.Duration
 	// MaxInFlight caps the Pods tracked at once; more are dropped and counted.
 	MaxInFlight int
-	// Backfill traces Pods that were already Ready when podtrace first saw them.
+	// Backfill traces Pods that were already Ready when readyspan first saw them.
 	Backfill bool
-	// ResumeAfter and ResumeSkip pick up where a previous podtrace stopped: a Pod first seen
+	// ResumeAfter and ResumeSkip pick up where a previous readyspan stopped: a Pod first seen
 	// already Ready is traced if its Ready transition is not older than ResumeAfter (less a
 	// second, the condition's precision) and its UID is not in ResumeSkip (the Pods the
 	// previous run exported last).
@@ -77,7 +77,7 @@ type SinkFunc func(*phases.Trace)
 // Export calls f.
 func (f SinkFunc) Export(t *phases.Trace) { f(t) }
 
-// Stats receives the correlator's self-observations (for podtrace's own metrics).
+// Stats receives the correlator's self-observations (for readyspan's own metrics).
 type Stats interface {
 	Delta(resource string)
 	Dropped(reason string)
@@ -147,7 +147,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 }
 
 // resumes reports whether a Pod already Ready at first sight became Ready after the previous
-// podtrace stopped, so its trace is still owed.
+// readyspan stopped, so its trace is still owed.
 func (c *Correlator) resumes(p *corev1.Pod) bool {
 	if c.cfg.ResumeAfter.IsZero() || c.cfg.ResumeSkip[string(p.UID)] {
 		return false
@@ -157,7 +157,7 @@ func (c *Correlator) resumes(p *corev1.Pod) bool {
 }
 
 // Drain exports every Pod that is Ready now, without waiting for the settle time or its
-// endpoints: podtrace is stopping, and a later run will not trace what is Ready already.
+// endpoints: readyspan is stopping, and a later run will not trace what is Ready already.
 func (c *Correlator) Drain() {
 	for _, ps := range c.sortedPods() {
 		if isReady(ps.pod) {
@@ -214,7 +214,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 			return
 		}
 		if isReady(p) && !c.cfg.Backfill && !c.resumes(p) {
-			// Ready before podtrace saw it start: another podtrace (or an earlier run) saw
+			// Ready before readyspan saw it start: another readyspan (or an earlier run) saw
 			// its startup, or nobody did; either way it is not ours to invent.
 			c.done[p.UID] = struct{}{}
 			return
@@ -455,7 +455,7 @@ func (c *Correlator) Tick(now time.Time) {
 	c.prune(now)
 }
 
-// orphanAfter is how long events about a Pod podtrace never sees (another namespace's, one the
+// orphanAfter is how long events about a Pod readyspan never sees (another namespace's, one the
 // selector excludes, one deleted before its watch event arrived) are kept.
 const orphanAfter = 2 * time.Minute
 

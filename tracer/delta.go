@@ -16,7 +16,7 @@ const (
 	ResourceEvents         Resource = "events"
 	ResourceEndpointSlices Resource = "endpointslices"
 	ResourceServices       Resource = "services"
-	// ResourceAudit is the kube-apiserver audit log, when podtrace is given one.
+	// ResourceAudit is the kube-apiserver audit log, when readyspan is given one.
 	ResourceAudit Resource = "audit"
 )
 
@@ -32,7 +32,7 @@ const (
 	Deleted  DeltaType = "DELETED"
 )
 
-// Delta is one observed change, stamped with podtrace's receive time. Initial marks objects
+// Delta is one observed change, stamped with readyspan's receive time. Initial marks objects
 // from the initial list: their receive time says nothing about when they changed.
 type Delta struct {
 	Resource Resource

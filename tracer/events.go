@@ -7,7 +7,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // event is an Event in one shape, whichever API it was read from. Both APIs are views of the
@@ -26,7 +26,7 @@ type event struct {
 	First     time.Time // firstTimestamp / deprecatedFirstTimestamp (1 s)
 	Last      time.Time // lastTimestamp, series.lastObservedTime
 	Count     int32
-	Recv      time.Time // podtrace's receive time (zero for initial lists and old recordings)
+	Recv      time.Time // readyspan's receive time (zero for initial lists and old recordings)
 	RV        string
 }
 

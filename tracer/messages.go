@@ -21,7 +21,7 @@ type PulledMessage struct {
 	Size     int64         // bytes; 0 if not stated
 }
 
-// ErrUnknownMessage is returned for a message whose format podtrace does not know. Callers keep
+// ErrUnknownMessage is returned for a message whose format readyspan does not know. Callers keep
 // the event (as an occurrence) and count it; nothing is guessed from it.
 var ErrUnknownMessage = errors.New("unknown message format")
 

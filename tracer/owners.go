@@ -8,14 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // controllerManager is the field manager of everything kube-controller-manager writes; any
 // other manager of a Deployment's spec is a client (kubectl, helm, a GitOps controller).
 const controllerManager = "kube-controller-manager"
 
-// replicaSet is what podtrace keeps of a ReplicaSet: who owns it and when it was scaled up.
+// replicaSet is what readyspan keeps of a ReplicaSet: who owns it and when it was scaled up.
 type replicaSet struct {
 	uid            types.UID
 	name           string
@@ -27,7 +27,7 @@ type replicaSet struct {
 	scaleUps []phases.Times
 }
 
-// deployment is what podtrace keeps of a Deployment: its spec changes and who made them.
+// deployment is what readyspan keeps of a Deployment: its spec changes and who made them.
 type deployment struct {
 	uid        types.UID
 	name       string

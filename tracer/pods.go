@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
-// podState is everything podtrace holds for one in-flight Pod. The correlator owns it.
+// podState is everything readyspan holds for one in-flight Pod. The correlator owns it.
 type podState struct {
 	pod     *corev1.Pod // last seen version (after the informer transform)
 	creator string      // field manager that created the Pod

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
-// replayDir rebuilds the traces of a recording as `podtrace replay` does.
+// replayDir rebuilds the traces of a recording as `readyspan replay` does.
 func replayDir(t *testing.T, dir string) []*phases.Trace {
 	t.Helper()
 	deltas, err := LoadRecording(dir)

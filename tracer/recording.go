@@ -19,7 +19,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // A recording is a directory with one file per watched stream:
@@ -29,7 +29,7 @@ import (
 //
 // audit.jsonl, if present, holds kube-apiserver audit log lines (the log backend's JSON lines).
 //
-// "recv" is podtrace's local receive time (RFC 3339, nanoseconds) and "initial" marks objects
+// "recv" is readyspan's local receive time (RFC 3339, nanoseconds) and "initial" marks objects
 // of the initial list. Recordings without "recv" (captured with curl ?watch=1) are replayed in
 // resourceVersion order with object and event timestamps only.
 //

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
-// A restarted podtrace traces Pods that became Ready while it was down, except those the
+// A restarted readyspan traces Pods that became Ready while it was down, except those the
 // previous run exported, and skips older Ready Pods.
 func TestResumeAfterRestart(t *testing.T) {
 	s := newSim(t, "default")
@@ -17,7 +17,7 @@ func TestResumeAfterRestart(t *testing.T) {
 	}
 	s.ready("before", 1000)   // Ready long before the previous run stopped
 	s.ready("exported", 4000) // Ready and exported just before it stopped
-	s.ready("during", 6000)   // Ready while podtrace was down
+	s.ready("during", 6000)   // Ready while readyspan was down
 	stopped := s.at(5000)
 	var got []string
 	c := New(Config{ResumeAfter: stopped, ResumeSkip: map[string]bool{string(s.pods["exported"].UID): true}},
@@ -27,7 +27,7 @@ func TestResumeAfterRestart(t *testing.T) {
 		c.Handle(Delta{Resource: ResourcePods, Type: Added, Object: s.pods[n].DeepCopy(), Recv: s.at(9000), Initial: true})
 	}
 	if len(got) != 1 || got[0] != "during" {
-		t.Fatalf("traced %v, want only the Pod that became Ready while podtrace was down", got)
+		t.Fatalf("traced %v, want only the Pod that became Ready while readyspan was down", got)
 	}
 }
 

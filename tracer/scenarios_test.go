@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/podtrace/podtrace/exporters/terminal"
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/exporters/terminal"
+	"github.com/readyspan/readyspan/phases"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -140,7 +140,7 @@ var scenarios = []scenario{
 			tr := ts[0]
 			wantOutcome(t, tr, phases.OutcomeReady)
 			if c := tr.Phase("controllers"); c.Attr(phases.AttrApplicable) != false {
-				t.Errorf("bare Pod: controllers must say podtrace.phase.applicable=false")
+				t.Errorf("bare Pod: controllers must say readyspan.phase.applicable=false")
 			}
 			pull := tr.Find("container/web/image_pull")
 			if pull == nil || pull.Attr(phases.AttrImageCache) != "cold" {
@@ -387,7 +387,7 @@ var scenarios = []scenario{
 		build: func(s *sim) int {
 			s.pod("late", nil, nil, web, 0)
 			end := happy(s, "late", 20, true, false)
-			// The kubelet's events reach podtrace after the status that made the Pod Ready
+			// The kubelet's events reach readyspan after the status that made the Pod Ready
 			// (the recorder is asynchronous), though within the settle time.
 			var evs, rest []Delta
 			for _, d := range s.deltas {

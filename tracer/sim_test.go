@@ -33,7 +33,7 @@ type sim struct {
 	events map[string]*corev1.Event
 	// kubeletSkew is added to every time the kubelet stamps (its clock runs ahead).
 	kubeletSkew time.Duration
-	// watchLag is the delay between a write and podtrace receiving it.
+	// watchLag is the delay between a write and readyspan receiving it.
 	watchLag time.Duration
 }
 

@@ -50,7 +50,7 @@ type Watcher struct {
 	isSynced  bool
 }
 
-// NewWatcher sets up informers for every resource podtrace correlates.
+// NewWatcher sets up informers for every resource readyspan correlates.
 func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, log *slog.Logger) *Watcher {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 16384
@@ -187,7 +187,7 @@ func (w *Watcher) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-// Problem returns why podtrace is not ready (a forbidden resource), or "".
+// Problem returns why readyspan is not ready (a forbidden resource), or "".
 func (w *Watcher) Problem() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // TestWatcherDrivesCorrelator runs the real informers against the fake clientset: a Pod is
@@ -108,7 +108,7 @@ func TestWatcherDrivesCorrelator(t *testing.T) {
 }
 
 // TestWatcherForbidden: a list refused by RBAC is reported once, naming the resource, and
-// podtrace is not ready.
+// readyspan is not ready.
 func TestWatcherForbidden(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -134,7 +134,7 @@ func TestWatcherForbidden(t *testing.T) {
 	}
 }
 
-var errForbidden = errForbiddenT("User \"system:serviceaccount:podtrace:podtrace\" cannot list resource \"endpointslices\" in API group \"discovery.k8s.io\" at the cluster scope")
+var errForbidden = errForbiddenT("User \"system:serviceaccount:readyspan:readyspan\" cannot list resource \"endpointslices\" in API group \"discovery.k8s.io\" at the cluster scope")
 
 type errForbiddenT string
 

@@ -1,6 +1,6 @@
-// Package grafana holds podtrace's Grafana dashboard (podtrace.json). It has no Go code of its
+// Package grafana holds readyspan's Grafana dashboard (readyspan.json). It has no Go code of its
 // own: this test checks that the dashboard parses, that its panels are well formed and that every
-// query names only metrics podtrace exposes, so a renamed metric cannot leave a blank panel.
+// query names only metrics readyspan exposes, so a renamed metric cannot leave a blank panel.
 package grafana
 
 import (
@@ -15,25 +15,25 @@ import (
 	"testing"
 )
 
-// podtraceMetrics are the series podtrace exposes (histograms by their _bucket/_count/_sum
+// readyspanMetrics are the series readyspan exposes (histograms by their _bucket/_count/_sum
 // series), plus `up`, which Prometheus adds per target.
-var podtraceMetrics = []string{
-	"podtrace_phase_duration_seconds",
-	"podtrace_pod_startup_duration_seconds",
-	"podtrace_pod_startup_sli_duration_seconds",
-	"podtrace_image_pull_duration_seconds",
-	"podtrace_image_pulls_total",
-	"podtrace_scheduling_attempts",
-	"podtrace_pods_in_phase",
-	"podtrace_pods_stuck_total",
-	"podtrace_watch_events_total",
-	"podtrace_watch_errors_total",
-	"podtrace_traces_exported_total",
-	"podtrace_traces_dropped_total",
-	"podtrace_export_errors_total",
-	"podtrace_cache_synced",
-	"podtrace_leader",
-	"podtrace_build_info",
+var readyspanMetrics = []string{
+	"readyspan_phase_duration_seconds",
+	"readyspan_pod_startup_duration_seconds",
+	"readyspan_pod_startup_sli_duration_seconds",
+	"readyspan_image_pull_duration_seconds",
+	"readyspan_image_pulls_total",
+	"readyspan_scheduling_attempts",
+	"readyspan_pods_in_phase",
+	"readyspan_pods_stuck_total",
+	"readyspan_watch_events_total",
+	"readyspan_watch_errors_total",
+	"readyspan_traces_exported_total",
+	"readyspan_traces_dropped_total",
+	"readyspan_export_errors_total",
+	"readyspan_cache_synced",
+	"readyspan_leader",
+	"readyspan_build_info",
 }
 
 type panel struct {
@@ -68,17 +68,17 @@ type dashboard struct {
 	} `json:"templating"`
 }
 
-var metricName = regexp.MustCompile(`\b(podtrace_[a-z_]+|up)\b`)
+var metricName = regexp.MustCompile(`\b(readyspan_[a-z_]+|up)\b`)
 
 func readDashboard(t *testing.T) dashboard {
 	t.Helper()
-	data, err := os.ReadFile("podtrace.json")
+	data, err := os.ReadFile("readyspan.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d dashboard
 	if err := json.Unmarshal(data, &d); err != nil {
-		t.Fatalf("podtrace.json: %v", err)
+		t.Fatalf("readyspan.json: %v", err)
 	}
 	return d
 }
@@ -137,7 +137,7 @@ func TestDashboard(t *testing.T) {
 				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
 					base = strings.TrimSuffix(base, suffix)
 				}
-				if !slices.Contains(podtraceMetrics, base) {
+				if !slices.Contains(readyspanMetrics, base) {
 					t.Errorf("panel %q query %s uses unknown metric %s", p.Title, tg.RefID, n)
 				}
 			}
@@ -162,7 +162,7 @@ func TestQueriesParse(t *testing.T) {
 	vars := strings.NewReplacer(
 		"$__rate_interval", "5m",
 		"$__range", "1h",
-		"$job", "podtrace",
+		"$job", "readyspan",
 		"$phase", "scheduling",
 	)
 	var rules strings.Builder

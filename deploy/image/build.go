@@ -25,7 +25,7 @@ const (
 
 // Config is what goes into the image.
 type Config struct {
-	// Binary is the path of the static podtrace binary; its ELF header decides the platform.
+	// Binary is the path of the static readyspan binary; its ELF header decides the platform.
 	Binary string
 	// CABundle is a PEM file installed as /etc/ssl/certs/ca-certificates.crt, where Go's
 	// crypto/x509 looks on Linux (for an OTLP endpoint over TLS).
@@ -51,7 +51,7 @@ nonroot:x:65532:
 func Build(cfg Config) (v1.Image, error) {
 	bin, err := os.ReadFile(cfg.Binary)
 	if err != nil {
-		return nil, fmt.Errorf("read podtrace binary: %w", err)
+		return nil, fmt.Errorf("read readyspan binary: %w", err)
 	}
 	platform, err := elfPlatform(cfg.Binary)
 	if err != nil {
@@ -80,7 +80,7 @@ func Build(cfg Config) (v1.Image, error) {
 		return nil, fmt.Errorf("build base layer: %w", err)
 	}
 	app, err := layer(cfg.Created, []entry{
-		{name: "podtrace", mode: 0o755, data: bin},
+		{name: "readyspan", mode: 0o755, data: bin},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build binary layer: %w", err)
@@ -91,9 +91,9 @@ func Build(cfg Config) (v1.Image, error) {
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img,
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
-			Created: created, CreatedBy: "podtrace deploy/image: users, CA certificates", Comment: "base"}},
+			Created: created, CreatedBy: "readyspan deploy/image: users, CA certificates", Comment: "base"}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
-			Created: created, CreatedBy: "podtrace deploy/image: COPY bin/podtrace /podtrace"}},
+			Created: created, CreatedBy: "readyspan deploy/image: COPY bin/readyspan /readyspan"}},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("append layers: %w", err)
@@ -108,14 +108,14 @@ func Build(cfg Config) (v1.Image, error) {
 	cf.Architecture = platform.Architecture
 	cf.Variant = platform.Variant
 	cf.Config.User = strconv.Itoa(nonrootUID) + ":" + strconv.Itoa(nonrootUID)
-	cf.Config.Entrypoint = []string{"/podtrace"}
+	cf.Config.Entrypoint = []string{"/readyspan"}
 	cf.Config.Cmd = nil
 	cf.Config.WorkingDir = "/"
 	cf.Config.Env = []string{"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
 	cf.Config.ExposedPorts = map[string]struct{}{"8080/tcp": {}}
 	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":   "podtrace",
-		"org.opencontainers.image.source":  "https://github.com/podtrace/podtrace",
+		"org.opencontainers.image.title":   "readyspan",
+		"org.opencontainers.image.source":  "https://github.com/readyspan/readyspan",
 		"org.opencontainers.image.version": cfg.Version,
 	}
 	img, err = mutate.ConfigFile(img, cf)

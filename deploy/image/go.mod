@@ -1,6 +1,6 @@
-module github.com/podtrace/podtrace/deploy/image
+module github.com/readyspan/readyspan/deploy/image
 
-// The image builder: assembles podtrace's container image without Docker.
+// The image builder: assembles readyspan's container image without Docker.
 // It lives in its own module so the product's go.mod never pulls in go-containerregistry.
 
 go 1.26.0

@@ -34,8 +34,8 @@ func fixture(t *testing.T) (binary, ca string) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(src, "go.mod"), "module hello\n\ngo 1.26\n")
-	write(t, filepath.Join(src, "main.go"), "package main\n\nfunc main() { println(\"podtrace\") }\n")
-	binary = filepath.Join(dir, "podtrace")
+	write(t, filepath.Join(src, "main.go"), "package main\n\nfunc main() { println(\"readyspan\") }\n")
+	binary = filepath.Join(dir, "readyspan")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", binary, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
@@ -58,7 +58,7 @@ func TestPushAndReadBack(t *testing.T) {
 	binary, ca := fixture(t)
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
-	image := strings.TrimPrefix(srv.URL, "http://") + "/podtrace/podtrace:test"
+	image := strings.TrimPrefix(srv.URL, "http://") + "/readyspan/readyspan:test"
 
 	args := []string{"--binary", binary, "--ca-bundle", ca, "--image", image, "--version", "v0.0.0-test", "--source-date-epoch", "1700000000"}
 	if err := run(context.Background(), args); err != nil {
@@ -80,8 +80,8 @@ func TestPushAndReadBack(t *testing.T) {
 	if cf.Config.User != "65532:65532" {
 		t.Errorf("user = %q, want 65532:65532", cf.Config.User)
 	}
-	if got := strings.Join(cf.Config.Entrypoint, " "); got != "/podtrace" {
-		t.Errorf("entrypoint = %q, want /podtrace", got)
+	if got := strings.Join(cf.Config.Entrypoint, " "); got != "/readyspan" {
+		t.Errorf("entrypoint = %q, want /readyspan", got)
 	}
 	if cf.OS != "linux" || cf.Architecture == "" {
 		t.Errorf("platform = %s/%s", cf.OS, cf.Architecture)
@@ -105,7 +105,7 @@ func TestPushAndReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFile(t, files, "podtrace", 0o755, 0, bin)
+	checkFile(t, files, "readyspan", 0o755, 0, bin)
 	checkFile(t, files, "etc/ssl/certs/ca-certificates.crt", 0o644, 0, []byte(testPEM))
 	if p := files["etc/passwd"]; p == nil || !bytes.Contains(p.data, []byte("nonroot:x:65532:65532:")) {
 		t.Errorf("etc/passwd has no nonroot user 65532")
@@ -186,8 +186,8 @@ func TestReproducible(t *testing.T) {
 
 func TestOCITarball(t *testing.T) {
 	binary, ca := fixture(t)
-	out := filepath.Join(t.TempDir(), "podtrace.tar")
-	image := "example.invalid/podtrace/podtrace:v1"
+	out := filepath.Join(t.TempDir(), "readyspan.tar")
+	image := "example.invalid/readyspan/readyspan:v1"
 	if err := run(context.Background(), []string{"--binary", binary, "--ca-bundle", ca, "--image", image, "--tar", out}); err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +217,8 @@ func TestOCITarball(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := flatten(t, img)
-	if files["podtrace"] == nil {
-		t.Error("podtrace is missing from the tarball's image")
+	if files["readyspan"] == nil {
+		t.Error("readyspan is missing from the tarball's image")
 	}
 }
 

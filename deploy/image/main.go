@@ -1,13 +1,13 @@
-// Command image builds podtrace's container image without Docker and pushes it to a registry
+// Command image builds readyspan's container image without Docker and pushes it to a registry
 // or writes it as an OCI image layout tarball. `make image` runs it through build.sh.
 //
-// The image is distroless-style, built from nothing: the static podtrace binary as /podtrace,
+// The image is distroless-style, built from nothing: the static readyspan binary as /readyspan,
 // /etc/passwd and /etc/group with the nonroot user (65532), the host's CA bundle, user
-// 65532:65532, entrypoint /podtrace. Every timestamp is --source-date-epoch, so the same inputs
+// 65532:65532, entrypoint /readyspan. Every timestamp is --source-date-epoch, so the same inputs
 // give the same digest.
 //
-//	go run . --binary ../../bin/podtrace --image 127.0.0.1:5000/podtrace/podtrace:dev
-//	go run . --binary ../../bin/podtrace --image podtrace:dev --tar podtrace.tar
+//	go run . --binary ../../bin/readyspan --image 127.0.0.1:5000/readyspan/readyspan:dev
+//	go run . --binary ../../bin/readyspan --image readyspan:dev --tar readyspan.tar
 package main
 
 import (
@@ -28,8 +28,8 @@ import (
 
 // Defaults, named so build.sh and the docs can refer to them.
 const (
-	defaultImage    = "127.0.0.1:5000/podtrace/podtrace:dev"
-	defaultBinary   = "../../bin/podtrace"
+	defaultImage    = "127.0.0.1:5000/readyspan/readyspan:dev"
+	defaultBinary   = "../../bin/readyspan"
 	defaultCABundle = "/etc/ssl/certs/ca-certificates.crt"
 )
 
@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string) (err error) {
 		insecure = fs.Bool("insecure", false, "talk plain HTTP to the registry (localhost, 127.0.0.0/8 and private addresses already are)")
 		epoch    = fs.Int64("source-date-epoch", 0, "Unix time for every timestamp in the image ($SOURCE_DATE_EPOCH)")
 	)
-	fs.StringVar(&cfg.Binary, "binary", defaultBinary, "the static podtrace binary")
+	fs.StringVar(&cfg.Binary, "binary", defaultBinary, "the static readyspan binary")
 	fs.StringVar(&cfg.CABundle, "ca-bundle", defaultCABundle, "PEM CA bundle to install as /etc/ssl/certs/ca-certificates.crt")
 	fs.StringVar(&cfg.Version, "version", "dev", "value of the org.opencontainers.image.version label")
 	if err := fs.Parse(args); err != nil {
@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string) (err error) {
 	err = remote.Write(ref, img,
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(authn.DefaultKeychain),
-		remote.WithUserAgent("podtrace-image"))
+		remote.WithUserAgent("readyspan-image"))
 	if err != nil {
 		hint := ""
 		if strings.HasPrefix(ref.Context().RegistryStr(), "127.0.0.1:") || strings.HasPrefix(ref.Context().RegistryStr(), "localhost:") {

@@ -1,4 +1,4 @@
-module github.com/podtrace/podtrace/deploy/local
+module github.com/readyspan/readyspan/deploy/local
 
 // The local control plane: Kubernetes components built from the k8s.io/kubernetes module.
 // It lives in its own module so the product's go.mod never pulls in k8s.io/kubernetes.

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // Defaults for Config.
@@ -39,7 +39,7 @@ type Config struct {
 	InitialBackoff time.Duration
 }
 
-// Stats receives the exporter's outcomes, for podtrace's self metrics.
+// Stats receives the exporter's outcomes, for readyspan's self metrics.
 type Stats interface {
 	TraceExported()
 	TraceDropped(reason string)

@@ -10,7 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 type counts struct {
@@ -98,7 +98,7 @@ func TestExporterRetriesUntilBackendIsUp(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"podtrace", "kubectl", "kube-apiserver", "kube-scheduler", "kubelet"} {
+	for _, want := range []string{"readyspan", "kubectl", "kube-apiserver", "kube-scheduler", "kubelet"} {
 		if !services[want] {
 			t.Errorf("no span with service.name %q (have %v)", want, services)
 		}

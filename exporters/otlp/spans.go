@@ -1,4 +1,4 @@
-// Package otlp exports podtrace's traces over OTLP (gRPC or HTTP), without ever blocking the
+// Package otlp exports readyspan's traces over OTLP (gRPC or HTTP), without ever blocking the
 // watch: traces are queued, sent in batches, retried with backoff while the backend is down,
 // and dropped (and counted) when the queue is full or retries run out.
 package otlp
@@ -13,11 +13,11 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
-// scope is the instrumentation scope of every span podtrace reconstructs.
-var scope = instrumentation.Scope{Name: "github.com/podtrace/podtrace"}
+// scope is the instrumentation scope of every span readyspan reconstructs.
+var scope = instrumentation.Scope{Name: "github.com/readyspan/readyspan"}
 
 // resources caches one resource per service name: each phase is reported as the component
 // that owns it, so trace viewers colour the waterfall by component.

@@ -1,4 +1,4 @@
-// Package prometheus turns finished traces into histograms and counts podtrace's own health.
+// Package prometheus turns finished traces into histograms and counts readyspan's own health.
 // Labels are bounded: phase, outcome, result, resource, reason — never a Pod, node or image name.
 package prometheus
 
@@ -8,16 +8,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // Buckets for seconds-to-minutes latencies: sub-second scheduling to ten-minute stuck Pods.
 var Buckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600}
 
-// DropReasons are the values of podtrace_traces_dropped_total's reason label.
+// DropReasons are the values of readyspan_traces_dropped_total's reason label.
 var DropReasons = []string{"queue_full", "export_failed", "shutdown", "in_flight_cap", "pending_events_cap", "not_leader", "exported_by_previous_leader"}
 
-// Metrics holds every metric podtrace exposes. It implements the tracer's and the OTLP
+// Metrics holds every metric readyspan exposes. It implements the tracer's and the OTLP
 // exporter's stats interfaces and is a trace sink.
 type Metrics struct {
 	phaseDuration *prometheus.HistogramVec
@@ -41,50 +41,50 @@ type Metrics struct {
 	inFlight      prometheus.Gauge
 }
 
-// New registers podtrace's metrics with reg.
+// New registers readyspan's metrics with reg.
 func New(reg prometheus.Registerer, version string) *Metrics {
 	h := func(name, help string) prometheus.HistogramOpts {
 		return prometheus.HistogramOpts{Name: name, Help: help, Buckets: Buckets}
 	}
 	m := &Metrics{
-		phaseDuration: prometheus.NewHistogramVec(h("podtrace_phase_duration_seconds",
-			"Length of each startup phase (submit, apiserver, controllers, scheduling, kubelet, status) of traced Pods, by how the startup ended. Phases podtrace could not measure at both ends are not observed."),
+		phaseDuration: prometheus.NewHistogramVec(h("readyspan_phase_duration_seconds",
+			"Length of each startup phase (submit, apiserver, controllers, scheduling, kubelet, status) of traced Pods, by how the startup ended. Phases readyspan could not measure at both ends are not observed."),
 			[]string{"phase", "outcome"}),
-		startup: prometheus.NewHistogram(h("podtrace_pod_startup_duration_seconds",
+		startup: prometheus.NewHistogram(h("readyspan_pod_startup_duration_seconds",
 			"Pod created to Ready (and ready in its Services' endpoints), for Pods that became Ready.")),
-		startupSLI: prometheus.NewHistogram(h("podtrace_pod_startup_sli_duration_seconds",
+		startupSLI: prometheus.NewHistogram(h("readyspan_pod_startup_sli_duration_seconds",
 			"SIG-scalability pod startup SLI: Pod created to all containers started, excluding image pulls and init containers; stateless Pods scheduled at the first attempt.")),
-		imagePull: prometheus.NewHistogram(h("podtrace_image_pull_duration_seconds",
+		imagePull: prometheus.NewHistogram(h("readyspan_image_pull_duration_seconds",
 			"Cold image pulls, Pulling to Pulled (including time queued behind other pulls on the node).")),
-		imagePulls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_image_pulls_total",
+		imagePulls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_image_pulls_total",
 			Help: "Image pulls of traced Pods' containers by result: pulled (cold), present (warm), failed."}, []string{"result"}),
-		schedAttempts: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "podtrace_scheduling_attempts",
+		schedAttempts: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "readyspan_scheduling_attempts",
 			Help: "Scheduling attempts per traced Pod (failed attempts plus the successful bind).", Buckets: []float64{1, 2, 3, 5, 10, 20, 50}}),
-		podsInPhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "podtrace_pods_in_phase",
+		podsInPhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readyspan_pods_in_phase",
 			Help: "Pods being traced right now, by the phase they are in."}, []string{"phase"}),
-		podsStuck: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_pods_stuck_total",
+		podsStuck: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_pods_stuck_total",
 			Help: "Pods exported as stuck (not Ready after --stuck-after), by the phase they were stuck in."}, []string{"phase"}),
-		tracesDone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_traces_total",
+		tracesDone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_traces_total",
 			Help: "Traces reconstructed, by outcome."}, []string{"outcome"}),
-		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_watch_events_total",
+		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_watch_events_total",
 			Help: "Watch events received, by resource."}, []string{"resource"}),
-		watchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_watch_errors_total",
+		watchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_watch_errors_total",
 			Help: "Watch and list errors, by resource and reason (forbidden, expired, other)."}, []string{"resource", "reason"}),
-		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_watch_restarts_total",
+		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_watch_restarts_total",
 			Help: "Watches restarted (relisted) after an error or expiry, by resource."}, []string{"resource"}),
-		exported: prometheus.NewCounter(prometheus.CounterOpts{Name: "podtrace_traces_exported_total",
+		exported: prometheus.NewCounter(prometheus.CounterOpts{Name: "readyspan_traces_exported_total",
 			Help: "Traces sent to the OTLP backend."}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podtrace_traces_dropped_total",
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_traces_dropped_total",
 			Help: "Traces or observations dropped, by reason (queue_full, export_failed, shutdown, in_flight_cap, pending_events_cap, not_leader, exported_by_previous_leader)."}, []string{"reason"}),
-		exportErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "podtrace_export_errors_total",
+		exportErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "readyspan_export_errors_total",
 			Help: "Failed OTLP export attempts (each is retried with backoff)."}),
-		cacheSynced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "podtrace_cache_synced",
+		cacheSynced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "readyspan_cache_synced",
 			Help: "1 once every informer cache has synced."}),
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "podtrace_leader",
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "readyspan_leader",
 			Help: "1 while this replica exports traces (the leader, or leader election is off)."}),
-		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "podtrace_build_info",
-			Help: "podtrace's version; always 1."}, []string{"version", "goversion"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "podtrace_pods_in_flight",
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readyspan_build_info",
+			Help: "readyspan's version; always 1."}, []string{"version", "goversion"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "readyspan_pods_in_flight",
 			Help: "Pods being traced right now."}),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
@@ -177,7 +177,7 @@ func (m *Metrics) TraceExported()             { m.exported.Inc() }
 func (m *Metrics) TraceDropped(reason string) { m.dropped.WithLabelValues(reason).Inc() }
 func (m *Metrics) ExportError()               { m.exportErrors.Inc() }
 
-// SetCacheSynced and SetLeader publish podtrace's state.
+// SetCacheSynced and SetLeader publish readyspan's state.
 func (m *Metrics) SetCacheSynced(ok bool) { m.cacheSynced.Set(b2f(ok)) }
 func (m *Metrics) SetLeader(ok bool)      { m.leader.Set(b2f(ok)) }
 

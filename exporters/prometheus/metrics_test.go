@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 func trace() *phases.Trace {
@@ -34,13 +34,13 @@ func TestExport(t *testing.T) {
 	m := New(reg, "v0.1.0")
 	m.Export(trace())
 	want := `
-# HELP podtrace_image_pulls_total Image pulls of traced Pods' containers by result: pulled (cold), present (warm), failed.
-# TYPE podtrace_image_pulls_total counter
-podtrace_image_pulls_total{result="failed"} 0
-podtrace_image_pulls_total{result="present"} 0
-podtrace_image_pulls_total{result="pulled"} 1
+# HELP readyspan_image_pulls_total Image pulls of traced Pods' containers by result: pulled (cold), present (warm), failed.
+# TYPE readyspan_image_pulls_total counter
+readyspan_image_pulls_total{result="failed"} 0
+readyspan_image_pulls_total{result="present"} 0
+readyspan_image_pulls_total{result="pulled"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "podtrace_image_pulls_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "readyspan_image_pulls_total"); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(m.phaseDuration); n != 3 {
@@ -61,8 +61,8 @@ podtrace_image_pulls_total{result="pulled"} 1
 			t.Fatal(err)
 		}
 	}
-	if !strings.Contains(buf.String(), `podtrace_image_pull_duration_seconds_bucket{le="5.0"} 1 # {trace_id="9cade20b81ea4be9bdc9d3f2d8d8b69f"} 5.0`) {
-		t.Fatalf("no exemplar with the trace ID on the pull histogram:\n%s", grep(buf.String(), "podtrace_image_pull_duration"))
+	if !strings.Contains(buf.String(), `readyspan_image_pull_duration_seconds_bucket{le="5.0"} 1 # {trace_id="9cade20b81ea4be9bdc9d3f2d8d8b69f"} 5.0`) {
+		t.Fatalf("no exemplar with the trace ID on the pull histogram:\n%s", grep(buf.String(), "readyspan_image_pull_duration"))
 	}
 	for _, line := range strings.Split(buf.String(), "\n") {
 		if strings.Contains(line, "web-1") || strings.Contains(line, "busybox") {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 // barWidth is the width of the waterfall's bar column.

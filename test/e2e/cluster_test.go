@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Scenarios of issue 3 against the local cluster: Pods are started for real (deploy/local) and
-// podtrace's output is judged through Jaeger's and Prometheus' HTTP APIs. This file sorts before
+// readyspan's output is judged through Jaeger's and Prometheus' HTTP APIs. This file sorts before
 // incluster_test.go on purpose: these tests run first, before the in-cluster install exists.
 package e2e
 
@@ -163,7 +163,7 @@ func complete(tr *Trace) bool {
 	return true
 }
 
-// checkStartupTrace checks what every trace must satisfy: one root pod.startup by podtrace with
+// checkStartupTrace checks what every trace must satisfy: one root pod.startup by readyspan with
 // the Pod's identity, the phases present at most once each, children of the root, in causal order,
 // under their components' service names, every span inside its parent and tagged with the
 // sources of its boundaries. With all, all six phases must be there.
@@ -180,12 +180,12 @@ func checkStartupTrace(t *testing.T, tr *Trace, pod *corev1.Pod, outcome string,
 	if p := tr.Parent(root); p != nil {
 		t.Errorf("pod.startup has a parent %s", p)
 	}
-	if s := tr.Service(root); s != "podtrace" {
-		t.Errorf("pod.startup service %q, want podtrace", s)
+	if s := tr.Service(root); s != "readyspan" {
+		t.Errorf("pod.startup service %q, want readyspan", s)
 	}
 	for k, want := range map[string]string{
 		"k8s.pod.name": pod.Name, "k8s.pod.uid": string(pod.UID), "k8s.namespace.name": pod.Namespace,
-		"k8s.node.name": NodeName, "podtrace.outcome": outcome,
+		"k8s.node.name": NodeName, "readyspan.outcome": outcome,
 	} {
 		if got := root.StrTag(k); got != want {
 			t.Errorf("Pod %s: pod.startup tag %s=%q, want %q", pod.Name, k, got, want)
@@ -216,7 +216,7 @@ func checkStartupTrace(t *testing.T, tr *Trace, pod *corev1.Pod, outcome string,
 		prev = s
 	}
 	for _, s := range tr.Spans {
-		for _, k := range []string{"podtrace.time.source.start", "podtrace.time.source.end"} {
+		for _, k := range []string{"readyspan.time.source.start", "readyspan.time.source.end"} {
 			if !s.HasTag(k) {
 				t.Errorf("Pod %s: span %s lacks tag %s", pod.Name, s.OperationName, k)
 			}
@@ -278,7 +278,7 @@ func (e *Env) checkScheduledAt(t *testing.T, tr *Trace, pod *corev1.Pod) {
 
 // ---- scenarios ------------------------------------------------------------------------------
 
-// TestAlertRulesPromtool checks podtrace's alert rules with promtool: they load, and their unit
+// TestAlertRulesPromtool checks readyspan's alert rules with promtool: they load, and their unit
 // tests (cases that fire and cases that stay quiet) pass.
 func TestAlertRulesPromtool(t *testing.T) {
 	root := repoRoot(t)
@@ -347,8 +347,8 @@ func TestWebDeployment(t *testing.T) {
 			}
 			pulls := descendants(tr, "kubelet", "container.image_pull")
 			for _, s := range pulls {
-				if got := s.StrTag("podtrace.image.cache"); got != "warm" {
-					t.Errorf("image pull of %s tagged podtrace.image.cache=%q, want warm (already present)", s.StrTag("k8s.container.name"), got)
+				if got := s.StrTag("readyspan.image.cache"); got != "warm" {
+					t.Errorf("image pull of %s tagged readyspan.image.cache=%q, want warm (already present)", s.StrTag("k8s.container.name"), got)
 				}
 				if got := s.StrTag("container.image.name"); got != BusyboxImage {
 					t.Errorf("image pull tagged container.image.name=%q, want %s", got, BusyboxImage)
@@ -357,7 +357,7 @@ func TestWebDeployment(t *testing.T) {
 			e.checkScheduledAt(t, tr, pod)
 
 			// Exactly one trace: searching by the Pod UID finds this trace ID and no other.
-			found, err := e.Jaeger.FindTraces(context.Background(), "podtrace", map[string]string{"k8s.pod.uid": string(pod.UID)}, 20)
+			found, err := e.Jaeger.FindTraces(context.Background(), "readyspan", map[string]string{"k8s.pod.uid": string(pod.UID)}, 20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -391,7 +391,7 @@ func TestColdPull(t *testing.T) {
 		t.Fatalf("%d container.image_pull spans, want 1 (%s)", len(pulls), tr.Summary())
 	}
 	pull := pulls[0]
-	for k, want := range map[string]string{"podtrace.image.cache": "cold", "container.image.name": image, "k8s.container.name": "app"} {
+	for k, want := range map[string]string{"readyspan.image.cache": "cold", "container.image.name": image, "k8s.container.name": "app"} {
 		if got := pull.StrTag(k); got != want {
 			t.Errorf("container.image_pull tag %s=%q, want %q", k, got, want)
 		}
@@ -465,7 +465,7 @@ func TestUnschedulable(t *testing.T) {
 			t.Errorf("FailedScheduling event message %q does not look like the scheduler's", msg)
 		}
 		// The attempt's time is the scheduler's eventTime; the span's start may come from
-		// podtrace's own receipt of the Pod, so allow the boundary tolerance on each side.
+		// readyspan's own receipt of the Pod, so allow the boundary tolerance on each side.
 		ts := a["timestamp"].(time.Time)
 		if ts.Before(sched.StartTime().Add(-boundaryTolerance)) || ts.After(sched.EndTime().Add(boundaryTolerance)) {
 			t.Errorf("FailedScheduling at %s is outside the scheduling span [%s, %s] (tolerance %s)", ts.Format(time.StampMicro),
@@ -482,7 +482,7 @@ func TestUnschedulable(t *testing.T) {
 }
 
 // TestFailures: Pods that cannot pull their image or keep crashing get a failed trace with
-// status Error and the reason (make e2e runs podtrace with --fail-after 20s).
+// status Error and the reason (make e2e runs readyspan with --fail-after 20s).
 func TestFailures(t *testing.T) {
 	e := Setup(t)
 	ns := e.Namespace(t, "e2e-fail")
@@ -522,7 +522,7 @@ func TestFailures(t *testing.T) {
 	}
 }
 
-// TestRestartMidRollout: podtrace restarted in the middle of a rolling update neither duplicates
+// TestRestartMidRollout: readyspan restarted in the middle of a rolling update neither duplicates
 // nor loses a trace: every Pod of the rollout has exactly one trace.
 func TestRestartMidRollout(t *testing.T) {
 	e := Setup(t)
@@ -562,8 +562,8 @@ func TestRestartMidRollout(t *testing.T) {
 	// The first ReplicaSet's Pods are exported before the rollout starts.
 	e.WaitTraces(t, uidsOf(pods), 2*time.Minute, complete)
 
-	// Roll out a new template and restart podtrace once the new ReplicaSet has created a Pod.
-	patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"podtrace.dev/e2e-rollout":"2"}}}}}`)
+	// Roll out a new template and restart readyspan once the new ReplicaSet has created a Pod.
+	patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"readyspan.dev/e2e-rollout":"2"}}}}}`)
 	if _, err := e.Kube.AppsV1().Deployments(ns).Patch(ctx, "rollout", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -572,8 +572,8 @@ func TestRestartMidRollout(t *testing.T) {
 		return len(pods) > first, nil
 	})
 	restartAt := time.Now()
-	e.RestartPodtrace(t)
-	// For the record when a trace goes missing: where each Pod was when podtrace restarted.
+	e.RestartReadyspan(t)
+	// For the record when a trace goes missing: where each Pod was when readyspan restarted.
 	if list, err := e.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, p := range list.Items {
 			t.Logf("after the restart at %s: Pod %s %s phase=%s ready=%v deleting=%v", restartAt.Format(time.StampMilli),
@@ -582,7 +582,7 @@ func TestRestartMidRollout(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("podtrace's log: %s", filepath.Join(e.State, "logs", "podtrace.log"))
+			t.Logf("readyspan's log: %s", filepath.Join(e.State, "logs", "readyspan.log"))
 		}
 	})
 	Eventually(t, 3*time.Minute, "the rollout to finish", func() (bool, error) {
@@ -612,7 +612,7 @@ func TestRestartMidRollout(t *testing.T) {
 			}
 		}
 	}
-	found, err := e.Jaeger.FindTraces(ctx, "podtrace", map[string]string{"k8s.namespace.name": ns}, 100)
+	found, err := e.Jaeger.FindTraces(ctx, "readyspan", map[string]string{"k8s.namespace.name": ns}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,9 +630,9 @@ func TestRestartMidRollout(t *testing.T) {
 	}
 }
 
-// phaseCounts returns sum by (phase) of podtrace_phase_duration_seconds_count{outcome="ready"}.
+// phaseCounts returns sum by (phase) of readyspan_phase_duration_seconds_count{outcome="ready"}.
 func (e *Env) phaseCounts(ctx context.Context) (map[string]float64, error) {
-	v, err := e.Prom.Query(ctx, `sum by (phase) (podtrace_phase_duration_seconds_count{outcome="ready"})`)
+	v, err := e.Prom.Query(ctx, `sum by (phase) (readyspan_phase_duration_seconds_count{outcome="ready"})`)
 	if err != nil {
 		return nil, err
 	}
@@ -640,7 +640,7 @@ func (e *Env) phaseCounts(ctx context.Context) (map[string]float64, error) {
 	for _, s := range v {
 		out[s.Metric["phase"]] = s.Value
 	}
-	for _, q := range []string{"podtrace_pod_startup_duration_seconds_count", "podtrace_traces_exported_total"} {
+	for _, q := range []string{"readyspan_pod_startup_duration_seconds_count", "readyspan_traces_exported_total"} {
 		f, _, err := e.Prom.Value(ctx, "sum("+q+")")
 		if err != nil {
 			return nil, err
@@ -654,7 +654,7 @@ func (e *Env) phaseCounts(ctx context.Context) (map[string]float64, error) {
 func (e *Env) stablePhaseCounts(t *testing.T) map[string]float64 {
 	t.Helper()
 	var last map[string]float64
-	Eventually(t, time.Minute, "podtrace's counters in Prometheus to settle", func() (bool, error) {
+	Eventually(t, time.Minute, "readyspan's counters in Prometheus to settle", func() (bool, error) {
 		a, err := e.phaseCounts(context.Background())
 		if err != nil {
 			return false, err
@@ -683,13 +683,13 @@ func TestPhaseMetrics(t *testing.T) {
 	}
 	traces := e.WaitTraces(t, uids, 2*time.Minute, complete)
 
-	// A phase is counted once per trace in which podtrace measured it at both ends; a span it
-	// could not measure carries podtrace.time.observed=false. These four are always measurable
+	// A phase is counted once per trace in which readyspan measured it at both ends; a span it
+	// could not measure carries readyspan.time.observed=false. These four are always measurable
 	// on a real cluster: the Pod's own watch events and the components' events bound them.
-	want := map[string]float64{"podtrace_pod_startup_duration_seconds_count": n, "podtrace_traces_exported_total": n}
+	want := map[string]float64{"readyspan_pod_startup_duration_seconds_count": n, "readyspan_traces_exported_total": n}
 	for _, phase := range Phases {
 		for _, tr := range traces {
-			if v, ok := tr.Find(phase).Tag("podtrace.time.observed"); !ok || v != false {
+			if v, ok := tr.Find(phase).Tag("readyspan.time.observed"); !ok || v != false {
 				want[phase]++
 			}
 		}
@@ -701,11 +701,11 @@ func TestPhaseMetrics(t *testing.T) {
 	}
 	for _, phase := range []string{"submit", "apiserver"} {
 		if want[phase] != n {
-			t.Logf("note: phase %s measured in %g of %d traces (podtrace.time.observed=false in the others)", phase, want[phase], n)
+			t.Logf("note: phase %s measured in %g of %d traces (readyspan.time.observed=false in the others)", phase, want[phase], n)
 		}
 	}
 
-	keys := append(append([]string{}, Phases...), "podtrace_pod_startup_duration_seconds_count", "podtrace_traces_exported_total")
+	keys := append(append([]string{}, Phases...), "readyspan_pod_startup_duration_seconds_count", "readyspan_traces_exported_total")
 	var after map[string]float64
 	delta := func() string {
 		parts := []string{}
@@ -735,8 +735,8 @@ func TestPhaseMetrics(t *testing.T) {
 	t.Logf("counts for %d traced Pods: %s", n, delta())
 }
 
-// TestColdPullAlert: podtrace's PodColdImagePullSlow rule, loaded by Prometheus from
-// deploy/prometheus/alerts.yaml and evaluated over podtrace's real metrics, stays quiet for a
+// TestColdPullAlert: readyspan's PodColdImagePullSlow rule, loaded by Prometheus from
+// deploy/prometheus/alerts.yaml and evaluated over readyspan's real metrics, stays quiet for a
 // 4 s cold pull and fires for a cold pull slower than its 30 s threshold. The e2e loads a copy with
 // `for: 5s` (the original waits 15 minutes, so it only reaches pending here).
 func TestColdPullAlert(t *testing.T) {
@@ -745,12 +745,12 @@ func TestColdPullAlert(t *testing.T) {
 	const alert = "PodColdImagePullSlow"
 
 	original := e.loadedRule(t, "alerts.yaml", alert)
-	e.LoadRules(t, "e2e-cold-pull", []RuleGroupFile{{Name: "podtrace.e2e", Rules: []RuleFile{{
+	e.LoadRules(t, "e2e-cold-pull", []RuleGroupFile{{Name: "readyspan.e2e", Rules: []RuleFile{{
 		Alert: alert, Expr: original.Query, For: "5s",
 		Labels: map[string]string{"severity": "warning", "e2e": "true"},
 	}}}})
 	state := func() (string, error) {
-		r, err := e.findRule(ctx, "podtrace.e2e", alert)
+		r, err := e.findRule(ctx, "readyspan.e2e", alert)
 		if r == nil {
 			return "", err
 		}
@@ -764,7 +764,7 @@ func TestColdPullAlert(t *testing.T) {
 	fast := e.createPod(t, ns, sleeper("fast", ColdRepo+":"+ns+"-fast"))
 	e.WaitTrace(t, string(fast.UID), 2*time.Minute, complete)
 	Eventually(t, time.Minute, "Prometheus to scrape the fast cold pull", func() (bool, error) {
-		v, ok, err := e.Prom.Value(ctx, "sum(podtrace_image_pull_duration_seconds_count)")
+		v, ok, err := e.Prom.Value(ctx, "sum(readyspan_image_pull_duration_seconds_count)")
 		return ok && v > 0, err
 	})
 	time.Sleep(11 * time.Second) // two evaluations
@@ -842,7 +842,7 @@ func (e *Env) findRule(ctx context.Context, group, name string) (*Rule, error) {
 	return nil, fmt.Errorf("rule %s/%s not loaded", group, name)
 }
 
-// TestSelfMetrics: podtrace's own metrics in Prometheus say it is synced, watching, exporting
+// TestSelfMetrics: readyspan's own metrics in Prometheus say it is synced, watching, exporting
 // without errors, and count a warm and a cold pull and their scheduling attempts.
 func TestSelfMetrics(t *testing.T) {
 	e := Setup(t)
@@ -858,17 +858,17 @@ func TestSelfMetrics(t *testing.T) {
 		ok    func(v float64, found bool) bool
 		want  string
 	}{
-		{`max(podtrace_cache_synced)`, func(v float64, f bool) bool { return f && v == 1 }, "1"},
-		{`sum(podtrace_watch_events_total{resource=~"pods?"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
-		{`sum(podtrace_traces_exported_total)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
-		{`sum(podtrace_export_errors_total)`, func(v float64, f bool) bool { return !f || v == 0 }, "0"},
-		{`sum(podtrace_image_pulls_total{result="pulled"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 (the cold pulls)"},
-		{`sum(podtrace_image_pulls_total{result="present"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 (the warm pulls)"},
-		{`sum(podtrace_scheduling_attempts_count)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
-		{`count(podtrace_pods_in_phase)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 series"},
+		{`max(readyspan_cache_synced)`, func(v float64, f bool) bool { return f && v == 1 }, "1"},
+		{`sum(readyspan_watch_events_total{resource=~"pods?"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
+		{`sum(readyspan_traces_exported_total)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
+		{`sum(readyspan_export_errors_total)`, func(v float64, f bool) bool { return !f || v == 0 }, "0"},
+		{`sum(readyspan_image_pulls_total{result="pulled"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 (the cold pulls)"},
+		{`sum(readyspan_image_pulls_total{result="present"})`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 (the warm pulls)"},
+		{`sum(readyspan_scheduling_attempts_count)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0"},
+		{`count(readyspan_pods_in_phase)`, func(v float64, f bool) bool { return f && v > 0 }, "> 0 series"},
 	}
 	// Within two scrapes of the scenario before.
-	Eventually(t, 30*time.Second, "podtrace's self metrics in Prometheus", func() (bool, error) {
+	Eventually(t, 30*time.Second, "readyspan's self metrics in Prometheus", func() (bool, error) {
 		var bad []string
 		for _, c := range checks {
 			v, found, err := e.Prom.Value(ctx, c.query)

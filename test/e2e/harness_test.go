@@ -1,11 +1,11 @@
 //go:build e2e
 
-// Package e2e holds podtrace's end-to-end tests. They run against the real local cluster
+// Package e2e holds readyspan's end-to-end tests. They run against the real local cluster
 // (deploy/local: make cluster-up; make e2e brings it up when needed and runs them) and judge
-// podtrace only through real components: objects are applied with client-go, and what podtrace
+// readyspan only through real components: objects are applied with client-go, and what readyspan
 // produced is read back from Jaeger's HTTP query API and Prometheus' HTTP API, never from
-// podtrace itself. Each scenario works in its own namespace. Tests run one after the other (none
-// calls t.Parallel): some compare Prometheus counters before and after, and one restarts podtrace.
+// readyspan itself. Each scenario works in its own namespace. Tests run one after the other (none
+// calls t.Parallel): some compare Prometheus counters before and after, and one restarts readyspan.
 //
 //	make e2e                                        # everything, bringing the cluster up if needed
 //	go test -tags e2e -count=1 -run TestColdPull -v ./test/e2e/
@@ -20,18 +20,18 @@
 //	(*Env).PodEvents(t, ns, pod)          the Pod's events (events.k8s.io/v1: µs eventTime)
 //	(*Env).WaitTrace(t, uid, timeout, done)   a Pod's trace from Jaeger, once done(trace) holds
 //	(*Env).WaitTraces(t, uids, timeout, done) the traces of several Pods, with one deadline
-//	(*Env).RestartPodtrace(t)             restart the local `podtrace run` (deploy/local/scripts/podtrace.sh)
+//	(*Env).RestartReadyspan(t)             restart the local `readyspan run` (deploy/local/scripts/readyspan.sh)
 //	(*Env).LoadRules(t, name, groups)     an extra Prometheus rule file, reloaded, removed at the end
 //	Jaeger: Trace(ctx, id), FindTraces(ctx, service, tags, limit)
 //	Trace: Root(), Find(name), FindAll(name), Children(s), Descendants(s), Service(s)
 //	Span: StartTime(), EndTime(), Duration(), Tag(key), StrTag(key), IsError(), StatusMessage(), Log(name)
 //	Prometheus: Query(ctx, q), Value(ctx, q), Rules(ctx), Alerts(ctx), Reload(ctx)
-//	TraceID(uid)                          a Pod UID as podtrace's trace ID (dashes removed)
+//	TraceID(uid)                          a Pod UID as readyspan's trace ID (dashes removed)
 //	Eventually(t, timeout, what, cond)    poll cond every 500 ms until true, or fail
 //	LocalPodLabels(extra)                 labels every Pod of these tests carries (see E2ELabel)
 //
-// Environment (all optional): PODTRACE_E2E_KUBECONFIG (default .local/kubeconfig),
-// PODTRACE_E2E_JAEGER_URL (default http://127.0.0.1:16686), PODTRACE_E2E_PROMETHEUS_URL (default
+// Environment (all optional): READYSPAN_E2E_KUBECONFIG (default .local/kubeconfig),
+// READYSPAN_E2E_JAEGER_URL (default http://127.0.0.1:16686), READYSPAN_E2E_PROMETHEUS_URL (default
 // http://127.0.0.1:9090).
 package e2e
 
@@ -63,14 +63,14 @@ import (
 
 // Facts of the local cluster (deploy/local/scripts/lib.sh).
 const (
-	NodeName      = "podtrace-node"
+	NodeName      = "readyspan-node"
 	Registry      = "127.0.0.1:5000"
-	BusyboxImage  = Registry + "/podtrace/busybox:v1"
-	PauseImage    = Registry + "/podtrace/pause:v1"
-	ColdRepo      = Registry + "/podtrace/cold" // every new tag is a cold pull; blobs wait 2 s
-	MissingImage  = Registry + "/podtrace/does-not-exist:v1"
-	UserAgent     = "podtrace-e2e" // the tests' client: the service name of their Pods' submit spans
-	E2ELabel      = "podtrace.dev/e2e"
+	BusyboxImage  = Registry + "/readyspan/busybox:v1"
+	PauseImage    = Registry + "/readyspan/pause:v1"
+	ColdRepo      = Registry + "/readyspan/cold" // every new tag is a cold pull; blobs wait 2 s
+	MissingImage  = Registry + "/readyspan/does-not-exist:v1"
+	UserAgent     = "readyspan-e2e" // the tests' client: the service name of their Pods' submit spans
+	E2ELabel      = "readyspan.dev/e2e"
 	E2ELabelValue = "local"
 
 	defaultKubeconfig = ".local/kubeconfig"
@@ -109,7 +109,7 @@ func getenv(key, def string) string {
 	return def
 }
 
-// repoRoot walks up from the test's directory to podtrace's go.mod.
+// repoRoot walks up from the test's directory to readyspan's go.mod.
 func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -118,12 +118,12 @@ func repoRoot(t testing.TB) string {
 	}
 	for {
 		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			bytes.Contains(data, []byte("module github.com/podtrace/podtrace\n")) {
+			bytes.Contains(data, []byte("module github.com/readyspan/readyspan\n")) {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("podtrace's go.mod not found above the test directory")
+			t.Fatal("readyspan's go.mod not found above the test directory")
 		}
 		dir = parent
 	}
@@ -135,7 +135,7 @@ func Setup(t testing.TB) *Env {
 	t.Helper()
 	root := repoRoot(t)
 	e := &Env{Root: root, State: filepath.Join(root, ".local")}
-	e.Kubeconfig = getenv("PODTRACE_E2E_KUBECONFIG", filepath.Join(root, defaultKubeconfig))
+	e.Kubeconfig = getenv("READYSPAN_E2E_KUBECONFIG", filepath.Join(root, defaultKubeconfig))
 	if _, err := os.Stat(e.Kubeconfig); err != nil {
 		t.Skipf("local cluster not up (make cluster-up): %v", err)
 	}
@@ -154,8 +154,8 @@ func Setup(t testing.TB) *Env {
 	if _, err := e.Kube.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{}); err != nil {
 		t.Skipf("local cluster not reachable (make cluster-up): %v", err)
 	}
-	e.Jaeger = &Jaeger{URL: getenv("PODTRACE_E2E_JAEGER_URL", defaultJaeger)}
-	e.Prom = &Prometheus{URL: getenv("PODTRACE_E2E_PROMETHEUS_URL", defaultPrometheus)}
+	e.Jaeger = &Jaeger{URL: getenv("READYSPAN_E2E_JAEGER_URL", defaultJaeger)}
+	e.Prom = &Prometheus{URL: getenv("READYSPAN_E2E_PROMETHEUS_URL", defaultPrometheus)}
 	if _, err := e.Jaeger.Services(ctx); err != nil {
 		t.Fatalf("Jaeger's query API: %v", err)
 	}
@@ -191,11 +191,11 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 	}
 }
 
-// TraceID is podtrace's trace ID for a Pod: its UID without dashes.
+// TraceID is readyspan's trace ID for a Pod: its UID without dashes.
 func TraceID(uid string) string { return strings.ReplaceAll(uid, "-", "") }
 
 // LocalPodLabels returns extra plus the label every Pod of these tests carries: make e2e runs
-// the local podtrace with --selector on it, so it ignores other tests' workloads.
+// the local readyspan with --selector on it, so it ignores other tests' workloads.
 func LocalPodLabels(extra map[string]string) map[string]string {
 	l := map[string]string{E2ELabel: E2ELabelValue}
 	for k, v := range extra {
@@ -217,7 +217,7 @@ func (e *Env) Namespace(t testing.TB, prefix string) string {
 	}
 	name := ns.Name
 	t.Cleanup(func() {
-		if os.Getenv("PODTRACE_E2E_KEEP") != "" {
+		if os.Getenv("READYSPAN_E2E_KEEP") != "" {
 			return
 		}
 		err := e.Kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
@@ -332,18 +332,18 @@ func (e *Env) WaitTraces(t testing.TB, uids []string, timeout time.Duration, don
 	return got
 }
 
-// RestartPodtrace restarts the local `podtrace run` with the same flags. It skips the test when
-// podtrace is not run by deploy/local (no PID file).
-func (e *Env) RestartPodtrace(t testing.TB) {
+// RestartReadyspan restarts the local `readyspan run` with the same flags. It skips the test when
+// readyspan is not run by deploy/local (no PID file).
+func (e *Env) RestartReadyspan(t testing.TB) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(e.State, "run", "podtrace.pid")); err != nil {
-		t.Skipf("podtrace is not run by deploy/local/scripts/podtrace.sh: %v", err)
+	if _, err := os.Stat(filepath.Join(e.State, "run", "readyspan.pid")); err != nil {
+		t.Skipf("readyspan is not run by deploy/local/scripts/readyspan.sh: %v", err)
 	}
-	cmd := exec.Command(filepath.Join(e.Root, "deploy/local/scripts/podtrace.sh"), "restart")
+	cmd := exec.Command(filepath.Join(e.Root, "deploy/local/scripts/readyspan.sh"), "restart")
 	cmd.Dir = e.Root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("podtrace.sh restart: %v\n%s", err, out)
+		t.Fatalf("readyspan.sh restart: %v\n%s", err, out)
 	}
 	t.Logf("%s", bytes.TrimSpace(out))
 }

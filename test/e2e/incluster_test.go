@@ -1,6 +1,6 @@
 //go:build e2e
 
-// In-cluster end-to-end test of issue 4: podtrace deployed with `kubectl apply -k` of
+// In-cluster end-to-end test of issue 4: readyspan deployed with `kubectl apply -k` of
 // deploy/kubernetes into the local cluster (make cluster-up), as real Pods on the real node.
 //
 //	make e2e
@@ -8,19 +8,19 @@
 //
 // It uses the shared harness (harness_test.go: Setup, Env, Jaeger, Eventually…) and needs, beyond
 // what the harness needs, the local registry on 127.0.0.1:5000, Jaeger's OTLP receiver where Pods
-// reach it (the bridge address), bin/kubectl and bin/podtrace (make build). TestInClusterManifests
+// reach it (the bridge address), bin/kubectl and bin/readyspan (make build). TestInClusterManifests
 // needs only bin/kubectl (and uses bin/promtool when it exists).
 //
-// The in-cluster podtrace is limited (--namespace) to this test's workload namespace, and the
-// workload's Pods do not carry the e2e label that the local podtrace of make e2e selects, so each
-// Pod is traced by exactly one podtrace installation. Run alone, stop a local podtrace that traces
-// every namespace first (deploy/local/scripts/podtrace.sh stop), or it exports the same traces.
+// The in-cluster readyspan is limited (--namespace) to this test's workload namespace, and the
+// workload's Pods do not carry the e2e label that the local readyspan of make e2e selects, so each
+// Pod is traced by exactly one readyspan installation. Run alone, stop a local readyspan that traces
+// every namespace first (deploy/local/scripts/readyspan.sh stop), or it exports the same traces.
 //
 // Environment (optional, besides the harness'):
 //
-//	PODTRACE_E2E_IMAGE             an already pushed podtrace image; default: build and push one
-//	PODTRACE_E2E_OTLP_ENDPOINT     OTLP endpoint as Pods see it (default http://10.88.77.1:4317)
-//	PODTRACE_E2E_KEEP=1            leave podtrace and the workload installed afterwards
+//	READYSPAN_E2E_IMAGE             an already pushed readyspan image; default: build and push one
+//	READYSPAN_E2E_OTLP_ENDPOINT     OTLP endpoint as Pods see it (default http://10.88.77.1:4317)
+//	READYSPAN_E2E_KEEP=1            leave readyspan and the workload installed afterwards
 //
 // Its own helpers are prefixed with incluster so they never collide with the harness.
 package e2e
@@ -59,11 +59,11 @@ import (
 )
 
 const (
-	inclusterNamespace   = "podtrace" // the base's namespace, restricted PodSecurity
+	inclusterNamespace   = "readyspan" // the base's namespace, restricted PodSecurity
 	inclusterWorkload    = "incluster-rollout"
-	inclusterLease       = "podtrace"
+	inclusterLease       = "readyspan"
 	inclusterDefaultOTLP = "http://10.88.77.1:4317"
-	inclusterImageRepo   = Registry + "/podtrace/podtrace"
+	inclusterImageRepo   = Registry + "/readyspan/readyspan"
 )
 
 // inclusterEnv is the harness' Env plus what the in-cluster test adds.
@@ -186,7 +186,7 @@ func TestInClusterManifests(t *testing.T) {
 			t.Errorf("replicas = %v, want 2", d.Spec.Replicas)
 		}
 		spec := d.Spec.Template.Spec
-		if spec.ServiceAccountName != "podtrace" {
+		if spec.ServiceAccountName != "readyspan" {
 			t.Errorf("serviceAccountName = %q", spec.ServiceAccountName)
 		}
 		psc := spec.SecurityContext
@@ -204,7 +204,7 @@ func TestInClusterManifests(t *testing.T) {
 			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 			t.Errorf("container securityContext %+v: want read-only root, no privilege escalation, drop ALL", sc)
 		}
-		for _, want := range []string{"run", "--leader-elect", "--leader-elect-namespace=$(POD_NAMESPACE)", "--leader-elect-lease-name=podtrace", "--metrics-addr=:8080"} {
+		for _, want := range []string{"run", "--leader-elect", "--leader-elect-namespace=$(POD_NAMESPACE)", "--leader-elect-lease-name=readyspan", "--metrics-addr=:8080"} {
 			if !slices.Contains(c.Args, want) {
 				t.Errorf("args %v lack %s", c.Args, want)
 			}
@@ -332,7 +332,7 @@ func inclusterKeys(m map[string]bool) []string {
 // ---------------------------------------------------------------------------------------------
 // The real cluster.
 
-// TestInCluster installs podtrace with the kustomize base and checks, in order: both replicas
+// TestInCluster installs readyspan with the kustomize base and checks, in order: both replicas
 // Ready under restricted PodSecurity; a rollout's traces in Jaeger; no forbidden in the logs;
 // leader deletion in the middle of a rollout leaves every Pod with exactly one trace; one RBAC rule
 // removed gives one clear message and /readyz not ready; restoring it recovers.
@@ -345,17 +345,17 @@ func TestInCluster(t *testing.T) {
 		if t.Failed() {
 			e.dumpDiagnostics(t)
 		}
-		if os.Getenv("PODTRACE_E2E_KEEP") == "" {
+		if os.Getenv("READYSPAN_E2E_KEEP") == "" {
 			if _, err := inclusterRun(t, e.root, nil, e.kubectl, "--kubeconfig", e.Kubeconfig,
 				"delete", "-k", e.overlay, "--ignore-not-found", "--wait=false"); err != nil {
-				t.Logf("uninstall podtrace: %v", err)
+				t.Logf("uninstall readyspan: %v", err)
 			}
 		}
 	})
 
 	e.install(ctx, t)
-	pods := e.waitPodtraceReady(ctx, t, 2, 4*time.Minute)
-	t.Logf("podtrace replicas Ready: %v", pods)
+	pods := e.waitReadyspanReady(ctx, t, 2, 4*time.Minute)
+	t.Logf("readyspan replicas Ready: %v", pods)
 	e.checkRunningPods(ctx, t, pods)
 	leader := e.waitLeader(ctx, t, pods, 90*time.Second)
 	t.Logf("leader: %s", leader)
@@ -377,17 +377,17 @@ func TestInCluster(t *testing.T) {
 	})
 
 	t.Run("no forbidden in logs", func(t *testing.T) {
-		for _, p := range e.podtracePods(ctx, t) {
+		for _, p := range e.readyspanPods(ctx, t) {
 			logs := e.logs(ctx, t, p)
 			if strings.Contains(strings.ToLower(logs), "forbidden") {
-				t.Errorf("podtrace %s logs say forbidden:\n%s", p, inclusterGrep(logs, "forbidden"))
+				t.Errorf("readyspan %s logs say forbidden:\n%s", p, inclusterGrep(logs, "forbidden"))
 			}
 		}
 	})
 
 	t.Run("leader deleted mid-rollout", func(t *testing.T) {
 		before := len(tracker.uids())
-		leader := e.waitLeader(ctx, t, e.podtracePods(ctx, t), 60*time.Second)
+		leader := e.waitLeader(ctx, t, e.readyspanPods(ctx, t), 60*time.Second)
 		rolloutStart := time.Now()
 		e.restartWorkload(ctx, t)
 		// Wait until the new ReplicaSet has created its first Pod, then kill the leader.
@@ -406,7 +406,7 @@ func TestInCluster(t *testing.T) {
 			t.Fatalf("delete leader %s: %v", leader, err)
 		}
 		e.waitWorkloadRolledOut(ctx, t, 4*time.Minute)
-		pods := e.waitPodtraceReady(ctx, t, 2, 4*time.Minute)
+		pods := e.waitReadyspanReady(ctx, t, 2, 4*time.Minute)
 		newLeader := e.waitLeader(ctx, t, pods, 90*time.Second)
 		if newLeader == leader {
 			t.Errorf("the Lease is still held by the deleted Pod %s", leader)
@@ -450,13 +450,13 @@ func TestInCluster(t *testing.T) {
 
 	t.Run("one RBAC rule removed", func(t *testing.T) {
 		e.removeClusterRoleRule(ctx, t, "discovery.k8s.io", "endpointslices")
-		before := e.podtracePods(ctx, t)
-		e.kubectlRun(t, "-n", inclusterNamespace, "rollout", "restart", "deployment/podtrace")
+		before := e.readyspanPods(ctx, t)
+		e.kubectlRun(t, "-n", inclusterNamespace, "rollout", "restart", "deployment/readyspan")
 
 		// maxUnavailable 0: the first new replica comes up and must stay not Ready.
 		var fresh string
-		Eventually(t, 3*time.Minute, "a new podtrace replica running for 30s", func() (bool, error) {
-			for _, p := range e.podtracePodObjects(ctx, t) {
+		Eventually(t, 3*time.Minute, "a new readyspan replica running for 30s", func() (bool, error) {
+			for _, p := range e.readyspanPodObjects(ctx, t) {
 				if slices.Contains(before, p.Name) || p.Status.Phase != corev1.PodRunning {
 					continue
 				}
@@ -474,11 +474,11 @@ func TestInCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		if PodReady(p) {
-			t.Errorf("podtrace %s is Ready without list/watch on endpointslices", fresh)
+			t.Errorf("readyspan %s is Ready without list/watch on endpointslices", fresh)
 		}
 		code, body := e.readyz(ctx, fresh)
 		if code != http.StatusServiceUnavailable {
-			t.Errorf("podtrace %s /readyz = %d %q, want 503 not ready", fresh, code, body)
+			t.Errorf("readyspan %s /readyz = %d %q, want 503 not ready", fresh, code, body)
 		}
 		t.Logf("/readyz of %s without the endpointslices rule: %d %s", fresh, code, strings.TrimSpace(body))
 
@@ -493,9 +493,9 @@ func TestInCluster(t *testing.T) {
 		}
 		switch {
 		case len(lines) == 0:
-			t.Errorf("podtrace %s logs nothing about the missing endpointslices rule:\n%s", fresh, logs)
+			t.Errorf("readyspan %s logs nothing about the missing endpointslices rule:\n%s", fresh, logs)
 		case len(lines) > 1:
-			t.Errorf("podtrace %s logs %d lines about the missing rule, want one clear line:\n%s", fresh, len(lines), strings.Join(lines, "\n"))
+			t.Errorf("readyspan %s logs %d lines about the missing rule, want one clear line:\n%s", fresh, len(lines), strings.Join(lines, "\n"))
 		}
 		for _, l := range lines {
 			if !strings.Contains(l, "endpointslices") || !(strings.Contains(l, "list") || strings.Contains(l, "watch")) {
@@ -503,15 +503,15 @@ func TestInCluster(t *testing.T) {
 			}
 		}
 		if len(lines) > 0 {
-			t.Logf("podtrace's message: %s", lines[0])
+			t.Logf("readyspan's message: %s", lines[0])
 		}
 
 		// Restore the rule (the base applied again); the stuck replica must recover by itself.
 		e.install(ctx, t)
-		if err := e.waitDeploymentRolledOut(ctx, inclusterNamespace, "podtrace", 5*time.Minute); err != nil {
-			t.Errorf("podtrace did not recover after the rule was restored: %v", err)
+		if err := e.waitDeploymentRolledOut(ctx, inclusterNamespace, "readyspan", 5*time.Minute); err != nil {
+			t.Errorf("readyspan did not recover after the rule was restored: %v", err)
 		}
-		e.waitPodtraceReady(ctx, t, 2, 2*time.Minute)
+		e.waitReadyspanReady(ctx, t, 2, 2*time.Minute)
 	})
 }
 
@@ -523,16 +523,16 @@ func inclusterSetup(t *testing.T) *inclusterEnv {
 		root:    env.Root,
 		kubectl: filepath.Join(env.Root, "bin", "kubectl"),
 		client:  env.Kube,
-		otlp:    getenv("PODTRACE_E2E_OTLP_ENDPOINT", inclusterDefaultOTLP),
+		otlp:    getenv("READYSPAN_E2E_OTLP_ENDPOINT", inclusterDefaultOTLP),
 	}
 	if _, err := os.Stat(e.kubectl); err != nil {
 		t.Fatalf("bin/kubectl missing (make cluster-build): %v", err)
 	}
-	e.checkLocalPodtrace(t)
-	image := os.Getenv("PODTRACE_E2E_IMAGE")
+	e.checkLocalReadyspan(t)
+	image := os.Getenv("READYSPAN_E2E_IMAGE")
 	if image == "" {
-		if _, err := os.Stat(filepath.Join(e.root, "bin", "podtrace")); err != nil {
-			t.Fatalf("bin/podtrace missing (make build): %v", err)
+		if _, err := os.Stat(filepath.Join(e.root, "bin", "readyspan")); err != nil {
+			t.Fatalf("bin/readyspan missing (make build): %v", err)
 		}
 		image = inclusterImageRepo + ":e2e-" + strconv.FormatInt(time.Now().Unix(), 10)
 		out, err := inclusterRun(t, e.root, []string{"IMAGE=" + image}, filepath.Join(e.root, "deploy", "image", "build.sh"))
@@ -548,28 +548,28 @@ func inclusterSetup(t *testing.T) *inclusterEnv {
 	return e
 }
 
-// checkLocalPodtrace fails early when the local cluster's own `podtrace run`
-// (deploy/local/scripts/podtrace.sh) traces every Pod: it would export the workload's traces too,
+// checkLocalReadyspan fails early when the local cluster's own `readyspan run`
+// (deploy/local/scripts/readyspan.sh) traces every Pod: it would export the workload's traces too,
 // and each Pod would show up twice in Jaeger. make e2e runs it with --selector on the e2e label.
-func (e *inclusterEnv) checkLocalPodtrace(t *testing.T) {
+func (e *inclusterEnv) checkLocalReadyspan(t *testing.T) {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join(e.State, "run", "podtrace.pid"))
+	pid, err := os.ReadFile(filepath.Join(e.State, "run", "readyspan.pid"))
 	if err != nil {
 		return // not running under deploy/local
 	}
 	if _, err := os.Stat(filepath.Join("/proc", strings.TrimSpace(string(pid)))); err != nil {
 		return // stale PID file
 	}
-	args, _ := os.ReadFile(filepath.Join(e.State, "run", "podtrace.args"))
+	args, _ := os.ReadFile(filepath.Join(e.State, "run", "readyspan.args"))
 	if !bytes.Contains(args, []byte("--selector")) && !bytes.Contains(args, []byte("--namespace")) {
-		t.Fatalf("the local podtrace (pid %s) traces every namespace (args %q), so the workload's Pods would be traced twice; run this test through make e2e, or stop it first: deploy/local/scripts/podtrace.sh stop",
+		t.Fatalf("the local readyspan (pid %s) traces every namespace (args %q), so the workload's Pods would be traced twice; run this test through make e2e, or stop it first: deploy/local/scripts/readyspan.sh stop",
 			strings.TrimSpace(string(pid)), args)
 	}
 }
 
 // writeOverlay writes the kustomization the test applies into .local/ (git-ignored): the base,
 // with the image and the OTLP endpoint pointed at the local cluster's registry and Jaeger, and
-// podtrace limited to the workload's namespace.
+// readyspan limited to the workload's namespace.
 func (e *inclusterEnv) writeOverlay(t *testing.T, image string) string {
 	t.Helper()
 	dir := filepath.Join(e.State, "e2e-incluster")
@@ -594,23 +594,23 @@ patches:
   - patch: |
       apiVersion: apps/v1
       kind: Deployment
-      metadata: {name: podtrace, namespace: %s}
+      metadata: {name: readyspan, namespace: %s}
       spec:
         template:
           spec:
             containers:
-              - name: podtrace
+              - name: readyspan
                 env:
                   - name: OTEL_EXPORTER_OTLP_ENDPOINT
                     value: %s
                   - name: OTEL_EXPORTER_OTLP_INSECURE
                     value: "true"
-  - target: {kind: Deployment, name: podtrace}
+  - target: {kind: Deployment, name: readyspan}
     patch: |
       - op: add
         path: /spec/template/spec/containers/0/args/-
         value: --namespace=%s
-`, inclusterRel(t, dir, filepath.Join(e.root, "deploy", "kubernetes")), inclusterImageRepo, image[:slash+1]+name, tag,
+`, inclusterRel(t, dir, filepath.Join(e.root, "deploy", "local", "kubernetes")), inclusterImageRepo, image[:slash+1]+name, tag,
 		inclusterNamespace, e.otlp, e.workload)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
@@ -640,11 +640,11 @@ func (e *inclusterEnv) install(ctx context.Context, t *testing.T) {
 	}
 }
 
-func (e *inclusterEnv) podtracePodObjects(ctx context.Context, t *testing.T) []corev1.Pod {
+func (e *inclusterEnv) readyspanPodObjects(ctx context.Context, t *testing.T) []corev1.Pod {
 	t.Helper()
-	list, err := e.client.CoreV1().Pods(inclusterNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podtrace"})
+	list, err := e.client.CoreV1().Pods(inclusterNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=readyspan"})
 	if err != nil {
-		t.Fatalf("list podtrace Pods: %v", err)
+		t.Fatalf("list readyspan Pods: %v", err)
 	}
 	var pods []corev1.Pod
 	for _, p := range list.Items {
@@ -655,23 +655,23 @@ func (e *inclusterEnv) podtracePodObjects(ctx context.Context, t *testing.T) []c
 	return pods
 }
 
-func (e *inclusterEnv) podtracePods(ctx context.Context, t *testing.T) []string {
+func (e *inclusterEnv) readyspanPods(ctx context.Context, t *testing.T) []string {
 	t.Helper()
 	var names []string
-	for _, p := range e.podtracePodObjects(ctx, t) {
+	for _, p := range e.readyspanPodObjects(ctx, t) {
 		names = append(names, p.Name)
 	}
 	slices.Sort(names)
 	return names
 }
 
-// waitPodtraceReady waits for exactly n podtrace Pods, all Ready, and returns their names.
-func (e *inclusterEnv) waitPodtraceReady(ctx context.Context, t *testing.T, n int, timeout time.Duration) []string {
+// waitReadyspanReady waits for exactly n readyspan Pods, all Ready, and returns their names.
+func (e *inclusterEnv) waitReadyspanReady(ctx context.Context, t *testing.T, n int, timeout time.Duration) []string {
 	t.Helper()
 	var names []string
-	Eventually(t, timeout, fmt.Sprintf("%d Ready podtrace replicas", n), func() (bool, error) {
+	Eventually(t, timeout, fmt.Sprintf("%d Ready readyspan replicas", n), func() (bool, error) {
 		names = names[:0]
-		pods := e.podtracePodObjects(ctx, t)
+		pods := e.readyspanPodObjects(ctx, t)
 		for i := range pods {
 			if !PodReady(&pods[i]) {
 				return false, fmt.Errorf("%s not Ready", pods[i].Name)
@@ -692,7 +692,7 @@ func (e *inclusterEnv) checkRunningPods(ctx context.Context, t *testing.T, names
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Spec.ServiceAccountName != "podtrace" {
+		if p.Spec.ServiceAccountName != "readyspan" {
 			t.Errorf("%s runs as ServiceAccount %q", name, p.Spec.ServiceAccountName)
 		}
 		if p.Spec.NodeName == "" {
@@ -827,7 +827,7 @@ func (e *inclusterEnv) createWorkload(ctx context.Context, t *testing.T, replica
 				},
 			},
 			Template: corev1.PodTemplateSpec{
-				// No e2e label: the local podtrace of make e2e must not trace these Pods.
+				// No e2e label: the local readyspan of make e2e must not trace these Pods.
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: &zero,
@@ -858,7 +858,7 @@ func (e *inclusterEnv) createWorkload(ctx context.Context, t *testing.T, replica
 // restartWorkload starts a rollout the way `kubectl rollout restart` does.
 func (e *inclusterEnv) restartWorkload(ctx context.Context, t *testing.T) {
 	t.Helper()
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"podtrace.dev/e2e-restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"readyspan.dev/e2e-restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
 	_, err := e.client.AppsV1().Deployments(e.workload).Patch(ctx, inclusterWorkload, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatalf("restart the test Deployment: %v", err)
@@ -901,7 +901,7 @@ func (e *inclusterEnv) logs(ctx context.Context, t *testing.T, pod string) strin
 	var data []byte
 	Eventually(t, 30*time.Second, "the logs of "+pod, func() (bool, error) {
 		var err error
-		data, err = e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "podtrace"}).DoRaw(ctx)
+		data, err = e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "readyspan"}).DoRaw(ctx)
 		return err == nil, err
 	})
 	return string(data)
@@ -912,7 +912,7 @@ func (e *inclusterEnv) logs(ctx context.Context, t *testing.T, pod string) strin
 func (e *inclusterEnv) followLogs(ctx context.Context, pod string) func() string {
 	var mu sync.Mutex
 	var buf bytes.Buffer
-	stream, err := e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "podtrace", Follow: true}).Stream(ctx)
+	stream, err := e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "readyspan", Follow: true}).Stream(ctx)
 	if err != nil {
 		return func() string { return fmt.Sprintf("(no log: %v)", err) }
 	}
@@ -946,7 +946,7 @@ func inclusterGrep(text, word string) string {
 	return strings.Join(out, "\n")
 }
 
-// readyz asks a podtrace Pod's /readyz through the apiserver's Pod proxy and returns the HTTP
+// readyz asks a readyspan Pod's /readyz through the apiserver's Pod proxy and returns the HTTP
 // status and body (or the error) it answered with.
 func (e *inclusterEnv) readyz(ctx context.Context, pod string) (int, string) {
 	body, err := e.client.CoreV1().Pods(inclusterNamespace).ProxyGet("http", pod, "8080", "readyz", nil).DoRaw(ctx)
@@ -966,11 +966,11 @@ func (e *inclusterEnv) readyz(ctx context.Context, pod string) (int, string) {
 	return 0, err.Error()
 }
 
-// removeClusterRoleRule deletes the rule granting resource in group from the podtrace ClusterRole.
+// removeClusterRoleRule deletes the rule granting resource in group from the readyspan ClusterRole.
 func (e *inclusterEnv) removeClusterRoleRule(ctx context.Context, t *testing.T, group, resource string) {
 	t.Helper()
 	roles := e.client.RbacV1().ClusterRoles()
-	role, err := roles.Get(ctx, "podtrace", metav1.GetOptions{})
+	role, err := roles.Get(ctx, "readyspan", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -984,13 +984,13 @@ func (e *inclusterEnv) removeClusterRoleRule(ctx context.Context, t *testing.T, 
 		kept = append(kept, r)
 	}
 	if !removed {
-		t.Fatalf("the podtrace ClusterRole has no rule for %s in %q", resource, group)
+		t.Fatalf("the readyspan ClusterRole has no rule for %s in %q", resource, group)
 	}
 	role.Rules = kept
 	if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("update the podtrace ClusterRole: %v", err)
+		t.Fatalf("update the readyspan ClusterRole: %v", err)
 	}
-	t.Logf("removed the %s.%s rule from the podtrace ClusterRole", resource, group)
+	t.Logf("removed the %s.%s rule from the readyspan ClusterRole", resource, group)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1048,9 +1048,9 @@ func (e *inclusterEnv) dumpDiagnostics(t *testing.T) {
 		{"-n", inclusterNamespace, "get", "deploy,rs,pods,lease,endpointslices", "-o", "wide"},
 		{"-n", inclusterNamespace, "describe", "pods"},
 		{"-n", inclusterNamespace, "get", "events", "--sort-by=.lastTimestamp"},
-		{"-n", inclusterNamespace, "logs", "-l", "app.kubernetes.io/name=podtrace", "--tail=200", "--prefix"},
+		{"-n", inclusterNamespace, "logs", "-l", "app.kubernetes.io/name=readyspan", "--tail=200", "--prefix"},
 		{"-n", e.workload, "get", "deploy,rs,pods", "-o", "wide"},
-		{"get", "clusterrole", "podtrace", "-o", "yaml"},
+		{"get", "clusterrole", "readyspan", "-o", "yaml"},
 	} {
 		out, err := inclusterRun(t, e.root, nil, e.kubectl, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
 		if err != nil {

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The demo (make demo): brings the local cluster up if needed, applies deploy/examples/ in the
-# namespace podtrace-demo, labels the node a few seconds later so the unschedulable Pod can be
-# bound, and shows `podtrace watch` waterfalls as the Pods' startups complete (until all seven
+# namespace readyspan-demo, labels the node a few seconds later so the unschedulable Pod can be
+# bound, and shows `readyspan watch` waterfalls as the Pods' startups complete (until all seven
 # have or DEMO_SECONDS, default 90, have passed). Then prints where to look next.
 source "$(dirname "$0")/lib.sh"
 
-ns=podtrace-demo
-label=podtrace.dev/demo
+ns=readyspan-demo
+label=readyspan.dev/demo
 expected=7   # web x3, cold-pull, needs-label, missing-image, crash-loop
 seconds=${DEMO_SECONDS:-90}
 
-[ -x "$BIN/podtrace" ] || { echo "error: bin/podtrace is not built (make build)" >&2; exit 1; }
+[ -x "$BIN/readyspan" ] || { echo "error: bin/readyspan is not built (make build)" >&2; exit 1; }
 lock_cluster
 if ! "$LOCAL/scripts/status.sh" --check >/dev/null 2>&1; then
   "$LOCAL/scripts/up.sh"
@@ -22,9 +22,9 @@ kubectl delete namespace "$ns" --ignore-not-found --wait=true --timeout=60s >/de
 kubectl label node "$NODE_NAME" "$label-" >/dev/null 2>&1 || true
 
 watch_log=$LOGS/demo-watch.log
-echo "demo: podtrace watch (waterfalls appear as each Pod's startup completes; failures after 30s)"
+echo "demo: readyspan watch (waterfalls appear as each Pod's startup completes; failures after 30s)"
 echo
-"$BIN/podtrace" watch --kubeconfig "$KUBECONFIG_FILE" --namespace "$ns" --fail-after 30s --audit-log "$LOGS/audit.log" \
+"$BIN/readyspan" watch --kubeconfig "$KUBECONFIG_FILE" --namespace "$ns" --fail-after 30s --audit-log "$LOGS/audit.log" \
   --for "$((seconds + 10))s" > >(tee "$watch_log") 2>>"$LOGS/demo-watch.err" &
 watch_pid=$!
 trap 'kill $watch_pid 2>/dev/null || true' EXIT
@@ -36,7 +36,7 @@ wait_for kube-controller-manager 30 kubectl get serviceaccount default -n "$ns"
 cold_tag=demo-$(date +%s)
 for f in "$ROOT"/deploy/examples/*.yaml; do
   [ "$(basename "$f")" = 00-namespace.yaml ] && continue
-  sed "s|podtrace/cold:demo|podtrace/cold:$cold_tag|" "$f"
+  sed "s|readyspan/cold:demo|readyspan/cold:$cold_tag|" "$f"
   echo "---"
 done | kubectl apply -f - | sed 's/^/demo: /'
 
@@ -57,8 +57,8 @@ done_count=$(grep -c "^$ns/.*  trace " "$watch_log" 2>/dev/null || true)
 
 cat <<EOF
 
-demo: $done_count of $expected Pod startups traced by \`podtrace watch\` (full output: ${watch_log#"$ROOT"/}).
-The background \`podtrace run\` exports the same traces to Jaeger (failed Pods after its --fail-after,
+demo: $done_count of $expected Pod startups traced by \`readyspan watch\` (full output: ${watch_log#"$ROOT"/}).
+The background \`readyspan run\` exports the same traces to Jaeger (failed Pods after its --fail-after,
 2 minutes by default) and their durations to Prometheus. Where to look next:
 
   # traces in Jaeger (trace ID = Pod UID without dashes)
@@ -67,11 +67,11 @@ The background \`podtrace run\` exports the same traces to Jaeger (failed Pods a
   curl -s http://$JAEGER_QUERY/api/traces/\$uid | jq -r '.data[0].spans[] | "\(.operationName) \(.duration)us"'
 
   # phase durations in Prometheus
-  curl -s http://$PROMETHEUS/api/v1/query --data-urlencode 'query=sum by (phase) (podtrace_phase_duration_seconds_count)' | jq -c '.data.result[] | [.metric.phase, .value[1]]'
-  curl -s http://$PROMETHEUS/api/v1/query --data-urlencode 'query=histogram_quantile(0.9, sum by (le) (podtrace_image_pull_duration_seconds_bucket))' | jq -c '.data.result'
+  curl -s http://$PROMETHEUS/api/v1/query --data-urlencode 'query=sum by (phase) (readyspan_phase_duration_seconds_count)' | jq -c '.data.result[] | [.metric.phase, .value[1]]'
+  curl -s http://$PROMETHEUS/api/v1/query --data-urlencode 'query=histogram_quantile(0.9, sum by (le) (readyspan_image_pull_duration_seconds_bucket))' | jq -c '.data.result'
 
   # one Deployment's startups, rebuilt from what the API still holds
-  bin/podtrace explain deployment/web -n $ns --kubeconfig .local/kubeconfig
+  bin/readyspan explain deployment/web -n $ns --kubeconfig .local/kubeconfig
 
   make cluster-status    # what runs where;   make cluster-down   # stop it all
 EOF

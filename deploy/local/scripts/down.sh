@@ -10,8 +10,8 @@ source "$(dirname "$0")/lib.sh"
 lock_cluster
 log "local cluster: tearing it down"
 
-step "podtrace, prometheus"
-stop podtrace 15
+step "readyspan, prometheus"
+stop readyspan 15
 stop prometheus 15
 
 step "kube-proxy and its rules"
@@ -141,8 +141,8 @@ step "cluster data"
 # The mounts under these directories lived only in the node's mount namespace, gone with it.
 rm -rf "$STATE/etcd" "$STATE/containerd" "$STATE/kubelet" "$STATE/cni-ipam" "$STATE/prometheus" \
   "$STATE/runc" "$STATE/node-sysctl" || die down "could not delete the cluster's data (still mounted?)"
-# podtrace's state file describes this cluster's Pods, gone now.
-rm -f "$RUN"/*.sock "$RUN"/*.sock.ttrpc "$RUN/podtrace.args" "$RUN/podtrace.state"
+# readyspan's state file describes this cluster's Pods, gone now.
+rm -f "$RUN"/*.sock "$RUN"/*.sock.ttrpc "$RUN/readyspan.args" "$RUN/readyspan.state"
 step_done
 
 left=$(ls "$RUN"/*.pid 2>/dev/null || true)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The end-to-end tests (make e2e): brings the local cluster up when it is not (and takes it down
-# again afterwards, unless E2E_KEEP_CLUSTER=1), runs the local podtrace with the tests' settings,
+# again afterwards, unless E2E_KEEP_CLUSTER=1), runs the local readyspan with the tests' settings,
 # then `go test -tags e2e ./test/e2e/...`. Extra arguments go to go test (e.g. -run TestColdPull -v).
 source "$(dirname "$0")/lib.sh"
 
@@ -16,16 +16,16 @@ finish() {
   # Back to the everyday settings, or down if this script brought the cluster up.
   if [ "$started" = 1 ] && [ "${E2E_KEEP_CLUSTER:-0}" != 1 ]; then
     "$LOCAL/scripts/down.sh" || true
-  elif running podtrace; then
-    PODTRACE_ARGS="" "$LOCAL/scripts/podtrace.sh" restart >/dev/null || true
+  elif running readyspan; then
+    READYSPAN_ARGS="" "$LOCAL/scripts/readyspan.sh" restart >/dev/null || true
   fi
   exit "$rc"
 }
 trap finish EXIT
 
 # Failed traces after 20s instead of 2m; only the tests' own Pods (the in-cluster test runs its
-# own podtrace for its workload).
-PODTRACE_ARGS="--fail-after 20s --selector podtrace.dev/e2e=local" "$LOCAL/scripts/podtrace.sh" restart
+# own readyspan for its workload).
+READYSPAN_ARGS="--fail-after 20s --selector readyspan.dev/e2e=local" "$LOCAL/scripts/readyspan.sh" restart
 
 start_time=$(date +%s)
 echo "e2e: go test -tags e2e -count=1 -timeout 30m ./test/e2e/... $*"

@@ -15,12 +15,12 @@ KUBECONFIG_FILE=$STATE/kubeconfig
 
 # The node and its networks. The pod subnet's gateway is also the node's address: the kubelet,
 # the apiserver relay and Jaeger's second OTLP receiver listen on it, so Pods reach them.
-NODE_NAME=podtrace-node
-BRIDGE=podtrace0
+NODE_NAME=readyspan-node
+BRIDGE=readyspan0
 POD_CIDR=10.88.77.0/24
 NODE_IP=10.88.77.1
 SERVICE_CIDR=10.96.0.0/16
-CGROUP_ROOT=podtrace-node   # the kubelet's cgroupRoot, made in every cgroup v1 hierarchy
+CGROUP_ROOT=readyspan-node   # the kubelet's cgroupRoot, made in every cgroup v1 hierarchy
 
 # Addresses (127.0.0.1 unless noted).
 ETCD_PORT=12379
@@ -37,12 +37,12 @@ JAEGER_OTLP_GRPC_PORT=4317  # on 127.0.0.1 and $NODE_IP
 JAEGER_OTLP_HTTP_PORT=4318  # on 127.0.0.1 and $NODE_IP
 JAEGER_HEALTH=127.0.0.1:13133
 PROMETHEUS=127.0.0.1:9090
-PODTRACE_METRICS=127.0.0.1:8080
+READYSPAN_METRICS=127.0.0.1:8080
 
 # Images in the local registry (built offline by `localregistry images`).
-BUSYBOX_IMAGE=$REGISTRY/podtrace/busybox:v1
-PAUSE_IMAGE=$REGISTRY/podtrace/pause:v1
-COLD_REPO=podtrace/cold     # every tag is created on first pull; its blobs wait $COLD_BLOB_DELAY
+BUSYBOX_IMAGE=$REGISTRY/readyspan/busybox:v1
+PAUSE_IMAGE=$REGISTRY/readyspan/pause:v1
+COLD_REPO=readyspan/cold     # every tag is created on first pull; its blobs wait $COLD_BLOB_DELAY
 COLD_BLOB_DELAY=${COLD_BLOB_DELAY:-2s}
 
 # Debian packages the node needs: command -> package ("dpkg:" checks the package itself: the test
@@ -100,7 +100,7 @@ running() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; 
 # lock_cluster: one of up/down/demo/e2e at a time on this checkout (a down.sh during someone's
 # e2e run breaks it). Scripts they call inherit the lock. Fails at once when it is taken.
 lock_cluster() {
-  [ -n "${PODTRACE_LOCAL_LOCK_HELD:-}" ] && return 0
+  [ -n "${READYSPAN_LOCAL_LOCK_HELD:-}" ] && return 0
   exec 9>"$STATE/lock"
   if ! flock -n 9; then
     echo "error: another deploy/local script is using the local cluster: $(cat "$STATE/lock.owner" 2>/dev/null || echo unknown)" >&2
@@ -108,7 +108,7 @@ lock_cluster() {
     exit 1
   fi
   echo "$(basename "$0") (pid $$, started $(date -u +%FT%TZ))" >"$STATE/lock.owner"
-  export PODTRACE_LOCAL_LOCK_HELD=1
+  export READYSPAN_LOCAL_LOCK_HELD=1
 }
 
 # start NAME CMD...: run CMD in the background, log to $LOGS/NAME.log, PID to $RUN/NAME.pid.
@@ -163,7 +163,7 @@ render() {
     -e "s|@KUBELET_HEALTHZ_PORT@|$KUBELET_HEALTHZ_PORT|g" -e "s|@KUBE_PROXY_HEALTHZ_PORT@|$KUBE_PROXY_HEALTHZ_PORT|g" \
     -e "s|@KUBE_PROXY_METRICS_PORT@|$KUBE_PROXY_METRICS_PORT|g" -e "s|@JAEGER_QUERY@|$JAEGER_QUERY|g" \
     -e "s|@JAEGER_HEALTH@|$JAEGER_HEALTH|g" -e "s|@JAEGER_OTLP_GRPC_PORT@|$JAEGER_OTLP_GRPC_PORT|g" \
-    -e "s|@JAEGER_OTLP_HTTP_PORT@|$JAEGER_OTLP_HTTP_PORT|g" -e "s|@PODTRACE_METRICS@|$PODTRACE_METRICS|g" \
+    -e "s|@JAEGER_OTLP_HTTP_PORT@|$JAEGER_OTLP_HTTP_PORT|g" -e "s|@READYSPAN_METRICS@|$READYSPAN_METRICS|g" \
     "$LOCAL/config/$1" >"$2"
 }
 

@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 rm -rf "$PKI" && mkdir -p "$PKI" && cd "$PKI"
 
 openssl genrsa -out ca.key 2048 2>/dev/null
-openssl req -x509 -new -nodes -key ca.key -subj "/CN=podtrace-local-ca" -days 3650 -out ca.crt 2>/dev/null
+openssl req -x509 -new -nodes -key ca.key -subj "/CN=readyspan-local-ca" -days 3650 -out ca.crt 2>/dev/null
 
 # cert NAME CN [O] [SAN]: a key and a certificate signed by the CA; serving too when SAN is set.
 cert() {
@@ -48,7 +48,7 @@ kubeconfig() {
 apiVersion: v1
 kind: Config
 clusters:
-- name: podtrace-local
+- name: readyspan-local
   cluster:
     certificate-authority: $PKI/ca.crt
     server: https://127.0.0.1:$APISERVER_PORT
@@ -58,9 +58,9 @@ users:
     client-certificate: $PKI/$3.crt
     client-key: $PKI/$3.key
 contexts:
-- name: podtrace-local
-  context: {cluster: podtrace-local, user: $2}
-current-context: podtrace-local
+- name: readyspan-local
+  context: {cluster: readyspan-local, user: $2}
+current-context: readyspan-local
 KC
 }
 for c in kube-controller-manager kube-scheduler kube-proxy; do

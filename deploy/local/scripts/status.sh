@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lists each component of the local cluster: up or down, its PID and its address.
-# With --check it exits 0 only when every component is up (podtrace counts only when
-# bin/podtrace exists); the other scripts use that to decide whether to bring the cluster up.
+# With --check it exits 0 only when every component is up (readyspan counts only when
+# bin/readyspan exists); the other scripts use that to decide whether to bring the cluster up.
 source "$(dirname "$0")/lib.sh"
 check=0
 [ "${1:-}" = --check ] && check=1
@@ -19,7 +19,7 @@ rows=(
   "kube-proxy|iptables, healthz 127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT"
   "jaeger|query http://$JAEGER_QUERY, OTLP 127.0.0.1|$NODE_IP:$JAEGER_OTLP_GRPC_PORT (grpc) :$JAEGER_OTLP_HTTP_PORT (http)"
   "prometheus|http://$PROMETHEUS"
-  "podtrace|http://$PODTRACE_METRICS/metrics"
+  "readyspan|http://$READYSPAN_METRICS/metrics"
 )
 all_up=0
 printf '%-24s %-5s %-8s %s\n' COMPONENT STATE PID ADDRESS
@@ -29,7 +29,7 @@ for row in "${rows[@]}"; do
     printf '%-24s %-5s %-8s %s\n' "$name" up "$(pid_of "$name")" "$addr"
   else
     printf '%-24s %-5s %-8s %s\n' "$name" down - "$addr"
-    if [ "$name" != podtrace ] || [ -x "$BIN/podtrace" ]; then all_up=1; fi
+    if [ "$name" != readyspan ] || [ -x "$BIN/readyspan" ]; then all_up=1; fi
   fi
 done
 if running kube-apiserver && [ -x "$BIN/kubectl" ]; then

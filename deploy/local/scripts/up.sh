@@ -2,10 +2,10 @@
 # Brings up the local cluster (make cluster-up): a real single-node Kubernetes v1.37 cluster on this
 # host, with no Docker: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the image
 # registry, containerd and the kubelet (in a private mount namespace), kube-proxy, then Jaeger,
-# Prometheus and `podtrace run`. State under .local/, one log per component in .local/logs/.
+# Prometheus and `readyspan run`. State under .local/, one log per component in .local/logs/.
 # Tear down with down.sh. Needs root, cgroup v1, the binaries from build.sh.
 #
-# Environment: PODTRACE_ARGS  extra flags for `podtrace run` (see podtrace.sh)
+# Environment: READYSPAN_ARGS  extra flags for `readyspan run` (see readyspan.sh)
 #              COLD_BLOB_DELAY per-blob delay of the registry's cold images (default 2s)
 source "$(dirname "$0")/lib.sh"
 
@@ -50,7 +50,7 @@ step "pki and configuration"
 "$LOCAL/scripts/pki.sh"
 render kubelet.yaml "$ETC/kubelet.yaml"
 render kube-proxy.yaml "$ETC/kube-proxy.yaml"
-render cni.conflist "$ETC/cni/10-podtrace-local.conflist"
+render cni.conflist "$ETC/cni/10-readyspan-local.conflist"
 render registry-hosts.toml "$ETC/containerd/certs.d/$REGISTRY/hosts.toml"
 render audit-policy.yaml "$ETC/audit-policy.yaml"
 render apiserver-tracing.yaml "$ETC/apiserver-tracing.yaml"
@@ -94,9 +94,9 @@ if [ ! -f "$images/busybox.tar" ] || [ ! -f "$images/pause.tar" ] || [ "$BIN/pau
     --registry "$REGISTRY" >"$LOGS/images.log" 2>&1 || die images "building the test images failed"
 fi
 start registry "$BIN/localregistry" serve --addr "$REGISTRY" \
-  --load "podtrace/busybox:v1=$images/busybox.tar" --load "podtrace/pause:v1=$images/pause.tar" \
+  --load "readyspan/busybox:v1=$images/busybox.tar" --load "readyspan/pause:v1=$images/pause.tar" \
   --cold-repo "$COLD_REPO" --delay-repo "$COLD_REPO" --blob-delay "$COLD_BLOB_DELAY"
-wait_for registry 20 curl -sf "http://$REGISTRY/v2/podtrace/pause/manifests/v1" -o /dev/null \
+wait_for registry 20 curl -sf "http://$REGISTRY/v2/readyspan/pause/manifests/v1" -o /dev/null \
   -H 'Accept: application/vnd.docker.distribution.manifest.v2+json'
 
 step "etcd"
@@ -211,14 +211,14 @@ start prometheus "$BIN/prometheus" --config.file="$ETC/prometheus.yml" \
   --web.enable-lifecycle
 wait_for prometheus 60 curl -sf "http://$PROMETHEUS/-/ready"
 
-step "podtrace ($PODTRACE_METRICS)"
-if [ -x "$BIN/podtrace" ]; then
-  "$LOCAL/scripts/podtrace.sh" start >/dev/null
+step "readyspan ($READYSPAN_METRICS)"
+if [ -x "$BIN/readyspan" ]; then
+  "$LOCAL/scripts/readyspan.sh" start >/dev/null
 else
-  step_skip "bin/podtrace is not built yet (make build)"
+  step_skip "bin/readyspan is not built yet (make build)"
 fi
 step_done
 
 log "local cluster up: node Ready after ${node_ready_at}s, everything healthy after $(elapsed "$T0")s"
 log "  export KUBECONFIG=${KUBECONFIG_FILE#"$ROOT"/}   # or: bin/kubectl --kubeconfig .local/kubeconfig get pods -A"
-log "  Jaeger API http://$JAEGER_QUERY/api/services   Prometheus http://$PROMETHEUS   podtrace http://$PODTRACE_METRICS/metrics"
+log "  Jaeger API http://$JAEGER_QUERY/api/services   Prometheus http://$PROMETHEUS   readyspan http://$READYSPAN_METRICS/metrics"

@@ -1,4 +1,4 @@
-module github.com/podtrace/podtrace/deploy/local/tools/containerd
+module github.com/readyspan/readyspan/deploy/local/tools/containerd
 
 // Pins containerd for the local cluster; built by deploy/local/build.sh into bin/.
 

@@ -1,4 +1,4 @@
-module github.com/podtrace/podtrace/deploy/local/tools/etcd
+module github.com/readyspan/readyspan/deploy/local/tools/etcd
 
 // Pins etcd for the local cluster; built by deploy/local/build.sh into bin/.
 

@@ -1,4 +1,4 @@
-module github.com/podtrace/podtrace/deploy/local/tools/jaeger
+module github.com/readyspan/readyspan/deploy/local/tools/jaeger
 
 // Pins jaeger for the local cluster; built by deploy/local/build.sh into bin/.
 

@@ -1,4 +1,4 @@
-module github.com/podtrace/podtrace/deploy/local/tools/prometheus
+module github.com/readyspan/readyspan/deploy/local/tools/prometheus
 
 // Pins prometheus for the local cluster; built by deploy/local/build.sh into bin/.
 

@@ -1,4 +1,4 @@
-module github.com/podtrace/podtrace/deploy/local/tools/registry
+module github.com/readyspan/readyspan/deploy/local/tools/registry
 
 // The local cluster's image registry and test images, built offline: see cmd/localregistry.
 // Built by deploy/local/scripts/build.sh into bin/.

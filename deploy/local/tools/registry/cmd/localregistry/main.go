@@ -50,8 +50,8 @@ import (
 
 // The images every local cluster has. Their references are relative to the registry address.
 const (
-	BusyboxRepoTag = "podtrace/busybox:v1"
-	PauseRepoTag   = "podtrace/pause:v1"
+	BusyboxRepoTag = "readyspan/busybox:v1"
+	PauseRepoTag   = "readyspan/pause:v1"
 )
 
 func main() {
@@ -108,7 +108,7 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:5000", "listen address")
 	blobDelay := fs.Duration("blob-delay", 0, "delay before serving each blob GET (in the --delay-repo repositories)")
-	coldRepo := fs.String("cold-repo", "", "repository whose tags are created on first request (e.g. podtrace/cold)")
+	coldRepo := fs.String("cold-repo", "", "repository whose tags are created on first request (e.g. readyspan/cold)")
 	coldBase := fs.String("cold-base", BusyboxRepoTag, "loaded image that cold images are built on")
 	coldSize := fs.Int("cold-size", 1<<20, "bytes of unique data in each cold image's own layer")
 	var loads, delayRepos listFlag
@@ -254,7 +254,7 @@ func (s *server) ensureCold(tag string) error {
 		seed = sha256.Sum256(seed[:])
 		copy(data[i:], seed[:])
 	}
-	layer, err := layerOf([]tarEntry{{path: "etc/podtrace-cold", mode: 0o644, data: data}})
+	layer, err := layerOf([]tarEntry{{path: "etc/readyspan-cold", mode: 0o644, data: data}})
 	if err != nil {
 		return err
 	}

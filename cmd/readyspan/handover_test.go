@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
 func readyTrace(uid string, readyAt time.Time) *phases.Trace {
@@ -110,7 +110,7 @@ func TestPreviousAlive(t *testing.T) {
 	if got, released := l.previousAlive(2 * time.Second); !got.Equal(t0) || !released {
 		t.Fatalf("released lease: %v %v, want its final renew time", got, released)
 	}
-	l.last.HolderIdentity = "podtrace-abc"
+	l.last.HolderIdentity = "readyspan-abc"
 	if got, released := l.previousAlive(2 * time.Second); !got.Equal(t0.Add(-2*time.Second)) || released {
 		t.Fatalf("expired lease: %v %v, want its last renewal less the settle time", got, released)
 	}
@@ -120,19 +120,19 @@ func TestPreviousAlive(t *testing.T) {
 // previous leader says it exported it, and owed otherwise.
 func TestHandoverLease(t *testing.T) {
 	ctx := context.Background()
-	leases := fake.NewClientset().CoordinationV1().Leases("podtrace")
-	if s, err := readHandover(ctx, leases, "podtrace-handover"); s != nil || err != nil {
+	leases := fake.NewClientset().CoordinationV1().Leases("readyspan")
+	if s, err := readHandover(ctx, leases, "readyspan-handover"); s != nil || err != nil {
 		t.Fatalf("no handover yet: %v %v", s, err)
 	}
 	now := time.Date(2026, 11, 30, 10, 49, 24, 320000000, time.UTC)
 	var old handover
 	old.noteExported("exported", now.Add(-100*time.Millisecond))
 	for i := 0; i < 2; i++ { // create, then update
-		if err := writeHandover(ctx, leases, "podtrace-handover", old.snapshot(now)); err != nil {
+		if err := writeHandover(ctx, leases, "readyspan-handover", old.snapshot(now)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	prev, err := readHandover(ctx, leases, "podtrace-handover")
+	prev, err := readHandover(ctx, leases, "readyspan-handover")
 	if err != nil || prev == nil || len(prev.Exported) != 1 {
 		t.Fatalf("read back %+v %v", prev, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,19 +19,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/podtrace/podtrace/exporters/otlp"
-	"github.com/podtrace/podtrace/phases"
-	"github.com/podtrace/podtrace/tracer"
+	"github.com/readyspan/readyspan/exporters/otlp"
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer"
 )
 
-// runWatch is `podtrace watch`: a live waterfall for each Pod as its startup completes.
+// runWatch is `readyspan watch`: a live waterfall for each Pod as its startup completes.
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf clusterFlags
+	fs := newFlagSet("watch", "[-n NS | -A] [flags]", stderr)
+	var kf kubectlFlags
 	var tf traceFlags
 	var out outputFlag
-	cf.register(fs)
+	kf.register(fs, true)
 	tf.register(fs)
 	out.register(fs)
 	duration := fs.Duration("for", 0, "stop after this long (default: until interrupted)")
@@ -40,7 +38,11 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := parseOutput(fs, args, &out); err != nil {
 		return err
 	}
-	client, restCfg, err := cf.client()
+	namespaces, err := kf.watched()
+	if err != nil {
+		return err
+	}
+	client, restCfg, err := kf.client()
 	if err != nil {
 		return err
 	}
@@ -62,42 +64,40 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			werr = err
 		}
 	}), nil, log)
-	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, nil, log)
+	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector}, nil, log)
 	w.Start(ctx)
 	if *auditLog != "" {
 		go func() {
 			if err := tracer.TailAudit(ctx, *auditLog, w.Sink(), nil, log); err != nil {
-				fmt.Fprintln(stderr, "podtrace: not reading the audit log:", err)
+				fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
 			}
 		}()
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := w.WaitForSync(syncCtx); err != nil {
-		return fmt.Errorf("watch %s: %w", clusterName(cf), err)
+		return fmt.Errorf("watch %s: %w", restCfg.Host, err)
 	}
-	fmt.Fprintln(stderr, "podtrace: watching; a waterfall is printed as each Pod becomes Ready, fails or gets stuck (Ctrl-C to stop)")
+	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
 	tracer.Loop(ctx, w.Deltas(), corr, time.Second, nil)
 	return werr
 }
 
-func clusterName(cf clusterFlags) string {
-	if cf.kubeconfig != "" {
-		return "the cluster of " + cf.kubeconfig
+func namespacesText(namespaces []string) string {
+	if len(namespaces) == 0 {
+		return "all namespaces"
 	}
-	return "the cluster"
+	return "namespace " + strings.Join(namespaces, ", ")
 }
 
-// runExplain is `podtrace explain (pod|deployment)/NAME`: a one-shot reconstruction from what
+// runExplain is `readyspan explain (pod|deployment)/NAME`: a one-shot reconstruction from what
 // the API still holds (objects, conditions, statuses, and events younger than their 1 h TTL).
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf clusterFlags
+	fs := newFlagSet("explain", "(pod|deployment)/NAME [-n NS] [flags]", stderr)
+	var kf kubectlFlags
 	var out outputFlag
-	cf.register(fs)
+	kf.register(fs, false)
 	out.register(fs)
-	ns := fs.String("n", "", "namespace (default: the kubeconfig's, else default)")
 	pos, err := parseOutput(fs, args, &out)
 	if err != nil {
 		return err
@@ -109,19 +109,16 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !ok || name == "" {
 		return fmt.Errorf("explain %q: want pod/NAME or deployment/NAME", pos[0])
 	}
-	client, restCfg, err := cf.client()
+	namespace, err := kf.namespace()
+	if err != nil {
+		return err
+	}
+	client, restCfg, err := kf.client()
 	if err != nil {
 		return err
 	}
 	if err := reachable(ctx, client, restCfg.Host); err != nil {
 		return err
-	}
-	namespace := *ns
-	if namespace == "" {
-		namespace = "default"
-		if len(cf.namespaces) == 1 {
-			namespace = cf.namespaces[0]
-		}
 	}
 	deltas, targets, err := explainObjects(ctx, client, namespace, kind, name)
 	if err != nil {
@@ -260,26 +257,29 @@ func currentReplicaSet(dep *appsv1.Deployment, rss []appsv1.ReplicaSet) *appsv1.
 	return best
 }
 
-// runRecord is `podtrace record DIR`: writes the watch streams podtrace consumes, one JSON watch
+// runRecord is `readyspan record DIR`: writes the watch streams readyspan consumes, one JSON watch
 // event per line per stream, each with its local receive time, for bug reports and tests.
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf clusterFlags
-	cf.register(fs)
+	fs := newFlagSet("record", "DIR [-n NS | -A] [flags]", stderr)
+	var kf kubectlFlags
+	kf.register(fs, true)
 	duration := fs.Duration("for", 0, "stop after this long (default: until interrupted)")
-	pos, err := parse(fs, args)
-	if err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	if len(pos) != 1 {
 		return errors.New("record needs one argument: the directory to write")
 	}
 	dir := pos[0]
+	namespaces, err := kf.watched()
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create recording directory: %w", err)
 	}
-	client, restCfg, err := cf.client()
+	client, restCfg, err := kf.client()
 	if err != nil {
 		return err
 	}
@@ -297,9 +297,9 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer cancel()
 	}
 	log, _ := newLogger(stderr, "warn")
-	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, nil, log)
+	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector}, nil, log)
 	w.Start(ctx)
-	fmt.Fprintf(stderr, "podtrace: recording into %s (Ctrl-C to stop)\n", dir)
+	fmt.Fprintf(stderr, "%s: recording %s into %s (Ctrl-C to stop)\n", prog, namespacesText(namespaces), dir)
 	tracer.Loop(ctx, w.Deltas(), nil, time.Second, rec.Write)
 	if err := rec.Close(); err != nil {
 		return err
@@ -367,11 +367,10 @@ func (r *recorder) Close() error {
 	return err
 }
 
-// runReplay is `podtrace replay DIR`: rebuilds the traces of a recording offline, prints them,
+// runReplay is `readyspan replay DIR`: rebuilds the traces of a recording offline, prints them,
 // and optionally exports them over OTLP.
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("replay", "DIR [flags]", stderr)
 	var out outputFlag
 	var tf traceFlags
 	out.register(fs)
@@ -391,7 +390,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return loadErr
 	}
 	if le != nil {
-		fmt.Fprintf(stderr, "podtrace: warning: %v (replaying the rest)\n", le)
+		fmt.Fprintf(stderr, "%s: warning: %v (replaying the rest)\n", prog, le)
 	}
 	var traces []*phases.Trace
 	cfg := tf.config()
@@ -429,7 +428,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.dropped > 0 {
 		return fmt.Errorf("exported %d traces, %d dropped (is the OTLP endpoint up?)", st.exported, st.dropped)
 	}
-	fmt.Fprintf(stderr, "podtrace: exported %d traces to %s\n", st.exported, of.endpoint)
+	fmt.Fprintf(stderr, "%s: exported %d traces to %s\n", prog, st.exported, of.endpoint)
 	return nil
 }
 

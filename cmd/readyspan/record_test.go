@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podtrace/podtrace/tracer"
+	"github.com/readyspan/readyspan/tracer"
 )
 
 // A recording written by `record` replays to the same traces as the stream it recorded.
@@ -48,6 +48,9 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"explain", "pod"}, "want pod/NAME or deployment/NAME"},
 		{[]string{"run", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent"},
 		{[]string{"watch", "-o", "yaml", "--kubeconfig", "/nonexistent"}, `unknown output "yaml"`},
+		{[]string{"explain", "pod/web", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent"},
+		{[]string{"explain", "pod/web", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"run", "extra"}, "run takes no arguments"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
@@ -55,5 +58,28 @@ func TestCommandErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: error %v, want it to say %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// Invoked by kubectl as its plugin, help and errors name "kubectl readyspan".
+func TestHelpNamesThePlugin(t *testing.T) {
+	defer func(p string) { prog = p }(prog)
+	prog = programName("/usr/local/bin/kubectl-readyspan")
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"help"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "kubectl readyspan explain  (pod|deployment)/NAME") || strings.Contains(out.String(), "\n  readyspan ") {
+		t.Errorf("help does not name the plugin:\n%s", out.String())
+	}
+	out.Reset()
+	err := run(context.Background(), []string{"explain", "-h"}, &out, &out)
+	if err == nil || !strings.Contains(out.String(), "Usage:\n  kubectl readyspan explain (pod|deployment)/NAME") || !strings.Contains(out.String(), "--context string") {
+		t.Errorf("explain -h (error %v) does not name the plugin or lacks kubectl's flags:\n%s", err, out.String())
+	}
+	out.Reset()
+	err = run(context.Background(), []string{"frobnicate"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), `"kubectl readyspan help"`) {
+		t.Errorf("unknown command error %v does not name the plugin", err)
 	}
 }

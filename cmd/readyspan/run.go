@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,17 +23,16 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
-	"github.com/podtrace/podtrace/exporters/otlp"
-	promexp "github.com/podtrace/podtrace/exporters/prometheus"
-	"github.com/podtrace/podtrace/phases"
-	"github.com/podtrace/podtrace/tracer"
+	"github.com/readyspan/readyspan/exporters/otlp"
+	promexp "github.com/readyspan/readyspan/exporters/prometheus"
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer"
 )
 
-// runDaemon is `podtrace run`: watch, correlate, export traces and serve metrics.
+// runDaemon is `readyspan run`: watch, correlate, export traces and serve metrics.
 func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf clusterFlags
+	fs := newFlagSet("run", "[flags]", stderr)
+	var cf daemonFlags
 	var tf traceFlags
 	cf.register(fs)
 	tf.register(fs)
@@ -43,13 +41,16 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	of.register(fs, "OTLP endpoint, host:port or URL (default: $OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317)")
 	leaderElect := fs.Bool("leader-elect", false, "run several replicas; only the holder of a Lease exports")
 	leNamespace := fs.String("leader-elect-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the leader-election Lease")
-	leName := fs.String("leader-elect-lease-name", "podtrace", "name of the leader-election Lease")
+	leName := fs.String("leader-elect-lease-name", "readyspan", "name of the leader-election Lease")
 	auditLog := fs.String("audit-log", "", "kube-apiserver audit log (JSON lines) to follow: measures the apiserver phase of Deployment changes and bare Pods")
-	stateFile := fs.String("state-file", "", "file where a stopping podtrace records what it exported, so a restart neither loses nor repeats a trace")
+	stateFile := fs.String("state-file", "", "file where a stopping readyspan records what it exported, so a restart neither loses nor repeats a trace")
 	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if _, err := parse(fs, args); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("run takes no arguments, got %q", fs.Args())
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -142,7 +143,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	defer srv.Shutdown(context.WithoutCancel(ctx))
 
-	log.Info("Starting podtrace", "version", version, "apiserver", restCfg.Host, "namespaces", cf.namespaces.String(), "metricsAddr", *metricsAddr)
+	log.Info("Starting readyspan", "version", version, "apiserver", restCfg.Host, "namespaces", cf.namespaces.String(), "metricsAddr", *metricsAddr)
 	if err := reachable(ctx, client, restCfg.Host); err != nil {
 		log.Error("Apiserver unreachable; retrying in the background", "err", err.Error()) // a daemon keeps trying
 	}

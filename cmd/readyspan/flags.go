@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,20 +10,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/podtrace/podtrace/exporters/otlp"
-	"github.com/podtrace/podtrace/exporters/terminal"
-	"github.com/podtrace/podtrace/phases"
-	"github.com/podtrace/podtrace/tracer"
+	"github.com/readyspan/readyspan/exporters/otlp"
+	"github.com/readyspan/readyspan/exporters/terminal"
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer"
 )
 
 // stringList is a repeatable string flag.
 type stringList []string
 
 func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Type() string   { return "strings" }
 func (s *stringList) Set(v string) error {
 	for _, x := range strings.Split(v, ",") {
 		if x = strings.TrimSpace(x); x != "" {
@@ -34,37 +36,118 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-// clusterFlags select the cluster and what to watch in it.
-type clusterFlags struct {
+// newFlagSet is a command's flag set: kubectl-style flags (--long, -x) that may stand anywhere
+// among the arguments (readyspan explain pod/web -n prod), and a usage line naming the command
+// the way it was invoked (readyspan or kubectl readyspan).
+func newFlagSet(name, synopsis string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(prog+" "+name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage:\n  %s %s %s\n\nFlags:\n%s", prog, name, synopsis, fs.FlagUsages())
+	}
+	return fs
+}
+
+// kubectlFlags are the connection flags of the commands a person runs from a terminal (watch,
+// explain, record): kubectl's own (genericclioptions), with kubectl's meaning, so that
+// `kubectl readyspan explain deployment/web -n prod --context staging` talks to the cluster and
+// namespace `kubectl get deployment/web -n prod --context staging` would.
+type kubectlFlags struct {
+	config        *genericclioptions.ConfigFlags
+	allNamespaces bool
+	selector      string
+}
+
+// register adds kubectl's flags; withAll adds -A/--all-namespaces for the commands that watch.
+func (k *kubectlFlags) register(fs *pflag.FlagSet, withAll bool) {
+	k.config = genericclioptions.NewConfigFlags(true)
+	k.config.AddFlags(fs)
+	if withAll {
+		fs.BoolVarP(&k.allNamespaces, "all-namespaces", "A", false, "watch every namespace (default: the one -n or the kubeconfig context names)")
+	}
+	fs.StringVarP(&k.selector, "selector", "l", "", "label selector for the Pods to trace")
+}
+
+// namespace is the namespace kubectl would use: -n, else the kubeconfig context's, else
+// "default" (or the ServiceAccount's namespace when running in a Pod without a kubeconfig).
+func (k *kubectlFlags) namespace() (string, error) {
+	if err := k.checkKubeconfig(); err != nil {
+		return "", err
+	}
+	ns, _, err := k.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("load kubeconfig: %s", oneLine(err))
+	}
+	return ns, nil
+}
+
+// watched is the namespaces to watch: all with -A, else the one namespace() names.
+func (k *kubectlFlags) watched() ([]string, error) {
+	if k.allNamespaces {
+		return nil, nil
+	}
+	ns, err := k.namespace()
+	if err != nil {
+		return nil, err
+	}
+	return []string{ns}, nil
+}
+
+// checkKubeconfig turns a --kubeconfig that does not exist into one clear line (client-go would
+// report it as a load error of the merged configuration).
+func (k *kubectlFlags) checkKubeconfig() error {
+	if p := *k.config.KubeConfig; p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("kubeconfig %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func (k *kubectlFlags) restConfig() (*rest.Config, error) {
+	if err := k.checkKubeconfig(); err != nil {
+		return nil, err
+	}
+	cfg, err := k.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %s", oneLine(err))
+	}
+	return cfg, nil
+}
+
+func (k *kubectlFlags) client() (kubernetes.Interface, *rest.Config, error) {
+	cfg, err := k.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	return newClient(cfg)
+}
+
+// daemonFlags select the cluster and what to watch for `readyspan run`, the in-cluster daemon:
+// no kubeconfig means the in-cluster config, and every namespace unless --namespace narrows it.
+type daemonFlags struct {
 	kubeconfig string
 	context    string
 	namespaces stringList
 	selector   string
 }
 
-func (c *clusterFlags) register(fs *flag.FlagSet) {
+func (c *daemonFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or the in-cluster config)")
 	fs.StringVar(&c.context, "context", "", "kubeconfig context to use")
 	fs.Var(&c.namespaces, "namespace", "namespace to watch (repeatable; default: all)")
 	fs.StringVar(&c.selector, "selector", "", "label selector for the Pods to trace")
 }
 
-// client builds a clientset with clear, single-line errors for the usual mistakes.
-func (c *clusterFlags) client() (kubernetes.Interface, *rest.Config, error) {
+func (c *daemonFlags) client() (kubernetes.Interface, *rest.Config, error) {
 	cfg, err := c.restConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.UserAgent = "podtrace/" + version
-	cfg.QPS, cfg.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
-	}
-	return cs, cfg, nil
+	return newClient(cfg)
 }
 
-func (c *clusterFlags) restConfig() (*rest.Config, error) {
+func (c *daemonFlags) restConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.kubeconfig != "" {
 		if _, err := os.Stat(c.kubeconfig); err != nil {
@@ -85,6 +168,18 @@ func (c *clusterFlags) restConfig() (*rest.Config, error) {
 	return nil, fmt.Errorf("load kubeconfig: %s", oneLine(err))
 }
 
+// newClient builds a clientset that names itself and may burst through the initial lists.
+func newClient(cfg *rest.Config) (kubernetes.Interface, *rest.Config, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "readyspan/" + version
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
+	}
+	return cs, cfg, nil
+}
+
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
@@ -92,8 +187,8 @@ func oneLine(err error) string {
 // outputFlag is -o: "waterfall" (default) or "json" (one JSON object per span per line).
 type outputFlag struct{ format string }
 
-func (o *outputFlag) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.format, "o", "waterfall", "output: waterfall or json (one JSON object per span per line)")
+func (o *outputFlag) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.format, "output", "o", "waterfall", "output: waterfall or json (one JSON object per span per line)")
 }
 
 func (o *outputFlag) validate() error {
@@ -136,10 +231,10 @@ type traceFlags struct {
 	backfill   bool
 }
 
-func (t *traceFlags) register(fs *flag.FlagSet) {
+func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.stuckAfter, "stuck-after", tracer.DefaultStuckAfter, "export a Pod not Ready this long after creation as stuck")
 	fs.DurationVar(&t.failAfter, "fail-after", tracer.DefaultFailAfter, "export a Pod whose failure (ErrImagePull, CrashLoopBackOff…) persists this long as failed")
-	fs.BoolVar(&t.backfill, "backfill", false, "also trace Pods that were already Ready when podtrace started")
+	fs.BoolVar(&t.backfill, "backfill", false, "also trace Pods that were already Ready when readyspan started")
 }
 
 func (t *traceFlags) config() tracer.Config {
@@ -154,23 +249,6 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-// parse parses flags placed anywhere among the positional arguments (podtrace explain
-// pod/web -n prod) and returns the positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
 // otlpFlags select the OTLP backend. Unset flags leave the standard OTEL_EXPORTER_OTLP_*
 // variables in charge.
 type otlpFlags struct {
@@ -178,7 +256,7 @@ type otlpFlags struct {
 	insecure                    bool
 }
 
-func (o *otlpFlags) register(fs *flag.FlagSet, endpointHelp string) {
+func (o *otlpFlags) register(fs *pflag.FlagSet, endpointHelp string) {
 	fs.StringVar(&o.endpoint, "otlp-endpoint", "", endpointHelp)
 	fs.StringVar(&o.protocol, "otlp-protocol", envOr("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), "OTLP protocol: grpc or http")
 	fs.BoolVar(&o.insecure, "otlp-insecure", false, "OTLP without TLS (also $OTEL_EXPORTER_OTLP_INSECURE=true)")
@@ -193,13 +271,13 @@ func (o *otlpFlags) config() (otlp.Config, error) {
 	return otlp.Config{Protocol: o.protocol, Endpoint: o.endpoint, Insecure: o.insecure, Headers: h}, nil
 }
 
-// parseOutput parses flags and the -o value together: every printing command does both.
-func parseOutput(fs *flag.FlagSet, args []string, out *outputFlag) ([]string, error) {
-	pos, err := parse(fs, args)
-	if err != nil {
+// parseOutput parses flags and the -o value together: every printing command does both. It
+// returns the positional arguments.
+func parseOutput(fs *pflag.FlagSet, args []string, out *outputFlag) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	return pos, out.validate()
+	return fs.Args(), out.validate()
 }
 
 // reachable asks the apiserver for its version, so an unreachable or refusing apiserver is one

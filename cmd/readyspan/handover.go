@@ -16,12 +16,12 @@ import (
 
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/podtrace/podtrace/phases"
+	"github.com/readyspan/readyspan/phases"
 )
 
-// Handing over between podtrace processes without a duplicate or a lost trace.
+// Handing over between readyspan processes without a duplicate or a lost trace.
 //
-// A stopping podtrace exports every Pod that is Ready (tracer.Correlator.Drain). What it
+// A stopping readyspan exports every Pod that is Ready (tracer.Correlator.Drain). What it
 // cannot export are Pods that become Ready after it stopped; the next process sees those as
 // already Ready and would skip them. Two mechanisms close that gap:
 //
@@ -132,7 +132,7 @@ func readySeen(t *phases.Trace) time.Time {
 	return t.Root().End
 }
 
-// state is what a stopping podtrace leaves for the next one.
+// state is what a stopping readyspan leaves for the next one.
 type state struct {
 	StoppedAt time.Time `json:"stoppedAt"`
 	Exported  []string  `json:"exported"`
@@ -148,7 +148,7 @@ func readState(path string) (*state, error) {
 	}
 	var s state
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("--state-file %s is not a podtrace state file: %w", path, err)
+		return nil, fmt.Errorf("--state-file %s is not a readyspan state file: %w", path, err)
 	}
 	return &s, nil
 }
@@ -210,7 +210,7 @@ func (l *observingLock) previousAlive(settle time.Duration) (time.Time, bool) {
 }
 
 // handoverAnnotation holds a stopping leader's state on the <lease>-handover Lease.
-const handoverAnnotation = "podtrace.dev/handover"
+const handoverAnnotation = "readyspan.dev/handover"
 
 // maxHandoverUIDs bounds the annotation (256 KiB for all of an object's annotations).
 const maxHandoverUIDs = 5000

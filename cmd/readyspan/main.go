@@ -1,0 +1,100 @@
+// Command readyspan reconstructs, for every Pod, where the time went between the request that
+// created it and the Pod Ready and serving, and exports it as a trace (OTLP) and metrics.
+//
+// Installed as kubectl-readyspan on the PATH (make install links it), it is the kubectl plugin
+// `kubectl readyspan`: the terminal commands take kubectl's connection flags with kubectl's
+// meaning, and help and errors name the command the way it was invoked.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// version and commit are set at build time (-X main.version=... -X main.commit=...): the release
+// in the repository's VERSION file and the tree it was built from.
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+// prog is the command as the user typed it: "readyspan", or "kubectl readyspan" when kubectl runs
+// this binary as its plugin (kubectl execs kubectl-readyspan with that path as argument zero).
+var prog = programName(os.Args[0])
+
+func programName(arg0 string) string {
+	base := strings.TrimSuffix(filepath.Base(arg0), ".exe")
+	if plugin, ok := strings.CutPrefix(base, "kubectl-"); ok && plugin != "" {
+		// krew's convention: underscores in the file name stand for dashes in the command.
+		return "kubectl " + strings.ReplaceAll(plugin, "_", "-")
+	}
+	return "readyspan"
+}
+
+func usage() string {
+	return strings.ReplaceAll(`PROG traces Pod startup: submit, apiserver, controllers, scheduling, kubelet, status.
+
+Usage:
+  PROG explain  (pod|deployment)/NAME [-n NS] [flags]
+                                    reconstruct from the objects and events still in the API
+  PROG watch    [-n NS | -A] [flags]
+                                    print a waterfall for each Pod as its startup completes
+  PROG record   DIR [-n NS | -A] [flags]
+                                    record the watch streams readyspan consumes into DIR
+  PROG replay   DIR [flags]         rebuild the traces of a recording, offline
+  PROG run      [flags]             the daemon: watch the cluster, export traces (OTLP) and metrics
+  PROG version
+
+explain, watch and record take kubectl's flags (--kubeconfig, --context, --cluster, --user,
+-n/--namespace, --as, --request-timeout, ...) with kubectl's meaning; -n defaults to the
+kubeconfig context's namespace. Run "PROG COMMAND -h" for a command's flags.
+`, "PROG", prog)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage())
+		return errors.New("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return runDaemon(ctx, rest, stdout, stderr)
+	case "watch":
+		return runWatch(ctx, rest, stdout, stderr)
+	case "explain":
+		return runExplain(ctx, rest, stdout, stderr)
+	case "record":
+		return runRecord(ctx, rest, stdout, stderr)
+	case "replay":
+		return runReplay(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "readyspan %s (commit %s)\n", version, commit)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage())
+		return nil
+	}
+	fmt.Fprint(stderr, usage())
+	return fmt.Errorf("unknown command %q (run %q for help)", cmd, prog+" help")
+}
