@@ -284,7 +284,7 @@ func TestAlertRulesPromtool(t *testing.T) {
 	root := repoRoot(t)
 	promtool := filepath.Join(root, "bin", "promtool")
 	if _, err := os.Stat(promtool); err != nil {
-		t.Skipf("bin/promtool not built (make cluster-build): %v", err)
+		Missing(t, "bin/promtool (make cluster-build): %v", err)
 	}
 	for _, args := range [][]string{
 		{"check", "rules", "deploy/prometheus/alerts.yaml"},
@@ -368,6 +368,7 @@ func TestWebDeployment(t *testing.T) {
 				}
 				t.Errorf("Jaeger has traces %v for Pod %s, want exactly [%s]", ids, pod.UID, TraceID(string(pod.UID)))
 			}
+			e.CheckExportedOnce(t, map[string]string{string(pod.UID): pod.Name})
 		})
 	}
 }
@@ -628,6 +629,12 @@ func TestRestartMidRollout(t *testing.T) {
 	if len(ids) != len(pods) {
 		t.Errorf("%d traces in namespace %s, want %d (one per Pod)", len(ids), ns, len(pods))
 	}
+	// Jaeger may show one trace where two identical exports arrived: count what readyspan sent.
+	names := map[string]string{}
+	for _, p := range pods {
+		names[string(p.UID)] = p.Name
+	}
+	e.CheckExportedOnce(t, names)
 }
 
 // phaseCounts returns sum by (phase) of readyspan_phase_duration_seconds_count{outcome="ready"}.
@@ -733,6 +740,11 @@ func TestPhaseMetrics(t *testing.T) {
 		}
 	}
 	t.Logf("counts for %d traced Pods: %s", n, delta())
+	names := map[string]string{}
+	for _, p := range pods {
+		names[string(p.UID)] = p.Name
+	}
+	e.CheckExportedOnce(t, names)
 }
 
 // TestColdPullAlert: readyspan's PodColdImagePullSlow rule, loaded by Prometheus from

@@ -12,7 +12,8 @@
 //
 // # Shared harness (this file; incluster_test.go uses it too — keep these names stable)
 //
-//	Setup(t) *Env                         the local cluster's clients; skips when it is not up
+//	Setup(t) *Env                         the local cluster's clients; fails when it is not up
+//	Missing(t, format, args...)           fail (never skip, unless READYSPAN_E2E_ALLOW_SKIP=1) on a missing prerequisite
 //	Env.Kube, Env.Jaeger, Env.Prom        client-go clientset, Jaeger and Prometheus API clients
 //	Env.Root, Env.Kubeconfig, Env.State   repository root, admin kubeconfig, .local/ directory
 //	(*Env).Namespace(t, prefix)           a fresh namespace, deleted when the test ends
@@ -129,15 +130,28 @@ func repoRoot(t testing.TB) string {
 	}
 }
 
-// Setup returns the local cluster's clients. It skips the test when the cluster is not up, and
-// fails it when the cluster is up but Jaeger or Prometheus does not answer.
+// Missing fails the test because a prerequisite is missing, saying what is missing and how to get
+// it. A missing prerequisite is a failure, not a skip: otherwise `make e2e` could pass without a
+// single end-to-end assertion. A person running single tests by hand without the cluster may opt
+// out with READYSPAN_E2E_ALLOW_SKIP=1; make e2e never sets it and fails if any test skipped.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := "missing prerequisite: " + fmt.Sprintf(format, args...)
+	if os.Getenv("READYSPAN_E2E_ALLOW_SKIP") == "1" {
+		t.Skip(msg + " (skipped: READYSPAN_E2E_ALLOW_SKIP=1)")
+	}
+	t.Fatal(msg)
+}
+
+// Setup returns the local cluster's clients. It fails the test when the cluster is not up (see
+// Missing) or when Jaeger or Prometheus does not answer.
 func Setup(t testing.TB) *Env {
 	t.Helper()
 	root := repoRoot(t)
 	e := &Env{Root: root, State: filepath.Join(root, ".local")}
 	e.Kubeconfig = getenv("READYSPAN_E2E_KUBECONFIG", filepath.Join(root, defaultKubeconfig))
 	if _, err := os.Stat(e.Kubeconfig); err != nil {
-		t.Skipf("local cluster not up (make cluster-up): %v", err)
+		Missing(t, "the local cluster's kubeconfig (make cluster-up): %v", err)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
 	if err != nil {
@@ -152,7 +166,7 @@ func Setup(t testing.TB) *Env {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := e.Kube.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{}); err != nil {
-		t.Skipf("local cluster not reachable (make cluster-up): %v", err)
+		Missing(t, "node %s of the local cluster did not answer within 5s (make cluster-up; make cluster-status): %v", NodeName, err)
 	}
 	e.Jaeger = &Jaeger{URL: getenv("READYSPAN_E2E_JAEGER_URL", defaultJaeger)}
 	e.Prom = &Prometheus{URL: getenv("READYSPAN_E2E_PROMETHEUS_URL", defaultPrometheus)}
@@ -332,12 +346,12 @@ func (e *Env) WaitTraces(t testing.TB, uids []string, timeout time.Duration, don
 	return got
 }
 
-// RestartReadyspan restarts the local `readyspan run` with the same flags. It skips the test when
-// readyspan is not run by deploy/local (no PID file).
+// RestartReadyspan restarts the local `readyspan run` with the same flags. It fails the test when
+// readyspan is not run by deploy/local (no PID file): make e2e always starts it.
 func (e *Env) RestartReadyspan(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(e.State, "run", "readyspan.pid")); err != nil {
-		t.Skipf("readyspan is not run by deploy/local/scripts/readyspan.sh: %v", err)
+		Missing(t, "readyspan run by deploy/local/scripts/readyspan.sh (make e2e starts it): %v", err)
 	}
 	cmd := exec.Command(filepath.Join(e.Root, "deploy/local/scripts/readyspan.sh"), "restart")
 	cmd.Dir = e.Root
@@ -799,4 +813,58 @@ func (p *Prometheus) Reload(ctx context.Context) error {
 		return fmt.Errorf("POST /-/reload: %s: %s", resp.Status, b)
 	}
 	return nil
+}
+
+// ---- the OTLP witness ---------------------------------------------------------------------------
+
+// CapturedSpan is one span as the OTLP witness received it (test/e2e/otlpcapture writes them; make
+// e2e starts it between readyspan and Jaeger and names its file in READYSPAN_E2E_CAPTURE).
+type CapturedSpan struct {
+	TraceID      string    `json:"trace_id"`
+	SpanID       string    `json:"span_id"`
+	ParentSpanID string    `json:"parent_span_id"`
+	Name         string    `json:"name"`
+	Service      string    `json:"service"`
+	Received     time.Time `json:"received"`
+}
+
+// CapturedRoots counts, per trace ID, the root spans named "pod.startup" that readyspan sent
+// through the witness: one line per span received, so an export repeated with byte-identical
+// spans (which Jaeger's query API may merge into one) counts twice here.
+func (e *Env) CapturedRoots(t testing.TB) map[string]int {
+	t.Helper()
+	path := os.Getenv("READYSPAN_E2E_CAPTURE")
+	if path == "" {
+		Missing(t, "READYSPAN_E2E_CAPTURE, the OTLP witness's file (make e2e starts the witness and sets it)")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read the OTLP witness's capture: %v", err)
+	}
+	roots := map[string]int{}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var s CapturedSpan
+		if err := json.Unmarshal(line, &s); err != nil {
+			t.Fatalf("%s line %d: %v", path, i+1, err)
+		}
+		if s.ParentSpanID == "" && s.Name == "pod.startup" {
+			roots[s.TraceID]++
+		}
+	}
+	return roots
+}
+
+// CheckExportedOnce fails the test unless the witness received exactly one root span for each
+// Pod's trace.
+func (e *Env) CheckExportedOnce(t testing.TB, pods map[string]string) {
+	t.Helper()
+	roots := e.CapturedRoots(t)
+	for uid, name := range pods {
+		if n := roots[TraceID(uid)]; n != 1 {
+			t.Errorf("Pod %s: readyspan sent its root span %d times (OTLP witness), want exactly 1", name, n)
+		}
+	}
 }

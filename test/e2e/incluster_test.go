@@ -110,7 +110,7 @@ func TestInClusterManifests(t *testing.T) {
 	root := repoRoot(t)
 	kubectl := filepath.Join(root, "bin", "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
-		t.Skipf("bin/kubectl not built (make cluster-build): %v", err)
+		Missing(t, "bin/kubectl (make cluster-build): %v", err)
 	}
 
 	base, err := inclusterRun(t, root, nil, kubectl, "kustomize", "deploy/kubernetes")

@@ -19,19 +19,45 @@ finish() {
   elif running readyspan; then
     READYSPAN_ARGS="" "$LOCAL/scripts/readyspan.sh" restart >/dev/null || true
   fi
+  stop otlpcapture || true
   exit "$rc"
 }
 trap finish EXIT
 
-# Failed traces after 20s instead of 2m; only the tests' own Pods (the in-cluster test runs its
-# own readyspan for its workload).
-READYSPAN_ARGS="--fail-after 20s --selector readyspan.dev/e2e=local" "$LOCAL/scripts/readyspan.sh" restart
+# The tests' witness of what readyspan exports: every span readyspan sends passes through
+# otlpcapture on its way to Jaeger and is written to a file that, unlike Jaeger's query API,
+# cannot merge duplicates (READYSPAN_E2E_CAPTURE tells the tests where it is).
+mkdir -p "$STATE/e2e"
+export READYSPAN_E2E_CAPTURE=$STATE/e2e/otlp-capture.jsonl
+: >"$READYSPAN_E2E_CAPTURE"
+(cd "$ROOT" && go build -o "$BIN/otlpcapture" ./test/e2e/otlpcapture)
+stop otlpcapture >/dev/null 2>&1 || true
+start otlpcapture "$BIN/otlpcapture" --listen "127.0.0.1:$OTLP_CAPTURE_PORT" \
+  --forward "127.0.0.1:$JAEGER_OTLP_GRPC_PORT" --out "$READYSPAN_E2E_CAPTURE"
+wait_for otlpcapture 10 bash -c "echo >/dev/tcp/127.0.0.1/$OTLP_CAPTURE_PORT"
 
+# Failed traces after 20s instead of 2m; only the tests' own Pods (the in-cluster test runs its
+# own readyspan for its workload); traces through the witness.
+READYSPAN_ARGS="--fail-after 20s --selector readyspan.dev/e2e=local --otlp-endpoint 127.0.0.1:$OTLP_CAPTURE_PORT" \
+  "$LOCAL/scripts/readyspan.sh" restart
+
+# A missing prerequisite fails a test (never skips it) unless READYSPAN_E2E_ALLOW_SKIP=1, which
+# only a person running single tests by hand may set; a skip here would let the suite pass
+# without its assertions, so any skipped test fails the run.
+unset READYSPAN_E2E_ALLOW_SKIP
 start_time=$(date +%s)
-echo "e2e: go test -tags e2e -count=1 -timeout 30m ./test/e2e/... $*"
+test_log=$LOGS/e2e-test.log
+echo "e2e: go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... $* (full output: ${test_log#"$ROOT"/})"
 set +e
-(cd "$ROOT" && go test -tags e2e -count=1 -timeout 30m ./test/e2e/... "$@")
-rc=$?
+(cd "$ROOT" && go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... "$@" 2>&1) | tee "$test_log" |
+  grep --line-buffered -E '^(=== RUN|\s*--- (PASS|FAIL|SKIP)|PASS$|FAIL|ok |panic)|_test\.go:[0-9]+:'
+rc=${PIPESTATUS[0]}
 set -e
+skipped=$(grep -E '^\s*--- SKIP' "$test_log" || true)
+if [ -n "$skipped" ]; then
+  echo "e2e: these tests were skipped; make e2e requires every test to run:" >&2
+  echo "$skipped" >&2
+  [ "$rc" = 0 ] && rc=1
+fi
 echo "e2e: finished in $(($(date +%s) - start_time))s (exit $rc)"
 exit $rc

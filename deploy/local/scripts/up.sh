@@ -164,7 +164,11 @@ echo 10 >"$sysctls/panic"
 echo 1 >"$sysctls/panic_on_oops"
 start node-namespace unshare --mount --propagation slave -- sleep infinity
 holder=$(pid_of node-namespace)
-wait_for node-namespace 5 test "$(readlink "/proc/$holder/ns/mnt")" != "$(readlink /proc/self/ns/mnt)"
+# A function, so wait_for re-reads both namespaces on every try: written inline as
+# test "$(readlink …)" != "$(readlink …)", the substitutions would run once, before the wait, and a
+# holder that had not yet switched namespaces would never be seen to.
+in_own_mount_namespace() { [ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]; }
+wait_for node-namespace 5 in_own_mount_namespace "$holder"
 nsenter -t "$holder" -m -- sh -c "
   mount --bind '$sysctls/overcommit_memory' /proc/sys/vm/overcommit_memory &&
   mount --bind '$sysctls/panic' /proc/sys/kernel/panic &&
