@@ -29,10 +29,12 @@ trap finish EXIT
 # cannot merge duplicates (READYSPAN_E2E_CAPTURE tells the tests where it is).
 mkdir -p "$STATE/e2e"
 export READYSPAN_E2E_CAPTURE=$STATE/e2e/otlp-capture.jsonl
+export READYSPAN_E2E_OTLP_ENDPOINT=http://$NODE_IP:$OTLP_CAPTURE_PORT
 : >"$READYSPAN_E2E_CAPTURE"
 (cd "$ROOT" && go build -o "$BIN/otlpcapture" ./test/e2e/otlpcapture)
 stop otlpcapture >/dev/null 2>&1 || true
-start otlpcapture "$BIN/otlpcapture" --listen "127.0.0.1:$OTLP_CAPTURE_PORT" \
+# On loopback for the local readyspan and on the bridge for the in-cluster test's replicas.
+start otlpcapture "$BIN/otlpcapture" --listen "127.0.0.1:$OTLP_CAPTURE_PORT,$NODE_IP:$OTLP_CAPTURE_PORT" \
   --forward "127.0.0.1:$JAEGER_OTLP_GRPC_PORT" --out "$READYSPAN_E2E_CAPTURE"
 wait_for otlpcapture 10 bash -c "echo >/dev/tcp/127.0.0.1/$OTLP_CAPTURE_PORT"
 

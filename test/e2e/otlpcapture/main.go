@@ -4,7 +4,7 @@
 // file: one line per span received, so a trace exported twice shows up twice. Jaeger cannot serve
 // as that witness: its query layer may merge byte-identical duplicate spans.
 //
-//	otlpcapture --listen 127.0.0.1:4319 --forward 127.0.0.1:4317 --out .local/e2e/otlp-capture.jsonl
+//	otlpcapture --listen 127.0.0.1:4319,10.88.77.1:4319 --forward 127.0.0.1:4317 --out .local/e2e/otlp-capture.jsonl
 //
 // A request the forward target refuses is refused too and not written, so readyspan's retry of it
 // is not counted twice.
@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -80,7 +81,7 @@ func (c *capture) Export(ctx context.Context, req *collectortrace.ExportTraceSer
 }
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:4319", "OTLP/gRPC address to receive on")
+	listen := flag.String("listen", "127.0.0.1:4319", "OTLP/gRPC addresses to receive on, comma-separated")
 	forward := flag.String("forward", "127.0.0.1:4317", "OTLP/gRPC receiver to forward every request to")
 	out := flag.String("out", "otlp-capture.jsonl", "JSON-lines file the spans are appended to")
 	flag.Parse()
@@ -101,9 +102,13 @@ func run(listen, forward, out string) error {
 		return fmt.Errorf("dial %s: %w", forward, err)
 	}
 	defer conn.Close()
-	lis, err := net.Listen("tcp", listen)
-	if err != nil {
-		return err
+	var listeners []net.Listener
+	for _, addr := range strings.Split(listen, ",") {
+		lis, err := net.Listen("tcp", strings.TrimSpace(addr))
+		if err != nil {
+			return err
+		}
+		listeners = append(listeners, lis)
 	}
 	srv := grpc.NewServer()
 	collectortrace.RegisterTraceServiceServer(srv, &capture{forward: collectortrace.NewTraceServiceClient(conn), out: f})
@@ -113,5 +118,9 @@ func run(listen, forward, out string) error {
 		<-ctx.Done()
 		srv.GracefulStop()
 	}()
-	return srv.Serve(lis)
+	errs := make(chan error, len(listeners))
+	for _, lis := range listeners {
+		go func() { errs <- srv.Serve(lis) }()
+	}
+	return <-errs
 }
