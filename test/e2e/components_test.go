@@ -1,0 +1,229 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The components' own spans are the strongest independent evidence there is: the kubelet's span
+// around each CRI call and the apiserver's span around each request measure the very intervals
+// readyspan reconstructs from the API. These tolerances are the project's standard for them.
+const (
+	kubeletSpanTolerance   = 5 * time.Millisecond
+	apiserverSpanTolerance = 100 * time.Microsecond
+)
+
+// CRI methods as the kubelet's gRPC client names its spans.
+const (
+	criRunPodSandbox   = "runtime.v1.RuntimeService/RunPodSandbox"
+	criPullImage       = "runtime.v1.ImageService/PullImage"
+	criCreateContainer = "runtime.v1.RuntimeService/CreateContainer"
+	criStartContainer  = "runtime.v1.RuntimeService/StartContainer"
+)
+
+// kubeletCRISpans returns the CRI client spans the kubelet made while syncing the Pod (children of
+// its syncPod spans, which carry k8s.pod.uid), by method, in start order. The kubelet's traces
+// have their own IDs; readyspan's trace (ID = Pod UID) also carries k8s.pod.uid and is skipped.
+func (e *Env) kubeletCRISpans(ctx context.Context, uid string) (map[string][]*Span, error) {
+	traces, err := e.Jaeger.FindTraces(ctx, "kubelet", map[string]string{"k8s.pod.uid": uid}, 50)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]*Span{}
+	for _, tr := range traces {
+		if strings.TrimLeft(tr.TraceID, "0") == strings.TrimLeft(TraceID(uid), "0") {
+			continue
+		}
+		for _, sync := range tr.FindAll("syncPod") {
+			if sync.StrTag("k8s.pod.uid") != uid {
+				continue
+			}
+			for _, s := range tr.Descendants(sync) {
+				if strings.HasPrefix(s.OperationName, "runtime.v1.") {
+					out[s.OperationName] = append(out[s.OperationName], s)
+				}
+			}
+		}
+	}
+	for _, spans := range out {
+		sort.Slice(spans, func(i, j int) bool { return spans[i].StartTimeUS < spans[j].StartTimeUS })
+	}
+	return out, nil
+}
+
+// TestKubeletSpansAgree compares every kubelet boundary readyspan draws with the kubelet's own
+// spans for the same CRI calls (the local kubelet exports them to Jaeger: KubeletConfiguration
+// tracing, every span sampled): sandbox end = RunPodSandbox end, pull transfer start and end =
+// PullImage start and end, create end = CreateContainer end, start end = StartContainer end, each
+// within 5 ms. One Pod pulls cold (a real transfer), one finds its image present.
+func TestKubeletSpansAgree(t *testing.T) {
+	e := Setup(t)
+	ns := e.Namespace(t, "e2e-kubelet-spans")
+	ctx := Ctx(t)
+	e.createService(t, ns, service("cold"))
+	e.createService(t, ns, service("warm"))
+	pods := []*corev1.Pod{
+		e.createPod(t, ns, sleeper("cold", ColdRepo+":"+ns)),
+		e.createPod(t, ns, sleeper("warm", BusyboxImage)),
+	}
+	e.WaitPodsReady(t, ns, "app in (cold,warm)", 2, 2*time.Minute)
+	for _, pod := range pods {
+		t.Run(pod.Name, func(t *testing.T) {
+			tr := e.WaitTrace(t, string(pod.UID), 2*time.Minute, complete)
+			var cri map[string][]*Span
+			Eventually(t, time.Minute, "the kubelet's CRI spans of "+pod.Name+" in Jaeger", func() (bool, error) {
+				var err error
+				cri, err = e.kubeletCRISpans(ctx, string(pod.UID))
+				if err != nil {
+					return false, err
+				}
+				return len(cri[criRunPodSandbox]) > 0 && len(cri[criCreateContainer]) > 0 && len(cri[criStartContainer]) > 0,
+					fmt.Errorf("CRI spans so far: %v", spanCounts(cri))
+			})
+			type boundary struct {
+				what      string
+				readyspan time.Time
+				kubelet   time.Time
+			}
+			one := func(name string) *Span {
+				spans := descendants(tr, "kubelet", name)
+				if len(spans) != 1 {
+					t.Fatalf("%d %s spans in readyspan's trace, want 1 (%s)", len(spans), name, tr.Summary())
+				}
+				return spans[0]
+			}
+			checks := []boundary{
+				{"sandbox end vs RunPodSandbox end", one("kubelet.sandbox").EndTime(), cri[criRunPodSandbox][0].EndTime()},
+				{"create end vs CreateContainer end", one("container.create").EndTime(), cri[criCreateContainer][0].EndTime()},
+				{"start end vs StartContainer end", one("container.start").EndTime(), cri[criStartContainer][0].EndTime()},
+			}
+			transfers := descendants(tr, "kubelet", "container.image_pull.transfer")
+			switch pod.Name {
+			case "cold":
+				if len(transfers) != 1 || len(cri[criPullImage]) != 1 {
+					t.Fatalf("cold pull: %d transfer spans from readyspan, %d PullImage spans from the kubelet; want 1 and 1", len(transfers), len(cri[criPullImage]))
+				}
+				checks = append(checks,
+					boundary{"pull transfer start vs PullImage start", transfers[0].StartTime(), cri[criPullImage][0].StartTime()},
+					boundary{"pull transfer end vs PullImage end", transfers[0].EndTime(), cri[criPullImage][0].EndTime()})
+			case "warm":
+				if len(transfers) != 0 || len(cri[criPullImage]) != 0 {
+					t.Errorf("image already present: %d transfer spans from readyspan, %d PullImage spans from the kubelet; want none", len(transfers), len(cri[criPullImage]))
+				}
+			}
+			for _, c := range checks {
+				d := c.readyspan.Sub(c.kubelet)
+				t.Logf("%s: readyspan %s, kubelet %s (%+v)", c.what, c.readyspan.Format(time.StampMicro), c.kubelet.Format(time.StampMicro), d)
+				if d > kubeletSpanTolerance || d < -kubeletSpanTolerance {
+					t.Errorf("%s: %v apart, tolerance %v", c.what, d, kubeletSpanTolerance)
+				}
+			}
+		})
+	}
+}
+
+func spanCounts(m map[string][]*Span) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = len(v)
+	}
+	return out
+}
+
+// TestApiserverSpanAgrees compares the apiserver span readyspan draws from the audit log for a bare
+// Pod's create request with the apiserver's own span for that request (the apiserver exports its
+// spans to Jaeger; its request span carries the audit ID as "audit-id", the join key, read here
+// from the audit log itself): start and end within 0.1 ms.
+func TestApiserverSpanAgrees(t *testing.T) {
+	e := Setup(t)
+	ns := e.Namespace(t, "e2e-apiserver-span")
+	ctx := Ctx(t)
+	e.createService(t, ns, service("bare"))
+	pod := e.createPod(t, ns, sleeper("bare", BusyboxImage))
+	e.WaitPodsReady(t, ns, "app=bare", 1, 2*time.Minute)
+	tr := e.WaitTrace(t, string(pod.UID), 2*time.Minute, complete)
+	mine := tr.Find("apiserver")
+	if mine == nil {
+		t.Fatalf("no apiserver span (%s)", tr.Summary())
+	}
+	if v, ok := mine.Tag("readyspan.time.observed"); ok && v == false {
+		t.Fatalf("the apiserver span is not measured: is the local readyspan following the audit log? (%s)", tr.Summary())
+	}
+
+	auditID := e.auditIDOfCreate(t, ns, "pods", pod.Name)
+	var theirs *Span
+	Eventually(t, time.Minute, "the apiserver's own span for audit ID "+auditID, func() (bool, error) {
+		traces, err := e.Jaeger.FindTraces(ctx, "apiserver", map[string]string{"audit-id": auditID}, 5)
+		if err != nil {
+			return false, err
+		}
+		for _, at := range traces {
+			for _, s := range at.Spans {
+				if len(s.References) == 0 {
+					theirs = s // the request's root: the apiserver's HTTP server span
+				}
+			}
+		}
+		return theirs != nil, fmt.Errorf("%d traces with audit-id %s", len(traces), auditID)
+	})
+	for _, c := range []struct {
+		what            string
+		readyspan, them time.Time
+	}{
+		{"start (RequestReceived)", mine.StartTime(), theirs.StartTime()},
+		{"end (ResponseComplete)", mine.EndTime(), theirs.EndTime()},
+	} {
+		d := c.readyspan.Sub(c.them)
+		t.Logf("apiserver %s: readyspan %s, apiserver's %q span %s (%+v)", c.what, c.readyspan.Format(time.StampMicro), theirs.OperationName, c.them.Format(time.StampMicro), d)
+		if d > apiserverSpanTolerance || d < -apiserverSpanTolerance {
+			t.Errorf("apiserver %s: %v apart, tolerance %v", c.what, d, apiserverSpanTolerance)
+		}
+	}
+}
+
+// auditIDOfCreate reads the local apiserver's audit log for the create request of one object.
+func (e *Env) auditIDOfCreate(t *testing.T, ns, resource, name string) string {
+	t.Helper()
+	path := filepath.Join(e.State, "logs", "audit.log")
+	var id string
+	Eventually(t, 30*time.Second, "the audit log's create of "+resource+"/"+name, func() (bool, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return false, err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var a struct {
+				AuditID   string `json:"auditID"`
+				Stage     string `json:"stage"`
+				Verb      string `json:"verb"`
+				ObjectRef *struct {
+					Resource, Namespace, Name, Subresource string
+				} `json:"objectRef"`
+			}
+			if json.Unmarshal(sc.Bytes(), &a) != nil || a.ObjectRef == nil {
+				continue
+			}
+			if a.Stage == "ResponseComplete" && a.Verb == "create" && a.ObjectRef.Resource == resource &&
+				a.ObjectRef.Namespace == ns && a.ObjectRef.Name == name && a.ObjectRef.Subresource == "" {
+				id = a.AuditID
+			}
+		}
+		return id != "", sc.Err()
+	})
+	return id
+}
