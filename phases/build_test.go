@@ -1,6 +1,8 @@
 package phases
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -98,14 +100,54 @@ func TestBuildSummary(t *testing.T) {
 	}
 }
 
+// TestBuildDoesNotMutateInput compares the whole input before and after Build. The inputs make
+// Build do what could write through to them: sort every Times (stamps out of rank order),
+// correct a kubelet clock running ahead (shifted stamps and occurrences), drop clamped
+// boundaries, walk init containers and occurrences.
 func TestBuildDoesNotMutateInput(t *testing.T) {
-	p := minimal()
-	p.Containers[0].PullStarted = Times{{ms(2760), SourceEventName}, {ms(700), SourceWatch}}
-	before := p.Containers[0].PullStarted[0]
-	Build(p, Options{})
-	if p.Containers[0].PullStarted[0] != before {
-		t.Fatal("Build changed its input")
+	skewed := minimal()
+	skewed.Created = Times{{ms(3), SourceWatch}, {ms(0), SourceMetadata}, {ms(1), SourceEventName}}
+	skewed.Containers[0].PullStarted = Times{{ms(700), SourceWatch}, {ms(2760), SourceEventName}}
+	skewed.Containers[0].Failures = []Occurrence{{Time: Stamp{ms(5000), SourceEventName}, Reason: "BackOff", Count: 2, Last: ms(5500)}}
+	skewed.PodWarnings = []Occurrence{{Time: Stamp{ms(650), SourceEventName}, Reason: "FailedMount", Message: "not yet"}}
+	skewed.SchedulingFailure = []Occurrence{{Time: Stamp{ms(20), SourceEventTime}, Reason: "FailedScheduling", Count: 1}}
+	init := Container{Name: "init", Image: "busybox", Init: true}
+	init.Started.Add(ms(720), SourceEventName)
+	init.Finished.Add(ms(0), SourceStatus)
+	skewed.Containers = append([]Container{init}, skewed.Containers...)
+
+	failed := minimal()
+	failed.Outcome, failed.End, failed.FailureReason = OutcomeFailed, ms(9000), "ImagePullBackOff"
+	failed.Containers[0].PullFinished = nil
+	failed.Containers[0].PullFailures = []Occurrence{{Time: Stamp{ms(800), SourceEventName}, Reason: "ErrImagePull"}}
+
+	for name, p := range map[string]*Pod{"skewed clocks, init container": skewed, "failed pull": failed} {
+		t.Run(name, func(t *testing.T) {
+			before := deepCopy(t, p)
+			if !reflect.DeepEqual(before, p) {
+				t.Fatal("the copy differs from the input before Build: the comparison would prove nothing")
+			}
+			Build(p, Options{})
+			if !reflect.DeepEqual(before, p) {
+				t.Fatalf("Build changed its input:\nbefore %+v\nafter  %+v", before, p)
+			}
+		})
 	}
+}
+
+// deepCopy copies a Pod through JSON: every field of Pod is exported, so nothing is shared
+// with the original.
+func deepCopy(t *testing.T, p *Pod) *Pod {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Pod
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }
 
 func TestSkewCorrection(t *testing.T) {

@@ -37,10 +37,16 @@ type sim struct {
 	watchLag time.Duration
 }
 
+// simT0 is when every simulated stream starts; simAt(ms) is a time in it, so checks can state
+// the exact times the stream stamped.
+var simT0 = time.Date(2026, 11, 30, 8, 41, 33, 700_000_000, time.UTC)
+
+func simAt(ms int) time.Time { return simT0.Add(time.Duration(ms) * time.Millisecond) }
+
 func newSim(t *testing.T, ns string) *sim {
 	return &sim{
 		t: t, ns: ns, node: "nodetest",
-		t0:       time.Date(2026, 11, 30, 8, 41, 33, 700_000_000, time.UTC),
+		t0:       simT0,
 		rv:       400,
 		pods:     map[string]*corev1.Pod{},
 		events:   map[string]*corev1.Event{},

@@ -1,0 +1,425 @@
+package tracer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/readyspan/readyspan/phases"
+)
+
+// The tests in this file hold the traces rebuilt from the real captures against evidence read
+// straight from the captures' JSON, with nothing of the tracer's own parsing: if the tracer
+// misread an event (its name, eventTime or message), these readings would disagree with it.
+
+// Tolerances, stated once. An event-name boundary is the very nanosecond in the name, so it must
+// match exactly. eventTime is a MicroTime: 1 µs. The kubelet's Pulled figures are durations
+// truncated to the millisecond before printing; its "Pulling" event is stamped before its pull
+// timer starts and its "Pulled" event after the timer stops, so Pulling → Pulled can only be
+// longer than the stated total, by the truncation (< 1 ms) plus the time to stamp the two events.
+const (
+	eventNameTolerance = 0
+	eventTimeTolerance = time.Microsecond
+	pulledTruncation   = time.Millisecond
+	// pulledStampSlack bounds the time between the kubelet's pull timer and its two events'
+	// stamps. Measured on the captures' traced Pods: at most 0.28 ms beyond the truncation.
+	pulledStampSlack = time.Millisecond
+)
+
+// rawEvent is an Event as the capture's JSON holds it.
+type rawEvent struct {
+	UID       string
+	Name      string
+	Namespace string
+	Reason    string
+	Message   string
+	Kind      string // of the object it is about
+	About     string // that object's name
+	AboutUID  string
+	FieldPath string
+	EventTime time.Time // zero when the event has none
+	NameTime  time.Time // the hex UnixNano after the last dot of the name
+}
+
+// rawPod is what the evidence needs of a Pod in pods.json.
+type rawPod struct {
+	UID, Name, Namespace, ReplicaSet string
+}
+
+type evidence struct {
+	events []rawEvent
+	pods   map[string]rawPod // by UID
+}
+
+// readEvidence reads a capture's List snapshots of Events (both APIs, one entry per Event UID)
+// and Pods. run8 also has watch streams, which the tracer reads instead; the snapshots are then
+// a second, independent view of the same Events.
+func readEvidence(t *testing.T, dir string) *evidence {
+	t.Helper()
+	type ref struct {
+		Kind      string `json:"kind"`
+		Name      string `json:"name"`
+		UID       string `json:"uid"`
+		FieldPath string `json:"fieldPath"`
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+				UID       string `json:"uid"`
+			} `json:"metadata"`
+			Reason         string `json:"reason"`
+			Message        string `json:"message"` // core/v1
+			Note           string `json:"note"`    // events.k8s.io/v1
+			InvolvedObject *ref   `json:"involvedObject"`
+			Regarding      *ref   `json:"regarding"`
+			EventTime      string `json:"eventTime"`
+		} `json:"items"`
+	}
+	ev := &evidence{pods: map[string]rawPod{}}
+	seen := map[string]bool{}
+	for _, file := range []string{"events.core.v1.json", "events.events.k8s.io.v1.json"} {
+		list.Items = nil
+		readJSON(t, filepath.Join(dir, file), &list)
+		for _, it := range list.Items {
+			if seen[it.Metadata.UID] {
+				continue
+			}
+			seen[it.Metadata.UID] = true
+			e := rawEvent{UID: it.Metadata.UID, Name: it.Metadata.Name, Namespace: it.Metadata.Namespace, Reason: it.Reason, Message: it.Message + it.Note}
+			r := it.InvolvedObject
+			if r == nil {
+				r = it.Regarding
+			}
+			if r != nil {
+				e.Kind, e.About, e.AboutUID, e.FieldPath = r.Kind, r.Name, r.UID, r.FieldPath
+			}
+			if it.EventTime != "" {
+				at, err := time.Parse(time.RFC3339Nano, it.EventTime)
+				if err != nil {
+					t.Fatalf("%s: eventTime %q: %v", it.Metadata.Name, it.EventTime, err)
+				}
+				e.EventTime = at
+			}
+			dot := strings.LastIndexByte(e.Name, '.')
+			ns, err := strconv.ParseInt(e.Name[dot+1:], 16, 64)
+			if err != nil {
+				t.Fatalf("event name %q has no hex suffix: %v", e.Name, err)
+			}
+			e.NameTime = time.Unix(0, ns)
+			ev.events = append(ev.events, e)
+		}
+	}
+	sort.Slice(ev.events, func(i, j int) bool { return ev.events[i].NameTime.Before(ev.events[j].NameTime) })
+	var pods struct {
+		Items []struct {
+			Metadata struct {
+				Name            string `json:"name"`
+				Namespace       string `json:"namespace"`
+				UID             string `json:"uid"`
+				OwnerReferences []struct {
+					Kind string `json:"kind"`
+					Name string `json:"name"`
+				} `json:"ownerReferences"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	readJSON(t, filepath.Join(dir, "pods.json"), &pods)
+	for _, it := range pods.Items {
+		p := rawPod{UID: it.Metadata.UID, Name: it.Metadata.Name, Namespace: it.Metadata.Namespace}
+		for _, o := range it.Metadata.OwnerReferences {
+			if o.Kind == "ReplicaSet" {
+				p.ReplicaSet = o.Name
+			}
+		}
+		ev.pods[p.UID] = p
+	}
+	return ev
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// first returns the earliest event about the Pod (and container, if not "") with the reason.
+func (ev *evidence) first(podUID, container, reason string) (rawEvent, bool) {
+	for _, e := range ev.events {
+		if e.AboutUID == podUID && e.Reason == reason && (container == "" || containerOf(e.FieldPath) == container) {
+			return e, true
+		}
+	}
+	return rawEvent{}, false
+}
+
+// containerOf reads "spec.containers{web}" or "spec.initContainers{init}" as "web" / "init".
+func containerOf(fieldPath string) string {
+	_, rest, ok := strings.Cut(fieldPath, "{")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(rest, "}")
+}
+
+// steps are the kubelet's per-container events in the order it works through them.
+var steps = []string{"Pulling", "Pulled", "Created", "Started"}
+
+// lastStep is the container's latest first-occurrence step event, the end of what the kubelet
+// reported doing for it.
+func (ev *evidence) lastStep(podUID, container string) (rawEvent, bool) {
+	var out rawEvent
+	found := false
+	for _, r := range steps {
+		if e, ok := ev.first(podUID, container, r); ok && (!found || e.NameTime.After(out.NameTime)) {
+			out, found = e, true
+		}
+	}
+	return out, found
+}
+
+// firstStep is the container's earliest step event: the kubelet had moved on to it.
+func (ev *evidence) firstStep(podUID, container string) (rawEvent, bool) {
+	var out rawEvent
+	found := false
+	for _, r := range steps {
+		if e, ok := ev.first(podUID, container, r); ok && (!found || e.NameTime.Before(out.NameTime)) {
+			out, found = e, true
+		}
+	}
+	return out, found
+}
+
+// nameSource says which event a boundary with source event-name must have been read from, by
+// what the boundary is: the span's name and side. It returns a description of the event for
+// failure messages; ok is false when no event can justify the boundary.
+func (ev *evidence) nameSource(tr *phases.Trace, s *phases.Span, side string) (rawEvent, string, bool) {
+	pod := ev.pods[tr.Pod.UID]
+	container := ""
+	if s.Name == "container" || strings.HasPrefix(s.Name, "container.") {
+		_, rest, _ := strings.Cut(s.Path, "/")
+		container, _, _ = strings.Cut(rest, "/")
+	}
+	kubelet := func(reason string) (rawEvent, string, bool) {
+		e, ok := ev.first(pod.UID, container, reason)
+		return e, reason + " of " + container, ok
+	}
+	created := func() (rawEvent, string, bool) {
+		for _, e := range ev.events {
+			if e.Namespace == pod.Namespace && e.Kind == "ReplicaSet" && e.Reason == "SuccessfulCreate" && e.Message == "Created pod: "+pod.Name {
+				return e, "SuccessfulCreate of the Pod", true
+			}
+		}
+		return rawEvent{}, "SuccessfulCreate of the Pod", false
+	}
+	switch s.Name + "/" + side {
+	case "controllers.deployment/end", "controllers.replicaset/start":
+		var found []rawEvent
+		for _, e := range ev.events {
+			if e.Namespace == pod.Namespace && e.Reason == "ScalingReplicaSet" && strings.HasPrefix(e.Message, "Scaled up replica set "+pod.ReplicaSet+" ") {
+				found = append(found, e)
+			}
+		}
+		if len(found) != 1 {
+			return rawEvent{}, fmt.Sprintf("the one scale-up of %s (found %d)", pod.ReplicaSet, len(found)), false
+		}
+		return found[0], "ScalingReplicaSet of " + pod.ReplicaSet, true
+	case "controllers/end", "controllers.replicaset/end", "scheduling/start":
+		return created()
+	case "container.image_pull/start":
+		return kubelet("Pulling")
+	case "container.image_pull/end", "container.image_pull.transfer/end":
+		return kubelet("Pulled")
+	case "container.create/start":
+		if e, ok := ev.first(pod.UID, container, "Pulled"); ok {
+			return e, "Pulled of " + container, true
+		}
+		return kubelet("Pulling")
+	case "container.create/end", "container.start/start":
+		return kubelet("Created")
+	case "container.start/end", "container.readiness/start", "container.post_start/start", "container.startup_probe/start", "container.run/start":
+		return kubelet("Started")
+	case "container/end", "container.init/end", "container.sidecar/end":
+		e, ok := ev.lastStep(pod.UID, container)
+		return e, "the last step event of " + container, ok
+	case "container/start", "container.init/start", "container.sidecar/start", "kubelet.sandbox/end":
+		// The kubelet's turn for a container starts where the previous container's last step
+		// ended; the first container's, where the sandbox ended, which its own first step
+		// bounds from above.
+		prev := ""
+		for i := range tr.Pod.Containers {
+			c := tr.Pod.Containers[i].Name
+			if c == container || (s.Name == "kubelet.sandbox" && i == 0) {
+				if prev == "" {
+					e, ok := ev.firstStep(pod.UID, tr.Pod.Containers[0].Name)
+					return e, "the first step event of " + tr.Pod.Containers[0].Name, ok
+				}
+				e, ok := ev.lastStep(pod.UID, prev)
+				return e, "the last step event of " + prev, ok
+			}
+			prev = c
+		}
+	case "status/start":
+		var out rawEvent
+		found := false
+		for _, c := range tr.Pod.Containers {
+			if c.Init && !c.Sidecar {
+				continue
+			}
+			if e, ok := ev.first(pod.UID, c.Name, "Started"); ok && (!found || e.NameTime.After(out.NameTime)) {
+				out, found = e, true
+			}
+		}
+		return out, "the last Started of the app containers", found
+	}
+	return rawEvent{}, "", false
+}
+
+// timeSource says which eventTime a boundary with source event-time must equal: the bind is the
+// Scheduled event; the Pod's creation can be bounded by the scheduler's first failed attempt.
+func (ev *evidence) timeSource(tr *phases.Trace, s *phases.Span, side string) (rawEvent, string, bool) {
+	switch s.Name + "/" + side {
+	case "scheduling/end", "kubelet/start", "kubelet.sandbox/start":
+		e, ok := ev.first(tr.Pod.UID, "", "Scheduled")
+		return e, "Scheduled", ok
+	case "controllers/end", "controllers.replicaset/end", "scheduling/start":
+		e, ok := ev.first(tr.Pod.UID, "", "FailedScheduling")
+		return e, "the first FailedScheduling", ok
+	}
+	return rawEvent{}, "", false
+}
+
+// pulledRE reads the kubelet's message for an image it pulled.
+var pulledRE = regexp.MustCompile(`^Successfully pulled image "[^"]+" in (\S+) \((\S+) including waiting\)\. Image size: (\d+) bytes\.$`)
+
+// checkEvidence holds one capture's traces against the capture's own JSON and returns how many
+// boundaries it checked.
+func checkEvidence(t *testing.T, dir string, traces []*phases.Trace) int {
+	t.Helper()
+	ev := readEvidence(t, dir)
+	checked := 0
+	for _, tr := range traces {
+		if _, ok := ev.pods[tr.Pod.UID]; !ok {
+			t.Errorf("%s: traced Pod not in pods.json", tr.Pod.Name)
+			continue
+		}
+		for i := range tr.Spans {
+			s := &tr.Spans[i]
+			for _, side := range []string{"start", "end"} {
+				at, key := s.Start, phases.AttrSourceStart
+				if side == "end" {
+					at, key = s.End, phases.AttrSourceEnd
+				}
+				switch phases.Source(s.Attr(key).(string)) {
+				case phases.SourceEventName:
+					e, what, ok := ev.nameSource(tr, s, side)
+					if !ok {
+						t.Errorf("%s: %s %s is an event-name stamp, but no event in the capture explains it (%s)", tr.Pod.Name, s.Path, side, what)
+						continue
+					}
+					if d := at.Sub(e.NameTime); d < -eventNameTolerance || d > eventNameTolerance {
+						t.Errorf("%s: %s %s = %s, but the name of %s (%s) says %s: off by %v", tr.Pod.Name, s.Path, side, at.Format(time.RFC3339Nano), what, e.Name, e.NameTime.UTC().Format(time.RFC3339Nano), d)
+					}
+					checked++
+				case phases.SourceEventTime:
+					e, what, ok := ev.timeSource(tr, s, side)
+					if !ok || e.EventTime.IsZero() {
+						t.Errorf("%s: %s %s is an event-time stamp, but no eventTime in the capture explains it (%s)", tr.Pod.Name, s.Path, side, what)
+						continue
+					}
+					if d := at.Sub(e.EventTime); d < -eventTimeTolerance || d > eventTimeTolerance {
+						t.Errorf("%s: %s %s = %s, but %s's eventTime is %s: off by %v", tr.Pod.Name, s.Path, side, at.Format(time.RFC3339Nano), what, e.EventTime.Format(time.RFC3339Nano), d)
+					}
+					checked++
+				}
+			}
+		}
+		// The bind: whatever the tracer chose, the scheduling phase ends at the Scheduled
+		// event's eventTime when the capture has one.
+		if e, ok := ev.first(tr.Pod.UID, "", "Scheduled"); ok && !e.EventTime.IsZero() {
+			sch := tr.Phase(phases.PhaseScheduling)
+			if d := sch.End.Sub(e.EventTime); d < -eventTimeTolerance || d > eventTimeTolerance {
+				t.Errorf("%s: scheduling ends %s, Scheduled's eventTime is %s", tr.Pod.Name, sch.End.Format(time.RFC3339Nano), e.EventTime.Format(time.RFC3339Nano))
+			}
+			checked++
+		}
+		checked += checkPulls(t, ev, tr)
+	}
+	return checked
+}
+
+// checkPulls holds each pull span against the kubelet's own figures in its Pulled message:
+// the transfer child lasts exactly "in X" and ends at Pulled; the pull span, Pulling → Pulled,
+// is the "Y including waiting" the kubelet measured inside those two events.
+func checkPulls(t *testing.T, ev *evidence, tr *phases.Trace) int {
+	t.Helper()
+	checked := 0
+	for _, c := range tr.Pod.Containers {
+		pulled, ok := ev.first(tr.Pod.UID, c.Name, "Pulled")
+		if !ok {
+			continue
+		}
+		m := pulledRE.FindStringSubmatch(pulled.Message)
+		if m == nil {
+			continue // already present: nothing was pulled
+		}
+		transfer, err1 := time.ParseDuration(m[1])
+		total, err2 := time.ParseDuration(m[2])
+		size, err3 := strconv.ParseInt(m[3], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			t.Fatalf("%s: Pulled message %q: %v %v %v", tr.Pod.Name, pulled.Message, err1, err2, err3)
+		}
+		path := "container/" + c.Name + "/image_pull"
+		if c.Init {
+			path = "container.init/" + c.Name + "/image_pull"
+			if c.Sidecar {
+				path = "container.sidecar/" + c.Name + "/image_pull"
+			}
+		}
+		pull, tx := tr.Find(path), tr.Find(path+"/transfer")
+		if pull == nil || tx == nil {
+			t.Errorf("%s: the kubelet pulled %s (%q) but the trace has no %s with a transfer child", tr.Pod.Name, c.Name, pulled.Message, path)
+			continue
+		}
+		if tx.Duration() != transfer || !tx.End.Equal(pulled.NameTime) {
+			t.Errorf("%s: transfer %v ending %s, the kubelet said %v ending at Pulled %s", tr.Pod.Name, tx.Duration(), tx.End.Format(time.RFC3339Nano), transfer, pulled.NameTime.UTC().Format(time.RFC3339Nano))
+		}
+		if over := pull.Duration() - total; over < 0 || over >= pulledTruncation+pulledStampSlack {
+			t.Errorf("%s: pull %v, the kubelet said %v including waiting: %v over, want [0, %v)", tr.Pod.Name, pull.Duration(), total, over, pulledTruncation+pulledStampSlack)
+		} else {
+			t.Logf("%s: pull %v, kubelet's total %v: %v over", tr.Pod.Name, pull.Duration(), total, over)
+		}
+		wantMs := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+		if pull.Attr(phases.AttrPullTotal) != wantMs(total) || tx.Attr(phases.AttrPullTransfer) != wantMs(transfer) || pull.Attr(phases.AttrImageSize) != size {
+			t.Errorf("%s: pull attributes %v / %v, want total %v ms, transfer %v ms, size %d", tr.Pod.Name, pull.Attrs, tx.Attrs, wantMs(total), wantMs(transfer), size)
+		}
+		checked += 3
+	}
+	return checked
+}
+
+// TestRealNodeEvidence checks every capture's traces against the capture's raw JSON.
+func TestRealNodeEvidence(t *testing.T) {
+	for _, dir := range realNodeDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			n := checkEvidence(t, dir, replayDir(t, dir))
+			if n == 0 {
+				t.Fatal("no boundary was checked against the capture")
+			}
+			t.Logf("%d boundaries and durations checked against the capture's events", n)
+		})
+	}
+}
