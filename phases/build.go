@@ -37,6 +37,10 @@ const (
 	AttrCurrentPhase    = "readyspan.phase.current"
 	AttrPullTransfer    = "readyspan.image.pull.transfer_ms"
 	AttrPullTotal       = "readyspan.image.pull.total_ms"
+	// AttrInconsistent marks a root span whose stamps put a milestone before one that must
+	// precede it, beyond what precision and clock skew explain; AttrInconsistency says which.
+	AttrInconsistent  = "readyspan.time.inconsistent"
+	AttrInconsistency = "readyspan.time.inconsistency"
 )
 
 // Summary holds the figures the metrics are made of, computed once with the spans.
@@ -61,6 +65,9 @@ type Summary struct {
 	SchedulingAttempts int
 	// CurrentPhase is where the Pod was when the trace ended without Ready.
 	CurrentPhase string
+	// Inconsistencies describes each milestone the stamps put impossibly early (see
+	// outOfOrder). Such a trace's phases are not measured: which stamp is wrong is unknown.
+	Inconsistencies []string
 }
 
 // Options tune Build. The zero value is valid.
@@ -151,6 +158,7 @@ func Build(in *Pod, opts Options) *Trace {
 		kubeletDone,              // the kubelet found every container ready
 		served,                   // Ready reported and in the endpoints
 	}
+	inconsistent := b.inconsistencies(chain[1], persisted, resolve(p.ReplicaSetScaled), created, chain[4], kubeletDone, ready)
 	end := point{t: p.End, src: SourceWatch, observed: !p.End.IsZero()}
 	if last := latestObserved(p); outcome != OutcomeReady && last.After(end.t) {
 		// Nothing gave an end (a snapshot without receive times), or something was seen
@@ -275,6 +283,14 @@ func Build(in *Pod, opts Options) *Trace {
 	sum.SchedulingAttempts = attempts(p)
 	root.Attrs = append(root.Attrs, Attr{AttrAttempts, int64(sum.SchedulingAttempts)})
 	b.sli(&sum, created, opts)
+	if len(inconsistent) > 0 {
+		// The spans are drawn with the boundaries clamped into order; the root says why, and
+		// no duration of this trace goes into a histogram.
+		root.Attrs = append(root.Attrs, Attr{AttrInconsistent, true}, Attr{AttrInconsistency, strings.Join(inconsistent, "; ")})
+		sum.Inconsistencies = inconsistent
+		sum.PhaseObserved = [6]bool{}
+		sum.Startup, sum.SLI, sum.SLIEligible = 0, 0, false
+	}
 	b.finish()
 	b.trace.Summary = sum
 	return b.trace

@@ -554,6 +554,9 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	delete(c.inSlice, uid)
 	c.done[uid] = struct{}{}
 	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.pod)})
+	for _, w := range TimeWarnings(tr) {
+		c.log.Warn("Trace marked "+phases.AttrInconsistent, "problem", w)
+	}
 	c.sink.Export(tr)
 }
 

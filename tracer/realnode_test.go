@@ -2,11 +2,14 @@ package tracer
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/readyspan/readyspan/exporters/terminal"
 	"github.com/readyspan/readyspan/phases"
 )
 
@@ -19,7 +22,9 @@ func replayDir(t *testing.T, dir string) []*phases.Trace {
 	}
 	var traces []*phases.Trace
 	c := New(Config{Backfill: true}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil)
-	Replay(c, deltas)
+	for _, w := range Replay(c, deltas) {
+		t.Errorf("a real capture's timestamps are consistent, yet replay warned: %s", w)
+	}
 	return traces
 }
 
@@ -124,4 +129,102 @@ func TestLoadRecordingBadLines(t *testing.T) {
 	if _, err := LoadRecording(t.TempDir()); err == nil {
 		t.Fatal("an empty directory must be an error")
 	}
+}
+
+// TestReplayWarnsOfImpossibleTimes replays run2 with one Pod's Ready transition moved 30 years
+// back, before its creation: the replay must say so, and the trace must carry it, instead of
+// drawing a Ready that took no time.
+func TestReplayWarnsOfImpossibleTimes(t *testing.T) {
+	const pod = "sleeper-7b67f9b4dd-hfswn"
+	src := filepath.Join("testdata", "real-node", "run2-ifnotpresent")
+	dir := t.TempDir()
+	files, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(src, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Name() == "pods.json" {
+			b = moveReadyBack(t, b, pod, 30)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deltas, err := LoadRecording(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traces []*phases.Trace
+	warnings := Replay(New(Config{Backfill: true}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil), deltas)
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "pod run2-ifnotpresent/"+pod+" ") || !strings.Contains(warnings[0], "ready (status 1996-") || !strings.Contains(warnings[0], "before containers ready") {
+		t.Fatalf("want one warning about %s's Ready before its containers were ready, got %q", pod, warnings)
+	}
+	t.Logf("replay warned: %s", warnings[0])
+	seen := 0
+	for _, tr := range traces {
+		root := tr.Root()
+		bad := tr.Pod.Name == pod
+		if got, _ := root.Attr(phases.AttrInconsistent).(bool); got != bad {
+			t.Errorf("%s: %s = %v, want %v", tr.Pod.Name, phases.AttrInconsistent, root.Attr(phases.AttrInconsistent), bad)
+		}
+		if !bad {
+			continue
+		}
+		seen++
+		if why, _ := root.Attr(phases.AttrInconsistency).(string); !strings.Contains(why, "ready (status 1996-") {
+			t.Errorf("%s: %s = %q, want the Ready stamp named", pod, phases.AttrInconsistency, why)
+		}
+		if s := tr.Summary; s.PhaseObserved != [6]bool{} || s.Startup != 0 || s.SLIEligible {
+			t.Errorf("%s: an inconsistent trace must feed no histogram: %+v", pod, s)
+		}
+		var wf bytes.Buffer
+		if err := terminal.Waterfall(&wf, tr); err != nil || !strings.Contains(wf.String(), "warning: timestamps out of order") {
+			t.Errorf("the waterfall must say the timestamps are out of order:\n%s", wf.String())
+		}
+		t.Logf("%s", wf.String())
+	}
+	if seen != 1 {
+		t.Fatalf("%d traces of %s", seen, pod)
+	}
+}
+
+// moveReadyBack rewrites a pods.json List: the named Pod's Ready lastTransitionTime moved the
+// given number of years back.
+func moveReadyBack(t *testing.T, list []byte, pod string, years int) []byte {
+	t.Helper()
+	var l map[string]any
+	if err := json.Unmarshal(list, &l); err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	for _, it := range l["items"].([]any) {
+		p := it.(map[string]any)
+		if p["metadata"].(map[string]any)["name"] != pod {
+			continue
+		}
+		for _, c := range p["status"].(map[string]any)["conditions"].([]any) {
+			cond := c.(map[string]any)
+			if cond["type"] != "Ready" {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339, cond["lastTransitionTime"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cond["lastTransitionTime"] = at.AddDate(-years, 0, 0).Format(time.RFC3339)
+			moved = true
+		}
+	}
+	if !moved {
+		t.Fatalf("no Ready condition of %s in the capture", pod)
+	}
+	out, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

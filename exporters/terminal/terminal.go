@@ -24,6 +24,9 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 	if root.Status == phases.StatusError {
 		fmt.Fprintf(w, "  error: %s\n", root.StatusMessage)
 	}
+	if why, ok := root.Attr(phases.AttrInconsistency).(string); ok {
+		fmt.Fprintf(w, "  warning: timestamps out of order, the spans are clamped into order: %s\n", why)
+	}
 	depth := map[phases.SpanID]int{root.SpanID: 0}
 	for i := range t.Spans {
 		s := &t.Spans[i]

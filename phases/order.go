@@ -1,0 +1,119 @@
+package phases
+
+import (
+	"fmt"
+	"time"
+)
+
+// milestone is a named boundary, for checking that the boundaries of a startup come in the order
+// they must happen in.
+type milestone struct {
+	name string
+	at   point
+}
+
+// latestPossible is the latest time a stamp allows the change to have happened: a whole-second
+// stamp is truncated, so the change happened up to a second after it; other stamps are the
+// time itself or, for a receive time, later than the change.
+func latestPossible(p point) time.Time {
+	if p.src.Precision() == time.Second {
+		return p.t.Add(time.Second)
+	}
+	return p.t
+}
+
+// earliestPossible is the earliest time a stamp allows, and whether it bounds the change from
+// below at all: a receive time only says the change happened before it.
+func earliestPossible(p point) (time.Time, bool) {
+	if !p.observed || p.src == SourceWatch || p.src == SourceDerived {
+		return time.Time{}, false
+	}
+	return p.t, true
+}
+
+// outOfOrder returns a description of each milestone that the stamps put before one that must
+// precede it, by more than the stamps' precision and consistencySlack (clocks of different
+// components) can explain. Milestones are in causal order; unobserved ones are skipped. Each
+// milestone is compared with the latest earliest-possible time among those before it, and one
+// found out of order is not held against the ones after it: a stamp that is too early gives
+// one line (one that is too late puts each milestone after it out of order).
+func outOfOrder(ms []milestone) []string {
+	var out []string
+	var floor time.Time
+	floorName, floorAt := "", point{}
+	for _, m := range ms {
+		if !m.at.observed {
+			continue
+		}
+		if floorName != "" {
+			if gap := floor.Sub(latestPossible(m.at)); gap > consistencySlack {
+				out = append(out, fmt.Sprintf("%s (%s %s) is %s before %s (%s %s)",
+					m.name, m.at.src, m.at.t.UTC().Format(time.RFC3339Nano), spoken(floor.Sub(m.at.t)),
+					floorName, floorAt.src, floorAt.t.UTC().Format(time.RFC3339Nano)))
+				continue // a wrong stamp must not become the floor the others are held to
+			}
+		}
+		if e, ok := earliestPossible(m.at); ok && (floorName == "" || e.After(floor)) {
+			floor, floorName, floorAt = e, m.name, m.at
+		}
+	}
+	return out
+}
+
+// spoken formats a gap for people: days beyond two of them, else a rounded duration.
+func spoken(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%.0f days", d.Hours()/24)
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// inconsistencies checks the order of the Pod's milestones and of each container's steps.
+func (b *builder) inconsistencies(received, persisted, scaled, created, scheduled, kubeletDone, ready point) []string {
+	p := b.pod
+	sandbox := resolve(p.SandboxReady)
+	pod := []milestone{
+		{"apiserver received", received},
+		{"persisted", persisted},
+		{"ReplicaSet scaled up", scaled},
+		{"created", created},
+		{"scheduled", scheduled},
+		{"sandbox ready", sandbox},
+		{"containers ready", kubeletDone},
+		{"ready", ready},
+	}
+	if p.HasService {
+		pod = append(pod, milestone{"endpoints ready", resolve(p.EndpointsReady)})
+	}
+	out := outOfOrder(pod)
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		steps := []milestone{
+			{"scheduled", scheduled},
+			{c.Name + " pull started", resolve(c.PullStarted)},
+			{c.Name + " pull finished", resolve(c.PullFinished)},
+			{c.Name + " created", resolve(c.Created)},
+			{c.Name + " started", resolve(c.Started)},
+		}
+		if c.Init && !c.Sidecar {
+			steps = append(steps, milestone{c.Name + " finished", resolve(c.Finished)})
+		} else {
+			steps = append(steps, milestone{c.Name + " ready", resolve(c.ReadyAt)}, milestone{"containers ready", kubeletDone})
+		}
+		for _, s := range outOfOrder(steps) {
+			if !contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
