@@ -41,6 +41,11 @@ const (
 	// precede it, beyond what precision and clock skew explain; AttrInconsistency says which.
 	AttrInconsistent  = "readyspan.time.inconsistent"
 	AttrInconsistency = "readyspan.time.inconsistency"
+	// AttrUncertaintyStart and AttrUncertaintyEnd are the width, in ms, of the window a
+	// boundary from a whole-second stamp lies in once narrowed by the precise stamps around it
+	// (narrow.go): 1000 when nothing narrowed it. Absent for boundaries stamped precisely.
+	AttrUncertaintyStart = "readyspan.time.uncertainty.start_ms"
+	AttrUncertaintyEnd   = "readyspan.time.uncertainty.end_ms"
 )
 
 // Summary holds the figures the metrics are made of, computed once with the spans.
@@ -82,6 +87,9 @@ type point struct {
 	t        time.Time
 	src      Source
 	observed bool
+	// uncertainty is the width of the window the boundary lies in, for a whole-second stamp
+	// (narrow); 0 for the others.
+	uncertainty time.Duration
 }
 
 func resolve(t Times) point {
@@ -89,7 +97,11 @@ func resolve(t Times) point {
 	if !ok {
 		return point{}
 	}
-	return point{t: s.Time, src: s.Source, observed: true}
+	p := point{t: s.Time, src: s.Source, observed: true}
+	if s.Source.Precision() == time.Second {
+		p.uncertainty = time.Second
+	}
+	return p
 }
 
 func derived(t time.Time) point { return point{t: t, src: SourceDerived} }
@@ -142,23 +154,44 @@ func Build(in *Pod, opts Options) *Trace {
 		kubeletDone = b.lastContainer(func(c *Container) Times { return c.ReadyAt })
 	}
 	ready := resolve(p.Ready)
+	received, scaled, scheduled, endpoints := resolve(p.AuditReceived), resolve(p.ReplicaSetScaled), resolve(p.Scheduled), resolve(p.EndpointsReady)
+	inconsistent := b.inconsistencies(received, persisted, scaled, created, scheduled, kubeletDone, ready)
+
+	// Whole-second stamps narrowed by the precise stamps around them (narrow.go). Each is
+	// bounded by what must precede it and what must follow it, in causal order: the audit
+	// log's receipt, the Deployment change, the scale-up, the Pod, the bind, the kubelet's
+	// first event about a container, its last, Ready, the endpoints.
+	kubeletFirst, kubeletLast := earliestPrecise(p.Containers), latestPrecise(p.Containers)
+	samePoint := persisted == created // a bare Pod: its creation is the root request
+	persisted = narrow(persisted, []point{received}, []point{scaled, created, scheduled, kubeletFirst}, placeEarliest)
+	scaled = narrow(scaled, []point{received, persisted}, []point{created, scheduled, kubeletFirst}, placeEarliest)
+	if samePoint {
+		created = persisted
+	} else {
+		created = narrow(created, []point{received, persisted, scaled}, []point{scheduled, kubeletFirst}, placeEarliest)
+	}
+	scheduled = narrow(scheduled, []point{received, persisted, scaled, created}, []point{kubeletFirst}, placeEarliest)
+	kubeletDone = narrow(kubeletDone, []point{scheduled, kubeletLast}, nil, placeEarliest)
+	ready = narrow(ready, []point{scheduled, kubeletLast}, nil, placeEarliest)
+	endpoints = narrow(endpoints, []point{scheduled, kubeletLast}, nil, placeEarliest)
+	b.scaled = scaled
+
 	served := ready
 	if p.HasService {
-		served = later(ready, resolve(p.EndpointsReady))
-		if !resolve(p.EndpointsReady).observed {
+		served = later(ready, endpoints)
+		if !endpoints.observed {
 			served = point{}
 		}
 	}
 	chain := []point{
-		{},                       // client sent the request: never observed without client data
-		resolve(p.AuditReceived), // apiserver received it
-		persisted,                // persisted (Pending)
-		created,                  // the Pod exists
-		resolve(p.Scheduled),     // bound to a node
-		kubeletDone,              // the kubelet found every container ready
-		served,                   // Ready reported and in the endpoints
+		{},          // client sent the request: never observed without client data
+		received,    // apiserver received it
+		persisted,   // persisted (Pending)
+		created,     // the Pod exists
+		scheduled,   // bound to a node
+		kubeletDone, // the kubelet found every container ready
+		served,      // Ready reported and in the endpoints
 	}
-	inconsistent := b.inconsistencies(chain[1], persisted, resolve(p.ReplicaSetScaled), created, chain[4], kubeletDone, ready)
 	end := point{t: p.End, src: SourceWatch, observed: !p.End.IsZero()}
 	if last := latestObserved(p); outcome != OutcomeReady && last.After(end.t) {
 		// Nothing gave an end (a snapshot without receive times), or something was seen
@@ -300,6 +333,8 @@ func Build(in *Pod, opts Options) *Trace {
 type builder struct {
 	pod   *Pod
 	trace *Trace
+	// scaled is the ReplicaSet scale-up, narrowed like the chain's boundaries.
+	scaled point
 }
 
 // add appends a span between two points, inside its parent (clamping is recorded), and returns
@@ -338,6 +373,12 @@ func (b *builder) add(s Span, parent int, start, end point) int {
 		Attr{AttrPrecisionStart, precision(start)},
 		Attr{AttrPrecisionEnd, precision(end)},
 	)
+	if start.observed && start.uncertainty > 0 {
+		s.Attrs = append(s.Attrs, Attr{AttrUncertaintyStart, millis(start.uncertainty)})
+	}
+	if end.observed && end.uncertainty > 0 {
+		s.Attrs = append(s.Attrs, Attr{AttrUncertaintyEnd, millis(end.uncertainty)})
+	}
 	if !start.observed || !end.observed {
 		if !hasAttr(s.Attrs, AttrObserved) {
 			s.Attrs = append(s.Attrs, Attr{AttrObserved, false})
@@ -346,6 +387,9 @@ func (b *builder) add(s Span, parent int, start, end point) int {
 	b.trace.Spans = append(b.trace.Spans, s)
 	return len(b.trace.Spans) - 1
 }
+
+// millis is a duration in milliseconds, as span attributes give lengths.
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func orDerived(p point) Source {
 	if !p.observed || p.src == "" {
@@ -465,7 +509,7 @@ func (b *builder) controllers(parent int, persisted, created point) {
 	p := b.pod
 	switch p.Root {
 	case RootDeployment:
-		scaled := resolve(p.ReplicaSetScaled)
+		scaled := b.scaled
 		if !scaled.observed {
 			scaled = derived(persisted.t)
 		}
@@ -519,9 +563,14 @@ func (b *builder) kubelet(parent int, bound point, sum *Summary) {
 	}
 	sandbox := resolve(p.SandboxReady)
 	if len(p.Containers) > 0 {
-		// The sandbox was ready before the kubelet's first event about a container; the
-		// status that says so is written asynchronously and may reach readyspan later.
-		sandbox = earlierBound(sandbox, firstStep(&p.Containers[0]))
+		// The sandbox was ready before the kubelet's first event about a container, which
+		// follows it at once: a whole-second condition is placed at that event when it falls
+		// in the condition's second (narrow.go). The status that says so is written
+		// asynchronously and may reach readyspan later than the event: a receive time after
+		// it gives way to it.
+		first := firstStep(&p.Containers[0])
+		sandbox = narrow(sandbox, []point{bound}, []point{first}, placeAtNext)
+		sandbox = earlierBound(sandbox, first)
 	}
 	sbStart := bound
 	sb := b.add(Span{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.trace.Spans[parent].End))
@@ -594,7 +643,10 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	created, started := resolve(c.Created), resolve(c.Started)
 	startupDone, readyAt, finished := resolve(c.StartupDone), resolve(c.ReadyAt), resolve(c.Finished)
 	if c.Init && !c.Sidecar && following != nil {
-		finished = earlierBound(finished, firstStep(following)) // it exited before the next one began
+		// It exited just before the next container's first event.
+		next := firstStep(following)
+		finished = narrow(finished, []point{started, created}, []point{next}, placeAtNext)
+		finished = earlierBound(finished, next)
 	}
 
 	// The container's own span runs from its turn to its last observed step.
@@ -880,10 +932,15 @@ func (b *builder) finish() {
 }
 
 func (s *Span) startPoint() point {
-	return point{t: s.Start, src: Source(s.attrString(AttrSourceStart)), observed: s.attrString(AttrSourceStart) != string(SourceDerived)}
+	return point{t: s.Start, src: Source(s.attrString(AttrSourceStart)), observed: s.attrString(AttrSourceStart) != string(SourceDerived), uncertainty: s.attrMillis(AttrUncertaintyStart)}
 }
 func (s *Span) endPoint() point {
-	return point{t: s.End, src: Source(s.attrString(AttrSourceEnd)), observed: s.attrString(AttrSourceEnd) != string(SourceDerived)}
+	return point{t: s.End, src: Source(s.attrString(AttrSourceEnd)), observed: s.attrString(AttrSourceEnd) != string(SourceDerived), uncertainty: s.attrMillis(AttrUncertaintyEnd)}
+}
+
+func (s *Span) attrMillis(key string) time.Duration {
+	v, _ := s.Attr(key).(float64)
+	return time.Duration(v * float64(time.Millisecond))
 }
 
 func (s *Span) attrString(key string) string {

@@ -51,6 +51,9 @@ type rawEvent struct {
 // rawPod is what the evidence needs of a Pod in pods.json.
 type rawPod struct {
 	UID, Name, Namespace, ReplicaSet string
+	// SandboxSecond is PodReadyToStartContainers' lastTransitionTime: the sandbox turned
+	// ready within the second that starts there. Zero if not True.
+	SandboxSecond time.Time
 }
 
 type evidence struct {
@@ -130,6 +133,13 @@ func readEvidence(t *testing.T, dir string) *evidence {
 					Name string `json:"name"`
 				} `json:"ownerReferences"`
 			} `json:"metadata"`
+			Status struct {
+				Conditions []struct {
+					Type               string `json:"type"`
+					Status             string `json:"status"`
+					LastTransitionTime string `json:"lastTransitionTime"`
+				} `json:"conditions"`
+			} `json:"status"`
 		} `json:"items"`
 	}
 	readJSON(t, filepath.Join(dir, "pods.json"), &pods)
@@ -138,6 +148,15 @@ func readEvidence(t *testing.T, dir string) *evidence {
 		for _, o := range it.Metadata.OwnerReferences {
 			if o.Kind == "ReplicaSet" {
 				p.ReplicaSet = o.Name
+			}
+		}
+		for _, c := range it.Status.Conditions {
+			if c.Type == "PodReadyToStartContainers" && c.Status == "True" {
+				at, err := time.Parse(time.RFC3339, c.LastTransitionTime)
+				if err != nil {
+					t.Fatalf("%s: %v", p.Name, err)
+				}
+				p.SandboxSecond = at
 			}
 		}
 		ev.pods[p.UID] = p
@@ -421,5 +440,87 @@ func TestRealNodeEvidence(t *testing.T) {
 			}
 			t.Logf("%d boundaries and durations checked against the capture's events", n)
 		})
+	}
+}
+
+// TestRealNodeWholeSeconds replays the captures, which have no receive times, so the sandbox's
+// end is known only from PodReadyToStartContainers' whole second and the events around it. The
+// sandbox ended in that second, after the bind, and before the kubelet's first event about a
+// container (its name's nanoseconds); the kubelet moves on to the container at once, so the
+// sandbox is drawn up to that event, and the container's steps follow each other without a
+// hole. Read from the capture's JSON, not from what the tracer made of it.
+func TestRealNodeWholeSeconds(t *testing.T) {
+	for _, dir := range realNodeDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ev := readEvidence(t, dir)
+			for _, tr := range replayDir(t, dir) {
+				pod := ev.pods[tr.Pod.UID]
+				sb, kubelet := tr.Find("kubelet.sandbox"), tr.Phase(phases.PhaseKubelet)
+				first, ok := ev.firstStep(pod.UID, tr.Pod.Containers[0].Name)
+				if pod.SandboxSecond.IsZero() || !ok {
+					t.Errorf("%s: the capture has no sandbox second or no container event to check against", pod.Name)
+					continue
+				}
+				// The window the evidence leaves: [second, second+1s) ∩ [bind, first event].
+				lo, hi := pod.SandboxSecond, pod.SandboxSecond.Add(time.Second)
+				if kubelet.Start.After(lo) {
+					lo = kubelet.Start
+				}
+				if first.NameTime.Before(hi) {
+					hi = first.NameTime
+				}
+				if sb.End.Before(lo) || sb.End.After(hi) {
+					t.Errorf("%s: sandbox ends %s, outside the evidence's window [%s, %s]", pod.Name, sb.End.Format(time.RFC3339Nano), lo.Format(time.RFC3339Nano), hi.Format(time.RFC3339Nano))
+				}
+				if !sb.End.Equal(first.NameTime) {
+					t.Errorf("%s: sandbox ends %s, want at the kubelet's first container event %s (%s)", pod.Name, sb.End.Format(time.RFC3339Nano), first.Name, first.NameTime.UTC().Format(time.RFC3339Nano))
+				}
+				if sb.Duration() == 0 && first.NameTime.After(kubelet.Start) {
+					t.Errorf("%s: sandbox drawn as 0 ms, yet the first container event came %v after the bind", pod.Name, first.NameTime.Sub(kubelet.Start))
+				}
+				want := float64(hi.Sub(lo)) / float64(time.Millisecond)
+				if got, _ := sb.Attr(phases.AttrUncertaintyEnd).(float64); got != want {
+					t.Errorf("%s: sandbox end uncertainty %v ms, want the window's %v ms", pod.Name, got, want)
+				}
+				t.Logf("%s: sandbox %v, its end within a %.1f ms window (second %s, first event %s %s)", pod.Name, sb.Duration().Round(100*time.Microsecond), want, pod.SandboxSecond.Format("15:04:05"), first.Reason, first.NameTime.UTC().Format("15:04:05.000000"))
+				checkNoHoles(t, tr)
+			}
+		})
+	}
+}
+
+// checkNoHoles: a container's span starts where the kubelet turned to it, its first step starts
+// there, and each of its sequential steps starts where the one before ended.
+func checkNoHoles(t *testing.T, tr *phases.Trace) {
+	t.Helper()
+	turn := tr.Find("kubelet.sandbox").End
+	for _, c := range tr.Pod.Containers {
+		path := "container/" + c.Name
+		if c.Init {
+			path = "container.init/" + c.Name
+			if c.Sidecar {
+				path = "container.sidecar/" + c.Name
+			}
+		}
+		cs := tr.Find(path)
+		if cs == nil {
+			t.Errorf("%s: no span %s", tr.Pod.Name, path)
+			return
+		}
+		if !cs.Start.Equal(turn) {
+			t.Errorf("%s: %s starts %s, want where the kubelet turned to it, %s", tr.Pod.Name, path, cs.Start.Format(time.RFC3339Nano), turn.Format(time.RFC3339Nano))
+		}
+		at := cs.Start
+		for _, step := range []string{"image_pull", "create", "start"} {
+			s := tr.Find(path + "/" + step)
+			if s == nil {
+				break // a failed pull ends the steps
+			}
+			if !s.Start.Equal(at) {
+				t.Errorf("%s: %s/%s starts %s, %v after the step before it ended", tr.Pod.Name, path, step, s.Start.Format(time.RFC3339Nano), s.Start.Sub(at))
+			}
+			at = s.End
+		}
+		turn = cs.End
 	}
 }
