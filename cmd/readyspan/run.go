@@ -10,21 +10,17 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	"github.com/readyspan/readyspan/exporters/otlp"
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
+	"github.com/readyspan/readyspan/leader"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/tracer"
 )
@@ -83,57 +79,36 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}()
 
-	// Only the leader exports (traces and trace metrics); a standby correlates too, so it is
-	// hot when it takes over.
-	var leading atomic.Bool
-	leading.Store(!*leaderElect)
-	metrics.SetLeader(leading.Load())
-	var ho handover
-	send := func(t *phases.Trace) {
-		metrics.Export(t)
-		exp.Export(t)
-		ho.noteExported(t.Pod.UID, time.Now())
-		log.Debug("Trace complete", "pod", t.Pod.Namespace+"/"+t.Pod.Name, "outcome", t.Summary.Outcome, "traceID", t.TraceID.String())
-	}
-	var sendMu sync.Mutex // the correlator loop and a takeover both send
-	sink := tracer.SinkFunc(func(t *phases.Trace) {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		if !leading.Load() {
-			metrics.Dropped("not_leader")
-			ho.keepStandby(t, time.Now())
-			return
-		}
-		if !ho.owed(t) {
-			metrics.Dropped("exported_by_previous_leader")
-			return
-		}
-		send(t)
-	})
-
 	cfg := tf.config()
 	cfg.MaxInFlight = *maxInFlight
 	if *stateFile != "" {
-		st, err := readState(*stateFile)
+		st, err := leader.ReadState(*stateFile)
 		if err != nil {
 			return err
 		}
 		if st != nil && !*leaderElect {
-			cfg.ResumeAfter, cfg.ResumeSkip = st.StoppedAt, map[string]bool{}
-			for _, uid := range st.Exported {
-				cfg.ResumeSkip[uid] = true
-			}
+			cfg.ResumeAfter, cfg.ResumeSkip = st.StoppedAt, st.Skip()
 			log.Info("Resuming after the previous run", "stoppedAt", st.StoppedAt, "recentlyExported", len(st.Exported))
 		}
 	}
-	started := time.Now()
+	// Only the leader exports (traces and trace metrics); a standby correlates too, so it is
+	// hot when it takes over.
+	gate := leader.New(leader.Config{
+		Elected: *leaderElect,
+		Leases:  client.CoordinationV1().Leases(*leNamespace),
+		Lease:   *leName,
+		Sink: tracer.SinkFunc(func(t *phases.Trace) {
+			metrics.Export(t)
+			exp.Export(t)
+			log.Debug("Trace complete", "pod", t.Pod.Namespace+"/"+t.Pod.Name, "outcome", t.Summary.Outcome, "traceID", t.TraceID.String())
+		}),
+		Metrics: metrics,
+		Log:     log,
+	})
 	if *leaderElect {
-		// A replica that starts while another leads (the replacement of a deleted leader) may
-		// be the one that wins the Lease: it traces what turned Ready recently too, into its
-		// standby buffer, so a takeover can export what no leader did.
-		cfg.ResumeAfter = started.Add(-recentWindow)
+		cfg.ResumeAfter = gate.ResumeAfter() // a replica that may take over traces what turned Ready recently
 	}
-	corr := tracer.New(cfg, sink, metrics, log)
+	corr := tracer.New(cfg, tracer.SinkFunc(gate.Offer), metrics, log)
 	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, metrics, log)
 
 	var ready atomic.Bool
@@ -161,35 +136,6 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElect()
 	electDone := make(chan struct{})
-	leases := client.CoordinationV1().Leases(*leNamespace)
-	takeOver := func(prevAlive time.Time, released bool) {
-		if prevAlive.IsZero() {
-			prevAlive = started // the first leader ever owes nothing from before it started
-		}
-		// What a gracefully stopped leader exported last: it writes it just before releasing
-		// the Lease, so it is current only if the Lease was released about then.
-		var skip map[string]bool
-		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		prev, err := readHandover(hctx, leases, handoverLeaseName(*leName))
-		cancel()
-		if err != nil {
-			log.Warn("Could not read the previous leader's handover", "err", oneLine(err))
-		} else if prev != nil && released && prev.StoppedAt.Sub(prevAlive).Abs() < 10*time.Second {
-			skip = map[string]bool{}
-			for _, uid := range prev.Exported {
-				skip[uid] = true
-			}
-		}
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		owed := ho.takeOver(prevAlive, skip)
-		for _, t := range owed {
-			send(t)
-		}
-		leading.Store(true) // under sendMu: no trace falls between the buffer and the sink
-		metrics.SetLeader(true)
-		log.Info("Took over exporting", "owedTraces", len(owed), "previousLeaderAlive", prevAlive)
-	}
 	go func() {
 		defer close(electDone)
 		if err := w.WaitForSync(ctx); err != nil {
@@ -204,15 +150,24 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		if *leaderElect {
 			// Only a replica that has its state contends: a leader that just started would
 			// not know what is in flight.
-			elect(electCtx, client, *leNamespace, *leName, cfg.Settle, takeOver, func() {
-				leading.Store(false)
-				metrics.SetLeader(false)
-			}, log)
+			err := leader.Run(electCtx, leader.ElectionConfig{
+				Leases:           client.CoordinationV1(),
+				Namespace:        *leNamespace,
+				Name:             *leName,
+				Identity:         identity(),
+				Settle:           cfg.Settle,
+				OnStartedLeading: func(prevAlive time.Time, released bool) { gate.TakeOver(ctx, prevAlive, released) },
+				OnStoppedLeading: gate.StepDown,
+				Log:              log,
+			})
+			if err != nil {
+				log.Error("Not contending for the Lease", "err", err)
+			}
 		}
 	}()
 	tracer.Loop(ctx, w.Deltas(), corr, time.Second, nil)
 	// Stopping: export what is Ready now (the next run will not trace it), flush, then hand over.
-	if leading.Load() {
+	if gate.Leading() {
 		corr.Drain()
 	}
 	log.Info("Shutting down", "inFlight", corr.InFlight())
@@ -222,16 +177,12 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		log.Warn("Traces not flushed", "err", oneLine(err))
 	}
 	if *stateFile != "" && !*leaderElect {
-		if err := ho.writeState(*stateFile, time.Now()); err != nil {
+		if err := gate.WriteState(*stateFile); err != nil {
 			return err
 		}
 	}
-	if *leaderElect && leading.Load() {
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := writeHandover(hctx, leases, handoverLeaseName(*leName), ho.snapshot(time.Now())); err != nil {
-			log.Warn("Could not leave a handover for the next leader", "err", oneLine(err))
-		}
-		cancel()
+	if err := gate.Handover(context.WithoutCancel(ctx)); err != nil {
+		log.Warn("Could not leave a handover for the next leader", "err", oneLine(err))
 	}
 	stopElect()
 	select {
@@ -293,35 +244,11 @@ func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atom
 	return srv, nil
 }
 
-// elect campaigns for the Lease until ctx ends; leading says whether this replica exports.
-func elect(ctx context.Context, client kubernetes.Interface, ns, name string, settle time.Duration, takeOver func(time.Time, bool), stopped func(), log *slog.Logger) {
-	id := os.Getenv("POD_NAME")
-	if id == "" {
-		id, _ = os.Hostname()
+// identity names this replica on the Lease: its Pod name, else the host name.
+func identity() string {
+	if id := os.Getenv("POD_NAME"); id != "" {
+		return id
 	}
-	lock := &observingLock{Interface: &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: name},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}}
-	for ctx.Err() == nil {
-		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			ReleaseOnCancel: true,
-			LeaseDuration:   15 * time.Second,
-			RenewDeadline:   10 * time.Second,
-			RetryPeriod:     2 * time.Second,
-			Name:            name,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) {
-					log.Info("Became leader; exporting", "lease", ns+"/"+name, "identity", id)
-					takeOver(lock.previousAlive(settle))
-				},
-				OnStoppedLeading: func() {
-					stopped()
-					log.Info("Stopped leading", "lease", ns+"/"+name, "identity", id)
-				},
-			},
-		})
-	}
+	id, _ := os.Hostname()
+	return id
 }
