@@ -136,6 +136,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	corr.Flush(phases.OutcomeInProgress)
 	sortTraces(traces)
 	for _, t := range traces {
+		for _, w := range tracer.TimeWarnings(t) {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", prog, w)
+		}
 		if err := out.write(stdout, t); err != nil {
 			return err
 		}
@@ -396,7 +399,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := tf.config()
 	cfg.Backfill, cfg.Settle = true, 0
 	corr := tracer.New(cfg, tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }), nil, nil)
-	tracer.Replay(corr, deltas)
+	for _, w := range tracer.Replay(corr, deltas) {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", prog, w)
+	}
 	sortTraces(traces)
 	for _, t := range traces {
 		if err := out.write(stdout, t); err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,5 +83,59 @@ func TestHelpNamesThePlugin(t *testing.T) {
 	err = run(context.Background(), []string{"frobnicate"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), `"kubectl readyspan help"`) {
 		t.Errorf("unknown command error %v does not name the plugin", err)
+	}
+}
+
+// replay and explain print, as warnings, the traces whose timestamps cannot be in that order: a
+// real capture with one Pod's Ready moved thirty years back.
+func TestReplayPrintsImpossibleOrderWarnings(t *testing.T) {
+	const pod = "sleeper-7b67f9b4dd-hfswn"
+	src := filepath.Join("..", "..", "tracer", "testdata", "real-node", "run2-ifnotpresent")
+	dir := t.TempDir()
+	files, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(src, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Name() == "pods.json" {
+			var list struct {
+				Items []map[string]any `json:"items"`
+			}
+			if err := json.Unmarshal(b, &list); err != nil {
+				t.Fatal(err)
+			}
+			moved := false
+			for _, p := range list.Items {
+				if p["metadata"].(map[string]any)["name"] != pod {
+					continue
+				}
+				for _, c := range p["status"].(map[string]any)["conditions"].([]any) {
+					if c := c.(map[string]any); c["type"] == "Ready" {
+						c["lastTransitionTime"], moved = "1996-11-30T08:36:24Z", true
+					}
+				}
+			}
+			if !moved {
+				t.Fatalf("no Ready condition of %s in %s", pod, src)
+			}
+			if b, err = json.Marshal(map[string]any{"kind": "List", "apiVersion": "v1", "items": list.Items}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"replay", dir}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	warnings := strings.Count(stderr.String(), "warning: pod ")
+	if warnings != 1 || !strings.Contains(stderr.String(), pod+" (trace ") || !strings.Contains(stderr.String(), "timestamps out of order") {
+		t.Errorf("replay printed %d warnings, want one naming %s:\n%s", warnings, pod, stderr.String())
 	}
 }
