@@ -560,8 +560,9 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	c.sink.Export(tr)
 }
 
-// stateful is the kubelet's definition (signals.md §8): any volume other than secret,
-// configMap, downwardAPI, emptyDir or projected.
+// stateful is the kubelet's definition, from its pod startup latency tracker (Kubernetes
+// v1.37), which leaves such Pods out of kubelet_pod_start_sli_duration_seconds: a Pod with any
+// volume other than secret, configMap, downwardAPI, emptyDir or projected.
 func stateful(p *corev1.Pod) bool {
 	for _, v := range p.Spec.Volumes {
 		if v.Secret == nil && v.ConfigMap == nil && v.DownwardAPI == nil && v.EmptyDir == nil && v.Projected == nil {

@@ -10,8 +10,12 @@ import (
 	"github.com/readyspan/readyspan/phases"
 )
 
-// event is an Event in one shape, whichever API it was read from. Both APIs are views of the
-// same objects (signals.md §2.4): core/v1 shows events.k8s.io fields (eventTime, series) too.
+// event is an Event in one shape, whichever API it was read from. The apiserver keeps the Events
+// of core/v1 and events.k8s.io/v1 in one store and converts on read, so every Event shows in
+// both: one written through core/v1 (kubelet, controllers) reads through events.k8s.io/v1 with
+// deprecatedFirstTimestamp, deprecatedLastTimestamp, deprecatedCount and note = message; one
+// written through events.k8s.io/v1 (the scheduler) reads through core/v1 with its eventTime,
+// series and reportingComponent, and null firstTimestamp and lastTimestamp.
 type event struct {
 	UID       types.UID // the Event's own UID, to drop the second view of the same event
 	Name      string

@@ -8,11 +8,18 @@ import (
 	"time"
 )
 
-// PulledMessage is what the kubelet's Pulled event says (v1.37 formats, signals.md §1.4.1):
+// PulledMessage is what the kubelet's Pulled event says. The kubelet's image manager
+// (Kubernetes v1.37) writes one of three formats:
 //
 //	Successfully pulled image "IMG" in 4.778s (4.779s including waiting). Image size: 34704198 bytes.
 //	Container image "IMG" already present on machine and can be accessed by the pod
 //	Container image "IMG" already present on machine
+//
+// The first is a real pull: "in X" is the CRI PullImage plus ImageStatus time, truncated to the
+// millisecond, and "(Y including waiting)" adds the time the pull waited behind other pulls on
+// the node; both are printed as Go time.Duration values. The second is an image already on the
+// node while the KubeletEnsureSecretPulledImages feature gate is on (beta, on by default since
+// v1.35), the third the same with the gate off. The image is quoted with Go's %q.
 type PulledMessage struct {
 	Image    string
 	Present  bool          // already present: no pull happened
@@ -114,9 +121,13 @@ var (
 	maxEventNameTime = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
-// ParseEventName decodes the time client-go put in an Event's name: "<object>.<hex UnixNano>"
-// (signals.md §2.2). The emitter's clock, nanoseconds. Not an API contract: names that do not
-// follow it return an error and the event's other timestamps are used.
+// ParseEventName decodes the time client-go put in an Event's name. Both of client-go's event
+// recorders (tools/record for core/v1, used by the kubelet and the controllers, and tools/events
+// for events.k8s.io/v1, used by the scheduler) name a new Event "<regarding object's name>.<hex
+// UnixNano>", taken from the emitting component's clock when it made the event, and fall back to
+// a random name when that is not a valid DNS subdomain. Nanoseconds, where the Event's own
+// timestamps have whole seconds (firstTimestamp) or microseconds (eventTime). Not an API contract:
+// names that do not follow it return an error and the event's other timestamps are used.
 func ParseEventName(name string) (time.Time, error) {
 	i := strings.LastIndexByte(name, '.')
 	if i < 0 || i == len(name)-1 {

@@ -45,7 +45,8 @@ func realNodeDirs(t *testing.T) []string {
 }
 
 // TestRealNode replays the captures from a real v1.37.2 control plane and kubelet
-// (testdata/real-node, copied from the shared fixtures) and compares with golden output.
+// (testdata/real-node: the objects, events and, for run8, watch streams as the API served them)
+// and compares with golden output.
 func TestRealNode(t *testing.T) {
 	for _, dir := range realNodeDirs(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
