@@ -45,7 +45,6 @@ type Pod struct {
 	Node       string
 	Deployment string
 	ReplicaSet string
-	Controller string // kind of a non-ReplicaSet controller owner, if any
 	Root       Root
 	// Client is who sent the request that started the chain: the field manager of the
 	// Deployment change (kubectl-client-side-apply, kubectl, helm…), or the Pod's creator.

@@ -21,8 +21,7 @@ func BenchmarkCorrelatorDeployment(b *testing.B) {
 		}
 	}
 	s := newSim(&testing.T{}, "default")
-	end := sc.build(s)
-	_ = end
+	sc.build(s)
 	pods := 0
 	b.ReportAllocs()
 	b.ResetTimer()

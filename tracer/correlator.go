@@ -537,13 +537,11 @@ func (c *Correlator) finish(ps *podState, outcome phases.Outcome, reason string,
 	if outcome != phases.OutcomeReady {
 		obs.End = end
 		if outcome == phases.OutcomeStuck || outcome == phases.OutcomeInProgress {
-			obs.StuckPhase = stuckPhase(ps.pod)
+			obs.StuckPhase = currentPhase(ps.pod)
 		}
 	}
 	c.export(ps, obs, outcome)
 }
-
-func stuckPhase(p *corev1.Pod) string { return currentPhase(p) }
 
 func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcome) {
 	obs.Outcome = outcome

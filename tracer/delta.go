@@ -20,9 +20,6 @@ const (
 	ResourceAudit Resource = "audit"
 )
 
-// Resources lists every watched resource.
-var Resources = []Resource{ResourcePods, ResourceReplicaSets, ResourceDeployments, ResourceEvents, ResourceEndpointSlices, ResourceServices}
-
 // DeltaType is the kind of change a watch reported.
 type DeltaType string
 

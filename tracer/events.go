@@ -18,13 +18,11 @@ import (
 // series and reportingComponent, and null firstTimestamp and lastTimestamp.
 type event struct {
 	UID       types.UID // the Event's own UID, to drop the second view of the same event
-	Name      string
 	Namespace string
 	Regarding corev1.ObjectReference
 	Reason    string
 	Message   string
 	Type      string
-	Component string // reportingController / source.component
 	EventTime time.Time
 	NameTime  time.Time // decoded from the name suffix; zero if the name has none
 	First     time.Time // firstTimestamp / deprecatedFirstTimestamp (1 s)
@@ -37,22 +35,17 @@ type event struct {
 func fromCoreEvent(e *corev1.Event, recv time.Time) *event {
 	out := &event{
 		UID:       e.UID,
-		Name:      e.Name,
 		Namespace: e.Namespace,
 		Regarding: e.InvolvedObject,
 		Reason:    e.Reason,
 		Message:   e.Message,
 		Type:      e.Type,
-		Component: e.ReportingController,
 		EventTime: e.EventTime.Time,
 		First:     e.FirstTimestamp.Time,
 		Last:      e.LastTimestamp.Time,
 		Count:     e.Count,
 		Recv:      recv,
 		RV:        e.ResourceVersion,
-	}
-	if out.Component == "" {
-		out.Component = e.Source.Component
 	}
 	if e.Series != nil {
 		out.Count = e.Series.Count
@@ -65,22 +58,17 @@ func fromCoreEvent(e *corev1.Event, recv time.Time) *event {
 func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
 	out := &event{
 		UID:       e.UID,
-		Name:      e.Name,
 		Namespace: e.Namespace,
 		Regarding: e.Regarding,
 		Reason:    e.Reason,
 		Message:   e.Note,
 		Type:      e.Type,
-		Component: e.ReportingController,
 		EventTime: e.EventTime.Time,
 		First:     e.DeprecatedFirstTimestamp.Time,
 		Last:      e.DeprecatedLastTimestamp.Time,
 		Count:     e.DeprecatedCount,
 		Recv:      recv,
 		RV:        e.ResourceVersion,
-	}
-	if out.Component == "" {
-		out.Component = e.DeprecatedSource.Component
 	}
 	if e.Series != nil {
 		out.Count = e.Series.Count

@@ -17,7 +17,6 @@ const controllerManager = "kube-controller-manager"
 
 // replicaSet is what readyspan keeps of a ReplicaSet: who owns it and when it was scaled up.
 type replicaSet struct {
-	uid            types.UID
 	name           string
 	namespace      string
 	deploymentUID  types.UID
@@ -29,7 +28,6 @@ type replicaSet struct {
 
 // deployment is what readyspan keeps of a Deployment: its spec changes and who made them.
 type deployment struct {
-	uid        types.UID
 	name       string
 	namespace  string
 	generation int64
@@ -38,9 +36,8 @@ type deployment struct {
 }
 
 type deploymentChange struct {
-	generation int64
-	client     string
-	persisted  phases.Times
+	client    string
+	persisted phases.Times
 }
 
 func controllerOf(m *metav1.ObjectMeta) *metav1.OwnerReference {
@@ -79,7 +76,7 @@ func (c *Correlator) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
 		replicas = *rs.Spec.Replicas
 	}
 	if cur == nil {
-		cur = &replicaSet{uid: rs.UID, name: rs.Name, namespace: rs.Namespace}
+		cur = &replicaSet{name: rs.Name, namespace: rs.Namespace}
 		if owner := controllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
 			cur.deploymentUID, cur.deploymentName = owner.UID, owner.Name
 		}
@@ -113,14 +110,14 @@ func (c *Correlator) handleDeployment(d *Delta, dep *appsv1.Deployment) {
 	}
 	cur := c.deployments[dep.UID]
 	if cur == nil {
-		cur = &deployment{uid: dep.UID, name: dep.Name, namespace: dep.Namespace}
+		cur = &deployment{name: dep.Name, namespace: dep.Namespace}
 		c.deployments[dep.UID] = cur
 	}
 	if dep.Generation == cur.generation {
 		return
 	}
 	cur.generation = dep.Generation
-	ch := deploymentChange{generation: dep.Generation}
+	var ch deploymentChange
 	var at time.Time
 	ch.client, at = clientChange(&dep.ObjectMeta)
 	if dep.Generation == 1 {
@@ -186,7 +183,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		applyAudit(obs, c.auditFor("pods/"+ps.pod.Namespace+"/"+ps.pod.Name, created.Time))
 		return
 	case owner.Kind != "ReplicaSet":
-		obs.Root, obs.Controller = phases.RootController, owner.Kind
+		obs.Root = phases.RootController
 		return
 	}
 	obs.ReplicaSet = owner.Name

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/tools/txtar"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/exporters/terminal"
 	"github.com/readyspan/readyspan/phases"
@@ -679,5 +678,3 @@ func firstDiff(a, b []byte) string {
 	}
 	return fmt.Sprintf("length differs: %d vs %d lines", len(al), len(bl))
 }
-
-var _ = ptr.To[int]

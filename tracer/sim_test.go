@@ -334,7 +334,6 @@ func containerStatus(p *corev1.Pod, name string, init bool) *corev1.ContainerSta
 // kubeletStart is the kubelet's first status (startTime, conditions False) at ms and the
 // sandbox ready at sandboxMs (PodReadyToStartContainers=True, the Pod's IP).
 func (s *sim) kubeletStart(name string, ms, sandboxMs int) {
-	p := s.pods[name]
 	s.update(name, ms, func(p *corev1.Pod, now metav1.Time) {
 		p.Status.StartTime = ptr.To(now)
 		p.Status.HostIP = "192.0.2.2"
@@ -353,7 +352,6 @@ func (s *sim) kubeletStart(name string, ms, sandboxMs int) {
 			containerStatus(p, c.Name, false)
 		}
 	})
-	_ = p
 	s.update(name, sandboxMs, func(p *corev1.Pod, now metav1.Time) {
 		setCond(p, corev1.PodReadyToStartContainers, corev1.ConditionTrue, now, "", "")
 		p.Status.PodIP = "10.88.77.7"

@@ -38,7 +38,6 @@ type WatchErrors interface {
 // Watcher runs the shared informers and turns their notifications into Deltas stamped with
 // their receive time. Handlers only stamp and enqueue; the correlator loop does the work.
 type Watcher struct {
-	cfg       WatchConfig
 	factories []informers.SharedInformerFactory
 	synced    []cache.InformerSynced
 	out       chan Delta
@@ -58,7 +57,7 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{cfg: cfg, out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, forbidden: map[string]string{}}
+	w := &Watcher{out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, forbidden: map[string]string{}}
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
