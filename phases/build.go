@@ -692,6 +692,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	if pullFailed {
 		pe = derived(parentEnd)
 	}
+	sum.PullsFailed += c.FailedPulls
 	if pe.observed || pullFailed || ps.observed {
 		if !pe.observed && !pullFailed {
 			pe = derived(ps.t)
@@ -710,7 +711,6 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 		}
 		for _, o := range c.PullFailures {
 			sp.Events = append(sp.Events, occurrenceEvent(o.Reason, o))
-			sum.PullsFailed++
 		}
 		sortEvents(sp.Events)
 		if pullFailed {

@@ -110,6 +110,9 @@ type Container struct {
 	// Cache is "cold" (pulled), "warm" (already present) or "" (unknown: no Pulled event).
 	Cache        string
 	PullFailures []Occurrence // Failed to pull, ErrImagePull, ImagePullBackOff
+	// FailedPulls is how many pull attempts failed (back-off waits between attempts are not
+	// attempts); the tracer counts them from the kubelet's events and their counts.
+	FailedPulls int
 
 	Created Times
 	Started Times

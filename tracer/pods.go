@@ -139,6 +139,48 @@ var pullReasons = map[string]bool{
 	"RegistryUnavailable": true, "SignatureValidationFailed": true, "ImageInspectError": true,
 }
 
+// pullAttemptErrors are the kubelet's errors for a pull it attempted and that failed. The other
+// pull reasons fail before any pull (InvalidImageName, ErrImageNeverPull, ImageInspectError) or
+// wait between attempts (ImagePullBackOff).
+var pullAttemptErrors = map[string]bool{"ErrImagePull": true, "RegistryUnavailable": true, "SignatureValidationFailed": true}
+
+// combinedPrefix starts the message of an event client-go's recorder made by combining similar
+// events (after 10 distinct messages with one reason about one object within 10 minutes).
+const combinedPrefix = "(combined from similar events): "
+
+// countFailedPulls sets each container's FailedPulls from its events. For every pull attempt
+// that fails, the v1.37 kubelet records two Warning events with reason Failed on the container:
+// `Failed to pull image "IMG": <error>` from its image manager, then `Error: ErrImagePull` (or
+// RegistryUnavailable, SignatureValidationFailed) when the container cannot be created. Repeats
+// of one message are merged into one Event whose count says how often it happened, so the counts
+// of either kind add up to the attempts; the larger sum is used, since either kind can be lost.
+// Back-off waits (`Back-off pulling image "IMG"`, `Error: ImagePullBackOff`) are not attempts.
+func countFailedPulls(obs *phases.Pod, idx map[string]int, evs []*event) {
+	pulls := map[int]int{} // "Failed to pull image" events
+	errs := map[int]int{}  // "Error: ErrImagePull" and the like
+	for _, e := range evs {
+		if e.Reason != "Failed" {
+			continue
+		}
+		name, _, ok := containerFromFieldPath(e.Regarding.FieldPath)
+		i, known := idx[name]
+		if !ok || !known {
+			continue
+		}
+		n := int(max(e.Count, 1))
+		msg := strings.TrimPrefix(e.Message, combinedPrefix)
+		switch {
+		case strings.HasPrefix(msg, "Failed to pull image "):
+			pulls[i] += n
+		case strings.HasPrefix(msg, "Error: ") && pullAttemptErrors[strings.TrimPrefix(msg, "Error: ")]:
+			errs[i] += n
+		}
+	}
+	for i := range obs.Containers {
+		obs.Containers[i].FailedPulls = max(pulls[i], errs[i])
+	}
+}
+
 // failure returns the persistent failure the Pod's status shows now, if any.
 func failure(p *corev1.Pod) string {
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
@@ -228,6 +270,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	for _, e := range evs {
 		applyEvent(obs, idx, e)
 	}
+	countFailedPulls(obs, idx, evs)
 	// A failure the status shows but no event reported (events lost or expired).
 	for i, fs := range statusFailures {
 		c := &obs.Containers[i]
@@ -236,6 +279,9 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 				c.PullFailures = append(c.PullFailures, f.o)
 			} else if !f.pull && len(c.Failures) == 0 {
 				c.Failures = append(c.Failures, f.o)
+			}
+			if f.pull && c.FailedPulls == 0 && (pullAttemptErrors[f.o.Reason] || f.o.Reason == "ImagePullBackOff") {
+				c.FailedPulls = 1 // the status shows that at least one attempt failed
 			}
 		}
 	}

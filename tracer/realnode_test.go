@@ -3,12 +3,17 @@ package tracer
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+
+	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/exporters/terminal"
 	"github.com/readyspan/readyspan/phases"
 )
@@ -226,6 +231,111 @@ func moveReadyBack(t *testing.T, list []byte, pod string, years int) []byte {
 	out, err := json.Marshal(l)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRealNodeFailedPulls checks readyspan_image_pulls_total{result="failed"} on the failure
+// captures against what the capture itself says, read here from its Events: per container of a
+// captured Pod, the kubelet's "Pulling" attempts (their Event counts) that never led to
+// "Successfully pulled", which must agree with the count of its "Error: ErrImagePull" Events.
+func TestRealNodeFailedPulls(t *testing.T) {
+	for _, run := range []string{"run4-failures", "run10-containerd2-failures"} {
+		t.Run(run, func(t *testing.T) {
+			dir := filepath.Join("testdata", "real-node", run)
+			want := failedPullsInCapture(t, dir)
+			total := 0
+			for _, n := range want {
+				total += n
+			}
+			if total == 0 {
+				t.Fatal("the capture shows no failed pull; the test would prove nothing")
+			}
+
+			reg := prometheus.NewRegistry()
+			m := promexp.New(reg, "test")
+			got := map[string]int{}
+			for _, tr := range replayDir(t, dir) {
+				m.Export(tr)
+				if tr.Summary.PullsFailed > 0 {
+					got[tr.Pod.UID] = tr.Summary.PullsFailed
+				}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("failed pulls per Pod UID: got %v, the capture shows %v", got, want)
+			}
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var metric float64
+			for _, mf := range mfs {
+				if mf.GetName() != "readyspan_image_pulls_total" {
+					continue
+				}
+				for _, s := range mf.GetMetric() {
+					for _, l := range s.GetLabel() {
+						if l.GetName() == "result" && l.GetValue() == "failed" {
+							metric = s.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+			if metric != float64(total) {
+				t.Errorf(`readyspan_image_pulls_total{result="failed"} = %v, the capture shows %d failed attempts`, metric, total)
+			}
+		})
+	}
+}
+
+// failedPullsInCapture reads a capture's core/v1 Events and Pods and returns, per Pod UID, its
+// failed pull attempts.
+func failedPullsInCapture(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	var events struct {
+		Items []corev1.Event `json:"items"`
+	}
+	var pods struct {
+		Items []corev1.Pod `json:"items"`
+	}
+	for file, into := range map[string]any{"events.core.v1.json": &events, "pods.json": &pods} {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, into); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	captured := map[string]bool{}
+	for _, p := range pods.Items {
+		captured[string(p.UID)] = true
+	}
+	type key struct{ uid, fieldPath string }
+	pulling, pulled, errImagePull := map[key]int{}, map[key]int{}, map[key]int{}
+	for _, e := range events.Items {
+		k := key{string(e.InvolvedObject.UID), e.InvolvedObject.FieldPath}
+		if e.InvolvedObject.Kind != "Pod" || !captured[k.uid] || e.Source.Component != "kubelet" {
+			continue
+		}
+		switch {
+		case e.Reason == "Pulling":
+			pulling[k] += int(e.Count)
+		case e.Reason == "Pulled" && strings.HasPrefix(e.Message, "Successfully pulled image "):
+			pulled[k] += int(e.Count)
+		case e.Reason == "Failed" && e.Message == "Error: ErrImagePull":
+			errImagePull[k] += int(e.Count)
+		}
+	}
+	out := map[string]int{}
+	for k, n := range pulling {
+		failed := n - pulled[k]
+		if failed != errImagePull[k] {
+			t.Fatalf("%s %s: %d Pulling, %d successful, but %d ErrImagePull: the capture disagrees with itself", k.uid, k.fieldPath, n, pulled[k], errImagePull[k])
+		}
+		if failed > 0 {
+			out[k.uid] += failed
+		}
 	}
 	return out
 }

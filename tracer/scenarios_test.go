@@ -251,6 +251,9 @@ var scenarios = []scenario{
 			if pull.Status == phases.StatusError {
 				t.Errorf("a pull that finally succeeded is not an error")
 			}
+			if s := tr.Summary; s.PullsFailed != 1 || s.PullsPulled != 1 {
+				t.Errorf("pulls failed=%d pulled=%d, want 1 failed attempt and 1 pull", s.PullsFailed, s.PullsPulled)
+			}
 			// From the first Pulling (760 ms) to the Pulled (13500 ms), back-off included:
 			// both are event-name stamps, exact.
 			wantAt(t, "pull start", pull.Start, simAt(760), 0)
@@ -495,8 +498,8 @@ var scenarios = []scenario{
 			if pull.Status != phases.StatusError {
 				t.Errorf("pull span status %v", pull.Status)
 			}
-			if tr.Summary.PullsFailed == 0 {
-				t.Errorf("failed pulls not counted")
+			if tr.Summary.PullsFailed != 1 {
+				t.Errorf("%d failed pulls, want 1: one attempt, reported by two Failed events, then a back-off", tr.Summary.PullsFailed)
 			}
 		},
 	},

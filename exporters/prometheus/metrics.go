@@ -57,7 +57,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		imagePull: prometheus.NewHistogram(h("readyspan_image_pull_duration_seconds",
 			"Cold image pulls, Pulling to Pulled (including time queued behind other pulls on the node).")),
 		imagePulls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_image_pulls_total",
-			Help: "Image pulls of traced Pods' containers by result: pulled (cold), present (warm), failed."}, []string{"result"}),
+			Help: "Image pulls of traced Pods' containers by result: pulled (the image was fetched; once per container), present (already on the node; once per container), failed (each pull attempt that failed)."}, []string{"result"}),
 		schedAttempts: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "readyspan_scheduling_attempts",
 			Help: "Scheduling attempts per traced Pod (failed attempts plus the successful bind).", Buckets: []float64{1, 2, 3, 5, 10, 20, 50}}),
 		podsInPhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readyspan_pods_in_phase",

@@ -34,7 +34,7 @@ func TestExport(t *testing.T) {
 	m := New(reg, "v0.1.0")
 	m.Export(trace())
 	want := `
-# HELP readyspan_image_pulls_total Image pulls of traced Pods' containers by result: pulled (cold), present (warm), failed.
+# HELP readyspan_image_pulls_total Image pulls of traced Pods' containers by result: pulled (the image was fetched; once per container), present (already on the node; once per container), failed (each pull attempt that failed).
 # TYPE readyspan_image_pulls_total counter
 readyspan_image_pulls_total{result="failed"} 0
 readyspan_image_pulls_total{result="present"} 0
