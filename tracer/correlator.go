@@ -82,6 +82,9 @@ type Stats interface {
 	Delta(resource string)
 	Dropped(reason string)
 	InPhase(counts map[string]int)
+	// Unparsed counts an Event whose message readyspan reads but whose format it does not
+	// know; reason is the Event's reason (Pulled, Failed…).
+	Unparsed(reason string)
 }
 
 type noStats struct{}
@@ -89,6 +92,7 @@ type noStats struct{}
 func (noStats) Delta(string)           {}
 func (noStats) Dropped(string)         {}
 func (noStats) InPhase(map[string]int) {}
+func (noStats) Unparsed(string)        {}
 
 // Correlator turns a stream of Deltas into one trace per Pod. It is not safe for concurrent
 // use: one goroutine feeds it (the live watch loop, or replay), which keeps it deterministic.
@@ -117,7 +121,9 @@ type Correlator struct {
 	byName     map[string]types.UID     // "namespace/name" of tracked Pods
 	audit      map[string][]*AuditEntry // "resource/namespace/name" → recent client writes
 	seenEvents map[types.UID]string     // Event UID → resourceVersion, to drop the other API's view
-	now        time.Time                // the latest time seen, for replay without a clock
+	// unknownShapes holds the (reason, shape) of unknown message formats already logged.
+	unknownShapes map[string]bool
+	now           time.Time // the latest time seen, for replay without a clock
 }
 
 // New returns a Correlator exporting to sink.
@@ -143,6 +149,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		createdBy:     map[string]*event{},
 		byName:        map[string]types.UID{},
 		audit:         map[string][]*AuditEntry{},
+		unknownShapes: map[string]bool{},
 	}
 }
 
@@ -272,7 +279,8 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 }
 
 func (c *Correlator) handleEvent(d *Delta, e *event) {
-	if rv, ok := c.seenEvents[e.UID]; ok && d.Type != Deleted {
+	rv, seen := c.seenEvents[e.UID]
+	if seen && d.Type != Deleted {
 		if !rvLess(rv, e.RV) && e.RV != "" {
 			return // the same version through the other Events API, or an older one
 		}
@@ -287,10 +295,14 @@ func (c *Correlator) handleEvent(d *Delta, e *event) {
 	}
 	switch e.Regarding.Kind {
 	case "Deployment":
-		c.handleDeploymentEvent(e)
+		if !c.handleDeploymentEvent(e) && !seen {
+			c.unparsed(e)
+		}
 		return
 	case "ReplicaSet":
-		c.handleReplicaSetEvent(e)
+		if !c.handleReplicaSetEvent(e) && !seen {
+			c.unparsed(e)
+		}
 		return
 	case "Pod":
 	default:
@@ -311,6 +323,26 @@ func (c *Correlator) handleEvent(d *Delta, e *event) {
 	}
 	c.pendingEvents[uid] = append(c.pendingEvents[uid], e)
 	c.pendingCount++
+}
+
+// maxUnknownShapes bounds the unknown message formats remembered for logging.
+const maxUnknownShapes = 256
+
+// unparsed counts an event whose message is in a format readyspan does not know, and logs the
+// first of each (reason, shape) so a new kubelet or controller wording shows up once in the log.
+func (c *Correlator) unparsed(e *event) {
+	c.stats.Unparsed(e.Reason)
+	key := e.Reason + "\x00" + messageShape(e.Message)
+	if c.unknownShapes[key] || len(c.unknownShapes) > maxUnknownShapes {
+		return
+	}
+	c.unknownShapes[key] = true
+	if len(c.unknownShapes) > maxUnknownShapes {
+		c.log.Warn("Too many unknown event message formats; not logging more of them", "formats", maxUnknownShapes)
+		return
+	}
+	c.log.Warn("Event message in an unknown format: counted in readyspan_unparsed_messages_total, nothing read from it",
+		"reason", e.Reason, "message", e.Message)
 }
 
 func (c *Correlator) retryPendingScale() {

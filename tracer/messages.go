@@ -161,3 +161,41 @@ func containerFromFieldPath(fp string) (name string, init bool, ok bool) {
 	}
 	return "", false, false
 }
+
+// knownFailedMessage reports whether the message of a kubelet Failed event about a container is
+// in a format readyspan knows. The v1.37 kubelet writes `Failed to pull image "IMG": <error>`
+// (image manager), `Error: <error>` when the container cannot be created or started, and
+// `Internal PreCreateContainer hook failed: <error>` / `Internal PreStartContainer hook failed:
+// <error>`.
+func knownFailedMessage(msg string) bool {
+	for _, prefix := range []string{"Failed to pull image ", "Error: ", "Internal PreCreateContainer hook failed: ", "Internal PreStartContainer hook failed: "} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// messageShape is what stays of a message when its variable parts are blanked: quoted strings
+// become "…", words with digits #, and only the first words count. Unknown formats are logged
+// once per reason and shape, not once per event.
+func messageShape(msg string) string {
+	const maxWords = 5
+	var words []string
+	for rest := strings.TrimSpace(msg); rest != "" && len(words) < maxWords; rest = strings.TrimSpace(rest) {
+		if rest[0] == '"' {
+			if _, after, ok := quoted(rest); ok {
+				words = append(words, `"…"`)
+				rest = after
+				continue
+			}
+		}
+		word, after, _ := strings.Cut(rest, " ")
+		if strings.ContainsAny(word, "0123456789") {
+			word = "#"
+		}
+		words = append(words, word)
+		rest = after
+	}
+	return strings.Join(words, " ")
+}

@@ -132,17 +132,21 @@ func (c *Correlator) handleDeployment(d *Delta, dep *appsv1.Deployment) {
 }
 
 // handleDeploymentEvent reads ScalingReplicaSet events: "Scaled up replica set NAME from A to B"
-// stamps a ReplicaSet scale-up with the controller's nanosecond clock.
-func (c *Correlator) handleDeploymentEvent(e *event) {
+// stamps a ReplicaSet scale-up with the controller's nanosecond clock. It returns false for a
+// ScalingReplicaSet message in a format it does not know (the deployment controller writes
+// "Scaled up replica set %s from %d to %d" and "Scaled down replica set %s from %d to %d").
+func (c *Correlator) handleDeploymentEvent(e *event) bool {
 	if e.Reason != "ScalingReplicaSet" {
-		return
+		return true
 	}
 	var rsName string
 	switch {
 	case strings.HasPrefix(e.Message, "Scaled up replica set "):
 		rsName, _, _ = strings.Cut(strings.TrimPrefix(e.Message, "Scaled up replica set "), " ")
+	case strings.HasPrefix(e.Message, "Scaled down replica set "):
+		return true // scale-downs say nothing about starting Pods
 	default:
-		return // scale-downs say nothing about starting Pods
+		return false
 	}
 	for _, rs := range c.replicaSets {
 		if rs.name != rsName || rs.namespace != e.Namespace {
@@ -162,12 +166,13 @@ func (c *Correlator) handleDeploymentEvent(e *event) {
 			best = 0
 		}
 		e.firstStamps(&rs.scaleUps[best])
-		return
+		return true
 	}
 	c.pendingScale = append(c.pendingScale, e)
 	if len(c.pendingScale) > maxPendingEvents {
 		c.pendingScale = c.pendingScale[1:]
 	}
+	return true
 }
 
 // rootOf fills the chain's start for a Pod from its owners: the Deployment change that led to
@@ -228,19 +233,24 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 const selfHealWindow = 10 * time.Minute
 
 // handleReplicaSetEvent reads SuccessfulCreate ("Created pod: NAME"): the replicaset
-// controller's nanosecond stamp, taken right after the create returned.
-func (c *Correlator) handleReplicaSetEvent(e *event) {
+// controller's nanosecond stamp, taken right after the create returned. It returns false for a
+// SuccessfulCreate message in another format.
+func (c *Correlator) handleReplicaSetEvent(e *event) bool {
+	if e.Reason != "SuccessfulCreate" {
+		return true
+	}
 	name, ok := strings.CutPrefix(e.Message, "Created pod: ")
-	if e.Reason != "SuccessfulCreate" || !ok {
-		return
+	if !ok {
+		return false
 	}
 	if ps := c.pods[c.byName[e.Namespace+"/"+name]]; ps != nil {
 		ps.createdEvent = e
-		return
+		return true
 	}
 	if len(c.createdBy) >= maxPendingEvents {
 		c.stats.Dropped("pending_events_cap")
-		return
+		return true
 	}
 	c.createdBy[e.Namespace+"/"+name] = e
+	return true
 }

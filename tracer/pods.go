@@ -268,7 +268,9 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		return rvLess(evs[i].RV, evs[j].RV)
 	})
 	for _, e := range evs {
-		applyEvent(obs, idx, e)
+		if !applyEvent(obs, idx, e) {
+			c.unparsed(e)
+		}
 	}
 	countFailedPulls(obs, idx, evs)
 	// A failure the status shows but no event reported (events lost or expired).
@@ -360,8 +362,10 @@ func (ps *podState) containerStatus(c *phases.Container, cs *corev1.ContainerSta
 	return nil, false
 }
 
-// applyEvent folds one Event about the Pod into the observation.
-func applyEvent(obs *phases.Pod, idx map[string]int, e *event) {
+// applyEvent folds one Event about the Pod into the observation. It returns false when the
+// message is in a format it does not know; the event is still kept as an occurrence where its
+// reason says so, but nothing is read from its message.
+func applyEvent(obs *phases.Pod, idx map[string]int, e *event) bool {
 	var c *phases.Container
 	if name, _, ok := containerFromFieldPath(e.Regarding.FieldPath); ok {
 		if i, ok := idx[name]; ok {
@@ -371,21 +375,21 @@ func applyEvent(obs *phases.Pod, idx map[string]int, e *event) {
 	switch e.Reason {
 	case "Scheduled":
 		e.firstStamps(&obs.Scheduled)
-		return
+		return true
 	case "FailedScheduling":
 		// The scheduler's status condition duplicates the last attempt; events are better.
 		obs.SchedulingFailure = dropStatusOccurrences(obs.SchedulingFailure)
 		obs.SchedulingFailure = append(obs.SchedulingFailure, e.occurrence())
-		return
+		return true
 	case "Preempted":
 		obs.Preempted = append(obs.Preempted, e.occurrence())
-		return
+		return true
 	}
 	if c == nil {
 		if e.Type == corev1.EventTypeWarning {
 			obs.PodWarnings = append(obs.PodWarnings, e.occurrence())
 		}
-		return
+		return true
 	}
 	switch e.Reason {
 	case "Pulling":
@@ -394,7 +398,7 @@ func applyEvent(obs *phases.Pod, idx map[string]int, e *event) {
 		m, err := ParsePulledMessage(e.Message)
 		if err != nil {
 			e.firstStamps(&c.PullFinished)
-			return
+			return false
 		}
 		if m.Present {
 			if c.Cache == "" {
@@ -403,10 +407,10 @@ func applyEvent(obs *phases.Pod, idx map[string]int, e *event) {
 			if !c.PullFinished.Known() {
 				e.firstStamps(&c.PullFinished)
 			}
-			return
+			return true
 		}
 		if c.Cache == "cold" {
-			return // a later pull (after a restart); startup is about the first
+			return true // a later pull (after a restart); startup is about the first
 		}
 		c.Cache = "cold"
 		c.PullFinished = nil
@@ -428,12 +432,14 @@ func applyEvent(obs *phases.Pod, idx map[string]int, e *event) {
 			c.PullFailures = append(c.PullFailures, occ(e, reason))
 		default:
 			c.Failures = append(c.Failures, occ(e, "Failed"))
+			return knownFailedMessage(e.Message)
 		}
 	case "BackOff":
 		if strings.HasPrefix(e.Message, "Back-off pulling image") {
 			c.PullFailures = append(c.PullFailures, occ(e, "ImagePullBackOff"))
 		} else {
 			c.Failures = append(c.Failures, occ(e, "CrashLoopBackOff"))
+			return strings.HasPrefix(e.Message, "Back-off restarting failed container ")
 		}
 	case "Unhealthy", "ProbeWarning":
 		c.Unhealthy = append(c.Unhealthy, e.occurrence())
@@ -444,6 +450,7 @@ func applyEvent(obs *phases.Pod, idx map[string]int, e *event) {
 			c.Failures = append(c.Failures, e.occurrence())
 		}
 	}
+	return true
 }
 
 func occ(e *event, reason string) phases.Occurrence {

@@ -12,10 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -30,9 +31,14 @@ type WatchConfig struct {
 	QueueSize int
 }
 
-// WatchErrors receives list/watch failures (for self metrics).
+// WatchErrors receives list/watch failures and restarts (for self metrics).
 type WatchErrors interface {
+	// WatchError counts a failed list or watch: reason forbidden, expired or other.
 	WatchError(resource, reason string)
+	// WatchRestart counts a list or watch started again after the first: reason watch_closed
+	// when a new watch resumes where a closed one stopped, relist when everything is listed
+	// again (the resourceVersion expired, 410 Gone, or listing and watching failed).
+	WatchRestart(resource, reason string)
 }
 
 // Watcher runs the shared informers and turns their notifications into Deltas stamped with
@@ -64,30 +70,48 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 	}
 	for _, ns := range namespaces {
 		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns), informers.WithTransform(Transform))
-		w.add(ResourcePods, f.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
-			return newPodInformer(c, ns, cfg.Selector)
-		}))
-		w.add(ResourceReplicaSets, f.Apps().V1().ReplicaSets().Informer())
-		w.add(ResourceDeployments, f.Apps().V1().Deployments().Informer())
-		w.add(ResourceEvents, f.Core().V1().Events().Informer())
-		w.add(ResourceEndpointSlices, f.Discovery().V1().EndpointSlices().Informer())
-		w.add(ResourceServices, f.Core().V1().Services().Informer())
+		pods := client.CoreV1().Pods(ns)
+		w.add(f, ResourcePods, &corev1.Pod{},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.LabelSelector = cfg.Selector // Pods only: owners, events and endpoints are needed whole
+				return pods.List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.LabelSelector = cfg.Selector
+				return pods.Watch(ctx, o)
+			})
+		rs := client.AppsV1().ReplicaSets(ns)
+		w.add(f, ResourceReplicaSets, &appsv1.ReplicaSet{}, listOf(rs.List), rs.Watch)
+		deps := client.AppsV1().Deployments(ns)
+		w.add(f, ResourceDeployments, &appsv1.Deployment{}, listOf(deps.List), deps.Watch)
+		evs := client.CoreV1().Events(ns)
+		w.add(f, ResourceEvents, &corev1.Event{}, listOf(evs.List), evs.Watch)
+		slices := client.DiscoveryV1().EndpointSlices(ns)
+		w.add(f, ResourceEndpointSlices, &discoveryv1.EndpointSlice{}, listOf(slices.List), slices.Watch)
+		svcs := client.CoreV1().Services(ns)
+		w.add(f, ResourceServices, &corev1.Service{}, listOf(svcs.List), svcs.Watch)
 		w.factories = append(w.factories, f)
 	}
 	return w
 }
 
-// newPodInformer is the generated Pod informer with the label selector applied to Pods only
-// (owners, events and endpoints are needed whole to correlate).
-func newPodInformer(c kubernetes.Interface, ns, selector string) cache.SharedIndexInformer {
-	inf := coreinformers.NewFilteredPodInformer(c, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-		o.LabelSelector = selector
-	})
-	_ = inf.SetTransform(Transform)
-	return inf
+type listFunc = func(context.Context, metav1.ListOptions) (runtime.Object, error)
+type watchFunc = func(context.Context, metav1.ListOptions) (watch.Interface, error)
+
+// listOf adapts a typed client's List to a ListerWatcher's.
+func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) listFunc {
+	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
 }
 
-func (w *Watcher) add(r Resource, inf cache.SharedIndexInformer) {
+// add makes the factory's informer for one resource from its list and watch calls, counting
+// the restarts among them, and hands its notifications to the Watcher.
+func (w *Watcher) add(f informers.SharedInformerFactory, r Resource, obj runtime.Object, list listFunc, watchFn watchFunc) {
+	lw := (&restarts{resource: r, errs: w.errs}).listWatch(list, watchFn)
+	// The factory applies the transform and starts the informer; the client tells the reflector
+	// whether it can stream the initial list.
+	inf := f.InformerFor(obj, func(client kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), obj, cache.SharedIndexInformerOptions{})
+	})
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r2 *cache.Reflector, err error) {
 		w.watchError(r, err)
 	})
@@ -110,6 +134,87 @@ func (w *Watcher) add(r Resource, inf cache.SharedIndexInformer) {
 		},
 	})
 	w.synced = append(w.synced, inf.HasSynced)
+}
+
+// restarts tells, from the list and watch requests one informer's reflector makes, when its
+// watch started again: a list after one that completed is a relist (the reflector lists again
+// after a 410 Gone, or after listing and watching failed); a watch after one that was open, with
+// no list in between, resumes where a closed watch stopped. The next page of a list is not a new
+// list, a streaming list (a watch sending the initial objects) counts as complete once it opens
+// and goes on as the watch, and retries of a failed request are not counted again.
+type restarts struct {
+	resource Resource
+	errs     WatchErrors
+
+	mu        sync.Mutex
+	hasListed bool // a list completed since the last one began
+	watchOpen bool // a watch opened since the last list or watch began
+}
+
+// listWatch wraps a resource's list and watch calls, following them.
+func (rs *restarts) listWatch(list listFunc, watchFn watchFunc) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			rs.listing() // the next page of a list finds it not complete yet
+			out, err := list(ctx, o)
+			if err == nil {
+				if l, lerr := meta.ListAccessor(out); lerr == nil && l.GetContinue() == "" { // the last page
+					rs.listed(false)
+				}
+			}
+			return out, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			// A watch that sends the initial objects first is client-go's streaming list.
+			if o.SendInitialEvents != nil && *o.SendInitialEvents {
+				rs.listing()
+				out, err := watchFn(ctx, o)
+				if err == nil {
+					rs.listed(true)
+				}
+				return out, err
+			}
+			rs.watching()
+			out, err := watchFn(ctx, o)
+			if err == nil {
+				rs.watched()
+			}
+			return out, err
+		},
+	}
+}
+
+func (rs *restarts) listing() {
+	rs.mu.Lock()
+	relist := rs.hasListed
+	rs.hasListed, rs.watchOpen = false, false
+	rs.mu.Unlock()
+	if relist && rs.errs != nil {
+		rs.errs.WatchRestart(string(rs.resource), "relist")
+	}
+}
+
+// listed records a complete list; a streaming list goes on as the watch.
+func (rs *restarts) listed(streaming bool) {
+	rs.mu.Lock()
+	rs.hasListed, rs.watchOpen = true, streaming
+	rs.mu.Unlock()
+}
+
+func (rs *restarts) watching() {
+	rs.mu.Lock()
+	again := rs.watchOpen
+	rs.watchOpen = false
+	rs.mu.Unlock()
+	if again && rs.errs != nil {
+		rs.errs.WatchRestart(string(rs.resource), "watch_closed")
+	}
+}
+
+func (rs *restarts) watched() {
+	rs.mu.Lock()
+	rs.watchOpen = true
+	rs.mu.Unlock()
 }
 
 func (w *Watcher) emit(r Resource, t DeltaType, obj any, initial bool) {

@@ -3,6 +3,7 @@ package tracer
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -149,6 +151,16 @@ func (e errForbiddenT) Error() string { return string(e) }
 type countErrors struct {
 	mu sync.Mutex
 	n  map[string]int
+}
+
+func (c *countErrors) WatchRestart(resource, reason string) {
+	c.WatchError(resource, "restart/"+reason)
+}
+
+func (c *countErrors) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
 }
 
 func (c *countErrors) WatchError(resource, reason string) {
@@ -310,3 +322,143 @@ func markers(t *testing.T, o runtime.Object) []string {
 	}
 	return markerRE.FindAllString(string(b), -1)
 }
+
+// TestWatcherRestarts: readyspan_watch_restarts_total counts what the reflector really does. A
+// watch the server closes is followed by a new watch (watch_closed); a watch that ends in 410
+// Gone, or cannot start because of it, is followed by a new list (relist).
+func TestWatcherRestarts(t *testing.T) {
+	expired := apierrors.NewResourceExpired("too old resource version: 400 (500)")
+	for _, tc := range []struct {
+		name string
+		// first answers the first watch on Pods.
+		first func() (watch.Interface, error)
+		want  map[string]int
+	}{
+		{
+			name: "closed",
+			first: func() (watch.Interface, error) {
+				fw := watch.NewFake()
+				go func() {
+					// One event, then the server ends the watch (its timeout, a restart).
+					fw.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "default", UID: "uid-late", ResourceVersion: "7"}})
+					fw.Stop()
+				}()
+				return fw, nil
+			},
+			want: map[string]int{"pods/restart/watch_closed": 1},
+		},
+		{
+			name: "gone-in-stream",
+			first: func() (watch.Interface, error) {
+				fw := watch.NewFake()
+				go fw.Error(&expired.ErrStatus)
+				return fw, nil
+			},
+			want: map[string]int{"pods/restart/relist": 1},
+		},
+		{
+			name: "gone-at-start",
+			first: func() (watch.Interface, error) {
+				return nil, expired
+			},
+			want: map[string]int{"pods/restart/relist": 1, "pods/expired": 1},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			client := fake.NewClientset()
+			var mu sync.Mutex
+			var lists, watches int
+			client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				mu.Lock()
+				lists++
+				mu.Unlock()
+				return false, nil, nil
+			})
+			client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+				mu.Lock()
+				watches++
+				n := watches
+				mu.Unlock()
+				if n == 1 {
+					w, err := tc.first()
+					return true, w, err
+				}
+				return false, nil, nil // the fake's own watch from then on
+			})
+			errs := &countErrors{}
+			w := NewWatcher(client, WatchConfig{}, errs, nil)
+			w.Start(ctx)
+			if err := w.WaitForSync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Wait until the reflector has watched again after the restart.
+			for {
+				mu.Lock()
+				n := watches
+				mu.Unlock()
+				if n >= 2 {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatalf("no second watch: %d lists, %d watches, counted %v", lists, n, errs.snapshot())
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			time.Sleep(200 * time.Millisecond) // nothing more is expected; give it the chance
+			got := errs.snapshot()
+			if !maps.Equal(got, tc.want) {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("counted %v, want %v (%d lists, %d watches on pods)", got, tc.want, lists, watches)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if wantLists := 1 + tc.want["pods/restart/relist"]; lists != wantLists {
+				t.Errorf("%d lists, want %d: the count does not match what the reflector did", lists, wantLists)
+			}
+		})
+	}
+}
+
+// TestRestartsBookkeeping follows a request sequence the reflector can make, including paged and
+// streaming lists that the fake clientset does not produce.
+func TestRestartsBookkeeping(t *testing.T) {
+	errs := &countErrors{}
+	var listErr error
+	lw := (&restarts{resource: ResourcePods, errs: errs}).listWatch(
+		func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := &corev1.PodList{}
+			if o.Limit > 0 && o.Continue == "" {
+				l.Continue = "page-2" // a first page
+			}
+			return l, listErr
+		},
+		func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	)
+	ctx := context.Background()
+	stream := metav1.ListOptions{SendInitialEvents: ptr.To(true)}
+	steps := []struct {
+		do   func()
+		want map[string]int
+	}{
+		{func() { lw.ListWithContext(ctx, metav1.ListOptions{Limit: 500}) }, nil},
+		{func() { lw.ListWithContext(ctx, metav1.ListOptions{Limit: 500, Continue: "page-2"}) }, nil}, // the same list
+		{func() { lw.WatchWithContext(ctx, metav1.ListOptions{}) }, nil},
+		{func() { lw.WatchWithContext(ctx, metav1.ListOptions{}) }, map[string]int{"pods/restart/watch_closed": 1}},
+		{func() { listErr = gone(); lw.ListWithContext(ctx, metav1.ListOptions{}) }, map[string]int{"pods/restart/watch_closed": 1, "pods/restart/relist": 1}},
+		{func() { listErr = nil; lw.ListWithContext(ctx, metav1.ListOptions{}) }, map[string]int{"pods/restart/watch_closed": 1, "pods/restart/relist": 1}}, // the retry
+		{func() { lw.WatchWithContext(ctx, stream) }, map[string]int{"pods/restart/watch_closed": 1, "pods/restart/relist": 2}},
+		{func() { lw.WatchWithContext(ctx, metav1.ListOptions{}) }, map[string]int{"pods/restart/watch_closed": 2, "pods/restart/relist": 2}}, // the stream was the watch
+	}
+	for i, s := range steps {
+		s.do()
+		if got := errs.snapshot(); !maps.Equal(got, s.want) && (len(got) != 0 || len(s.want) != 0) {
+			t.Fatalf("step %d: counted %v, want %v", i, got, s.want)
+		}
+	}
+}
+
+func gone() error { return apierrors.NewResourceExpired("too old resource version") }

@@ -32,6 +32,7 @@ type Metrics struct {
 	watchEvents   *prometheus.CounterVec
 	watchErrors   *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
+	unparsed      *prometheus.CounterVec
 	exported      prometheus.Counter
 	dropped       *prometheus.CounterVec
 	exportErrors  prometheus.Counter
@@ -71,7 +72,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		watchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_watch_errors_total",
 			Help: "Watch and list errors, by resource and reason (forbidden, expired, other)."}, []string{"resource", "reason"}),
 		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_watch_restarts_total",
-			Help: "Watches restarted (relisted) after an error or expiry, by resource."}, []string{"resource"}),
+			Help: "Lists and watches started again, by resource and reason: watch_closed (a new watch resumes where a closed one stopped; watches are closed after 5 to 10 minutes by design), relist (everything listed again: after 410 Gone, or after listing and watching failed)."}, []string{"resource", "reason"}),
+		unparsed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_unparsed_messages_total",
+			Help: "Event messages readyspan reads (Pulled, Failed, BackOff, ScalingReplicaSet, SuccessfulCreate) in a format it does not know, by the Event's reason; nothing is read from them."}, []string{"reason"}),
 		exported: prometheus.NewCounter(prometheus.CounterOpts{Name: "readyspan_traces_exported_total",
 			Help: "Traces sent to the OTLP backend."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_traces_dropped_total",
@@ -88,7 +91,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Pods being traced right now."}),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
-		m.podsInPhase, m.podsStuck, m.tracesDone, m.watchEvents, m.watchErrors, m.watchRestarts, m.exported, m.dropped,
+		m.podsInPhase, m.podsStuck, m.tracesDone, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, p := range []string{phases.PhaseScheduling, phases.PhaseKubelet, phases.PhaseStatus} {
@@ -154,6 +157,9 @@ func (m *Metrics) Delta(resource string) { m.watchEvents.WithLabelValues(resourc
 // Dropped counts a dropped observation or trace (tracer.Stats).
 func (m *Metrics) Dropped(reason string) { m.dropped.WithLabelValues(reason).Inc() }
 
+// Unparsed counts an Event message in an unknown format (tracer.Stats).
+func (m *Metrics) Unparsed(reason string) { m.unparsed.WithLabelValues(reason).Inc() }
+
 // InPhase publishes the in-flight Pods per phase (tracer.Stats).
 func (m *Metrics) InPhase(counts map[string]int) {
 	total := 0
@@ -164,12 +170,14 @@ func (m *Metrics) InPhase(counts map[string]int) {
 	m.inFlight.Set(float64(total))
 }
 
-// WatchError counts a watch or list error.
+// WatchError counts a watch or list error (tracer.WatchErrors).
 func (m *Metrics) WatchError(resource, reason string) {
 	m.watchErrors.WithLabelValues(resource, reason).Inc()
-	if resource != "audit" {
-		m.watchRestarts.WithLabelValues(resource).Inc() // the reflector lists and watches again
-	}
+}
+
+// WatchRestart counts a list or watch started again (tracer.WatchErrors).
+func (m *Metrics) WatchRestart(resource, reason string) {
+	m.watchRestarts.WithLabelValues(resource, reason).Inc()
 }
 
 // TraceExported, TraceDropped and ExportError implement the OTLP exporter's stats.

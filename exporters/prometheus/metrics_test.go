@@ -92,3 +92,23 @@ func grep(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestSelfCounters: a watch error is not a restart (the reflector reports restarts on its
+// own), and unknown message formats are counted by reason.
+func TestSelfCounters(t *testing.T) {
+	m := New(prometheus.NewRegistry(), "dev")
+	m.WatchError("pods", "forbidden")
+	if n := testutil.CollectAndCount(m.watchRestarts); n != 0 {
+		t.Fatalf("a watch error made %d restart series", n)
+	}
+	m.WatchRestart("pods", "relist")
+	m.WatchRestart("pods", "watch_closed")
+	m.WatchRestart("pods", "watch_closed")
+	if got := testutil.ToFloat64(m.watchRestarts.WithLabelValues("pods", "watch_closed")); got != 2 {
+		t.Fatalf("watch_closed restarts %v", got)
+	}
+	m.Unparsed("Pulled")
+	if got := testutil.ToFloat64(m.unparsed.WithLabelValues("Pulled")); got != 1 {
+		t.Fatalf("unparsed{Pulled} %v", got)
+	}
+}
