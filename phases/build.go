@@ -116,6 +116,48 @@ func later(a, b point) point {
 	return a
 }
 
+// boundary names a point of the chain the phases run between, in causal order.
+type boundary int
+
+const (
+	requestSent      boundary = iota // the client sent the request: never observed without client data
+	requestReceived                  // the apiserver received it
+	requestPersisted                 // it was persisted (Pending)
+	podCreated                       // the Pod exists
+	podScheduled                     // the Pod is bound to a node
+	containersReady                  // the kubelet found every container ready
+	podServing                       // Ready reported and, with a Service, in its endpoints
+	boundaryCount
+)
+
+// phaseSpec is one phase: the boundaries it runs between and the component it belongs to.
+type phaseSpec struct {
+	name     string
+	service  string
+	from, to boundary
+}
+
+// phaseTable drives the six phases, in the order of Phases (Summary's arrays are indexed
+// like it). Each phase ends where the next starts: together they cover the chain.
+var phaseTable = [...]phaseSpec{
+	{PhaseSubmit, ServiceClient, requestSent, requestReceived},
+	{PhaseAPIServer, ServiceAPIServer, requestReceived, requestPersisted},
+	{PhaseControllers, ServiceController, requestPersisted, podCreated},
+	{PhaseScheduling, ServiceScheduler, podCreated, podScheduled},
+	{PhaseKubelet, ServiceKubelet, podScheduled, containersReady},
+	{PhaseStatus, ServiceKubelet, containersReady, podServing},
+}
+
+// phaseIndex is the position of a phase in phaseTable (and in Phases).
+func phaseIndex(name string) int {
+	for i, ph := range phaseTable {
+		if ph.name == name {
+			return i
+		}
+	}
+	panic("phases: no phase " + name)
+}
+
 // Build reconstructs the spans of one Pod's startup from what was observed. It reads no clock:
 // the same Pod gives the same spans.
 func Build(in *Pod, opts Options) *Trace {
@@ -183,14 +225,13 @@ func Build(in *Pod, opts Options) *Trace {
 			served = point{}
 		}
 	}
-	chain := []point{
-		{},          // client sent the request: never observed without client data
-		received,    // apiserver received it
-		persisted,   // persisted (Pending)
-		created,     // the Pod exists
-		scheduled,   // bound to a node
-		kubeletDone, // the kubelet found every container ready
-		served,      // Ready reported and in the endpoints
+	chain := [boundaryCount]point{
+		requestReceived:  received,
+		requestPersisted: persisted,
+		podCreated:       created,
+		podScheduled:     scheduled,
+		containersReady:  kubeletDone,
+		podServing:       served,
 	}
 	end := point{t: p.End, src: SourceWatch, observed: !p.End.IsZero()}
 	if last := latestObserved(p); outcome != OutcomeReady && last.After(end.t) {
@@ -201,22 +242,26 @@ func Build(in *Pod, opts Options) *Trace {
 			end.observed, end.src = true, SourceWatch
 		}
 	}
-	current := -1 // the phase a Pod that did not get Ready was in
-	fixed := make([]bool, len(chain))
+	current := -1 // the phase (index into phaseTable) a Pod that did not get Ready was in
+	var fixed [boundaryCount]bool
 	if outcome != OutcomeReady {
-		last := 0
-		for i := len(chain) - 1; i > 0; i-- {
-			if chain[i].observed {
-				last = i
-				break
+		// It was in the phase that starts at the last boundary observed; with the final
+		// boundary observed all the same (the outcome says otherwise), in the last phase.
+		// The boundaries after that phase's start were not reached: they are the trace's end.
+		last := requestSent
+		for at := requestReceived; at < boundaryCount; at++ {
+			if chain[at].observed {
+				last = at
 			}
 		}
-		if last == len(chain)-1 {
-			last = len(chain) - 2
+		current = len(phaseTable) - 1
+		for i, ph := range phaseTable {
+			if ph.from == last {
+				current = i
+			}
 		}
-		current = last
-		for i := last + 1; i < len(chain); i++ {
-			chain[i], fixed[i] = end, true
+		for at := phaseTable[current].from + 1; at < boundaryCount; at++ {
+			chain[at], fixed[at] = end, true
 		}
 	}
 	// Unobserved boundaries take the previous one (the span then says it was not observed);
@@ -228,65 +273,57 @@ func Build(in *Pod, opts Options) *Trace {
 			break
 		}
 	}
-	if !chain[0].observed {
-		chain[0] = derived(first.t)
+	if !chain[requestSent].observed {
+		chain[requestSent] = derived(first.t)
 	}
-	clamped := make([]bool, len(chain))
-	for i := 1; i < len(chain); i++ {
-		if !chain[i].observed && !fixed[i] {
-			chain[i] = derived(chain[i-1].t)
+	var clamped [boundaryCount]bool
+	for at := requestSent + 1; at < boundaryCount; at++ {
+		if !chain[at].observed && !fixed[at] {
+			chain[at] = derived(chain[at-1].t)
 		}
-		if chain[i].t.Before(chain[i-1].t) {
-			chain[i].t = chain[i-1].t
-			clamped[i] = true
+		if chain[at].t.Before(chain[at-1].t) {
+			chain[at].t = chain[at-1].t
+			clamped[at] = true
 		}
 	}
 
-	// Root and phases.
+	// Root and phases. The client's send time is never in the API, so submit is never
+	// measured, and without audit data neither is the apiserver phase: their start is a
+	// derived boundary, which add flags and the summary leaves out.
 	rootStart := first
-	rootStart.t = chain[0].t
-	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan}, -1, rootStart, chain[len(chain)-1])
+	rootStart.t = chain[requestSent].t
+	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan}, -1, rootStart, chain[podServing])
 	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(outcome, skew)...)
 	var sum Summary
 	sum.Outcome = outcome
-	phase := make([]int, len(Phases))
-	for i, name := range Phases {
-		s, e := chain[i], chain[i+1]
-		if i == 5 { // status starts when the containers have started, while readiness is probed
+	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
+	for i, ph := range phaseTable {
+		s, e := chain[ph.from], chain[ph.to]
+		if ph.name == PhaseStatus {
+			// Status starts when the containers have started, while readiness is probed.
 			started := b.lastContainer(func(c *Container) Times { return c.Started })
-			if started.observed && started.t.After(chain[4].t) && started.t.Before(e.t) {
+			if started.observed && started.t.After(chain[podScheduled].t) && started.t.Before(e.t) {
 				s = started
 			}
 		}
-		phase[i] = b.add(Span{Name: name, Path: name, Service: phaseService(name, p)}, rootIdx, s, e)
-		if clamped[i+1] {
-			b.trace.Spans[phase[i]].Attrs = append(b.trace.Spans[phase[i]].Attrs, Attr{AttrClamped, "end"})
+		phaseSpan[i] = b.add(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, s, e)
+		if clamped[ph.to] {
+			b.trace.Spans[phaseSpan[i]].Attrs = append(b.trace.Spans[phaseSpan[i]].Attrs, Attr{AttrClamped, "end"})
 		}
 		sum.PhaseDurations[i] = e.t.Sub(s.t)
 		sum.PhaseObserved[i] = s.observed && e.observed
 	}
-	// The client's send time is never in the API: submit has no measured length. Without audit
-	// data neither has the apiserver phase.
-	unmeasured := []int{0}
-	if !chain[1].observed {
-		unmeasured = append(unmeasured, 1)
-	}
-	for _, i := range unmeasured {
-		if !hasAttr(b.trace.Spans[phase[i]].Attrs, AttrObserved) {
-			b.trace.Spans[phase[i]].Attrs = append(b.trace.Spans[phase[i]].Attrs, Attr{AttrObserved, false})
-		}
-		sum.PhaseObserved[i] = false
-	}
+	spanOf := func(name string) int { return phaseSpan[phaseIndex(name)] }
 	if bareRoot {
-		sp := &b.trace.Spans[phase[2]]
+		sp := &b.trace.Spans[spanOf(PhaseControllers)]
 		sp.Attrs = append(sp.Attrs, Attr{AttrApplicable, false})
-		sum.PhaseObserved[2] = false
+		sum.PhaseObserved[phaseIndex(PhaseControllers)] = false
 	}
 
-	b.controllers(phase[2], chain[2], chain[3])
-	b.scheduling(phase[3])
-	b.kubelet(phase[4], chain[4], &sum)
-	b.status(phase[5], kubeletDone, ready)
+	b.controllers(spanOf(PhaseControllers), chain[requestPersisted], chain[podCreated])
+	b.scheduling(spanOf(PhaseScheduling))
+	b.kubelet(spanOf(PhaseKubelet), chain[podScheduled], &sum)
+	b.status(spanOf(PhaseStatus), kubeletDone, ready)
 
 	root := &b.trace.Spans[rootIdx]
 	if outcome == OutcomeReady {
@@ -295,21 +332,21 @@ func Build(in *Pod, opts Options) *Trace {
 			sum.Startup = served.t.Sub(created.t)
 		}
 	} else if outcome == OutcomeInProgress {
-		name := Phases[current]
+		name := phaseTable[current].name
 		if p.StuckPhase != "" {
 			name = p.StuckPhase
 		}
 		sum.CurrentPhase = name
 		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, name})
 	} else {
-		name := Phases[current]
+		name := phaseTable[current].name
 		if p.StuckPhase != "" {
 			name = p.StuckPhase
 		}
 		sum.CurrentPhase = name
 		msg := failureMessage(p, outcome, name)
 		root.Status, root.StatusMessage = StatusError, msg
-		sp := &b.trace.Spans[phase[current]]
+		sp := &b.trace.Spans[phaseSpan[current]]
 		sp.Status, sp.StatusMessage = StatusError, msg
 		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, name})
 	}
@@ -429,24 +466,19 @@ func hasAttr(as []Attr, key string) bool {
 	return false
 }
 
-func phaseService(phase string, p *Pod) string {
-	switch phase {
-	case PhaseSubmit:
-		if p.Client != "" {
-			return p.Client
-		}
-		if p.Root == RootReplicaSet || p.Root == RootController {
-			return ServiceController
-		}
-		return ServiceClient
-	case PhaseAPIServer:
-		return ServiceAPIServer
-	case PhaseControllers:
-		return ServiceController
-	case PhaseScheduling:
-		return ServiceScheduler
+// serviceFor is the component a phase belongs to, for this Pod: submit belongs to whoever sent
+// the request, when known.
+func (ph phaseSpec) serviceFor(p *Pod) string {
+	if ph.name != PhaseSubmit {
+		return ph.service
 	}
-	return ServiceKubelet
+	if p.Client != "" {
+		return p.Client
+	}
+	if p.Root == RootReplicaSet || p.Root == RootController {
+		return ServiceController
+	}
+	return ph.service
 }
 
 func (b *builder) podAttrs(outcome Outcome, skew clockSkew) []Attr {

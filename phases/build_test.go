@@ -49,6 +49,27 @@ func TestTraceAndSpanIDs(t *testing.T) {
 	}
 }
 
+// TestPhaseTable: the table that drives the phases lists them in the order of Phases (Summary's
+// arrays are indexed like both), and each phase starts where the one before it ended.
+func TestPhaseTable(t *testing.T) {
+	if len(phaseTable) != len(Phases) {
+		t.Fatalf("%d phases in the table, %d in Phases", len(phaseTable), len(Phases))
+	}
+	from := requestSent
+	for i, ph := range phaseTable {
+		if ph.name != Phases[i] || phaseIndex(ph.name) != i {
+			t.Errorf("phase %d is %q, Phases says %q", i, ph.name, Phases[i])
+		}
+		if ph.from != from || ph.to <= ph.from {
+			t.Errorf("%s runs %d → %d, want it to start at %d and move forward", ph.name, ph.from, ph.to, from)
+		}
+		from = ph.to
+	}
+	if from != podServing {
+		t.Errorf("the phases end at boundary %d, want the chain's end %d", from, podServing)
+	}
+}
+
 func TestMergedLength(t *testing.T) {
 	iv := [][2]time.Time{{ms(0), ms(1000)}, {ms(500), ms(1500)}, {ms(3000), ms(3500)}}
 	if got := mergedLength(iv); got != 2000*time.Millisecond {
