@@ -162,10 +162,9 @@ func phaseIndex(name string) int {
 // the same Pod gives the same spans.
 func Build(in *Pod, opts Options) *Trace {
 	p, skew := correctSkew(in)
-	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}}
-	outcome := p.Outcome
-	if outcome == "" {
-		outcome = OutcomeReady
+	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}, outcome: p.Outcome}
+	if b.outcome == "" { // the tracer leaves it empty for a Pod that got Ready
+		b.outcome = OutcomeReady
 	}
 	bareRoot := p.Root == RootBarePod || p.Root == RootController
 
@@ -234,7 +233,7 @@ func Build(in *Pod, opts Options) *Trace {
 		podServing:       served,
 	}
 	end := point{t: p.End, src: SourceWatch, observed: !p.End.IsZero()}
-	if last := latestObserved(p); outcome != OutcomeReady && last.After(end.t) {
+	if last := latestObserved(p); b.outcome != OutcomeReady && last.After(end.t) {
 		// Nothing gave an end (a snapshot without receive times), or something was seen
 		// after it: the trace ends at the last thing observed.
 		end = point{t: last, src: SourceDerived, observed: false}
@@ -244,7 +243,7 @@ func Build(in *Pod, opts Options) *Trace {
 	}
 	current := -1 // the phase (index into phaseTable) a Pod that did not get Ready was in
 	var fixed [boundaryCount]bool
-	if outcome != OutcomeReady {
+	if b.outcome != OutcomeReady {
 		// It was in the phase that starts at the last boundary observed; with the final
 		// boundary observed all the same (the outcome says otherwise), in the last phase.
 		// The boundaries after that phase's start were not reached: they are the trace's end.
@@ -293,9 +292,9 @@ func Build(in *Pod, opts Options) *Trace {
 	rootStart := first
 	rootStart.t = chain[requestSent].t
 	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan}, -1, rootStart, chain[podServing])
-	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(outcome, skew)...)
+	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(skew)...)
 	var sum Summary
-	sum.Outcome = outcome
+	sum.Outcome = b.outcome
 	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
 	for i, ph := range phaseTable {
 		s, e := chain[ph.from], chain[ph.to]
@@ -326,12 +325,12 @@ func Build(in *Pod, opts Options) *Trace {
 	b.status(spanOf(PhaseStatus), kubeletDone, ready)
 
 	root := &b.trace.Spans[rootIdx]
-	if outcome == OutcomeReady {
+	if b.outcome == OutcomeReady {
 		root.Status = StatusOK
 		if created.observed && served.observed {
 			sum.Startup = served.t.Sub(created.t)
 		}
-	} else if outcome == OutcomeInProgress {
+	} else if b.outcome == OutcomeInProgress {
 		name := phaseTable[current].name
 		if p.StuckPhase != "" {
 			name = p.StuckPhase
@@ -344,7 +343,7 @@ func Build(in *Pod, opts Options) *Trace {
 			name = p.StuckPhase
 		}
 		sum.CurrentPhase = name
-		msg := failureMessage(p, outcome, name)
+		msg := failureMessage(p, b.outcome, name)
 		root.Status, root.StatusMessage = StatusError, msg
 		sp := &b.trace.Spans[phaseSpan[current]]
 		sp.Status, sp.StatusMessage = StatusError, msg
@@ -370,6 +369,8 @@ func Build(in *Pod, opts Options) *Trace {
 type builder struct {
 	pod   *Pod
 	trace *Trace
+	// outcome is the Pod's, normalised once: the tracer leaves it empty for a Pod that got Ready.
+	outcome Outcome
 	// scaled is the ReplicaSet scale-up, narrowed like the chain's boundaries.
 	scaled point
 }
@@ -481,13 +482,13 @@ func (ph phaseSpec) serviceFor(p *Pod) string {
 	return ph.service
 }
 
-func (b *builder) podAttrs(outcome Outcome, skew clockSkew) []Attr {
+func (b *builder) podAttrs(skew clockSkew) []Attr {
 	p := b.pod
 	as := []Attr{
 		{AttrPodName, p.Name},
 		{AttrPodUID, p.UID},
 		{AttrNamespace, p.Namespace},
-		{AttrOutcome, string(outcome)},
+		{AttrOutcome, string(b.outcome)},
 		{AttrRoot, string(p.Root)},
 	}
 	if p.Node != "" {
@@ -589,7 +590,7 @@ func (b *builder) kubelet(parent int, bound point, sum *Summary) {
 		sp.Events = append(sp.Events, occurrenceEvent(o.Reason, o))
 	}
 	sortEvents(sp.Events)
-	if len(p.PodWarnings) > 0 && sp.Status != StatusError && b.pod.Outcome != OutcomeReady && b.pod.Outcome != "" {
+	if len(p.PodWarnings) > 0 && sp.Status != StatusError && b.outcome != OutcomeReady {
 		last := p.PodWarnings[len(p.PodWarnings)-1]
 		sp.Status, sp.StatusMessage = StatusError, last.Reason+": "+last.Message
 	}
@@ -688,7 +689,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	}
 	failed := len(c.PullFailures) > 0 || len(c.Failures) > 0
 	parentEnd := b.trace.Spans[parent].End
-	notReady := b.pod.Outcome != OutcomeReady && b.pod.Outcome != ""
+	notReady := b.outcome != OutcomeReady
 	if !(readyAt.observed || finished.observed) && (failed || notReady) {
 		cEnd = derived(parentEnd)
 	}
@@ -804,7 +805,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 		switch {
 		case readyAt.observed:
 			step("container.readiness", rs, readyAt)
-		case started.observed && b.pod.Outcome != OutcomeReady && b.pod.Outcome != "":
+		case started.observed && b.outcome != OutcomeReady:
 			// Never passed: the probe ran until the trace ended.
 			i := b.add(Span{Name: "container.readiness", Path: path + "/readiness", Service: ServiceKubelet}, ci, rs, derived(parentEnd))
 			sp := &b.trace.Spans[i]
@@ -812,7 +813,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 			for _, o := range c.Unhealthy {
 				sp.Events = append(sp.Events, occurrenceEvent("Unhealthy", o))
 			}
-			if len(c.Unhealthy) > 0 && b.pod.Outcome != OutcomeInProgress {
+			if len(c.Unhealthy) > 0 && b.outcome != OutcomeInProgress {
 				sp.Status, sp.StatusMessage = StatusError, "readiness probe failing"
 			}
 		}
