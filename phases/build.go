@@ -662,6 +662,43 @@ func orEnd(p point, t time.Time) point {
 	return derived(t)
 }
 
+// containerSteps are a container's steps, each resolved once from its observations.
+type containerSteps struct {
+	pullStarted, pullFinished point // Pulling, Pulled
+	created, started          point
+	startupDone               point // the startup probe passed
+	readyAt                   point // the readiness probe passed
+	finished                  point // an init container exited
+}
+
+// resolveSteps resolves a container's steps. An init container's exit is narrowed by the next
+// container's first event (following is nil for the last container).
+func resolveSteps(c *Container, following *Container) containerSteps {
+	st := containerSteps{
+		pullStarted: resolve(c.PullStarted), pullFinished: resolve(c.PullFinished),
+		created: resolve(c.Created), started: resolve(c.Started),
+		startupDone: resolve(c.StartupDone), readyAt: resolve(c.ReadyAt), finished: resolve(c.Finished),
+	}
+	if c.Init && !c.Sidecar && following != nil {
+		// It exited just before the next container's first event.
+		next := firstStep(following)
+		st.finished = narrow(st.finished, []point{st.started, st.created}, []point{next}, placeAtNext)
+		st.finished = earlierBound(st.finished, next)
+	}
+	return st
+}
+
+// containerSpan is a container being drawn: what was observed, its resolved steps, and the
+// span its steps go in.
+type containerSpan struct {
+	c     *Container
+	steps containerSteps
+	span  int    // the container's span
+	path  string // the container's span path, which its steps' paths extend
+	// podEnd is the kubelet phase's end: where a step that never finished ends.
+	podEnd time.Time
+}
+
 // container adds one container's span and its steps, starting at turn (when the kubelet got
 // to it), and returns when the next container's turn starts.
 func (b *builder) container(parent int, c *Container, following *Container, turn point, sum *Summary) point {
@@ -671,30 +708,22 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	} else if c.Sidecar {
 		name = "container.sidecar"
 	}
-	path := name + "/" + c.Name
-	pullStart, pullEnd := resolve(c.PullStarted), resolve(c.PullFinished)
-	created, started := resolve(c.Created), resolve(c.Started)
-	startupDone, readyAt, finished := resolve(c.StartupDone), resolve(c.ReadyAt), resolve(c.Finished)
-	if c.Init && !c.Sidecar && following != nil {
-		// It exited just before the next container's first event.
-		next := firstStep(following)
-		finished = narrow(finished, []point{started, created}, []point{next}, placeAtNext)
-		finished = earlierBound(finished, next)
-	}
+	ctr := &containerSpan{c: c, steps: resolveSteps(c, following), path: name + "/" + c.Name, podEnd: b.trace.Spans[parent].End}
+	st := &ctr.steps
 
 	// The container's own span runs from its turn to its last observed step.
 	cEnd := turn
-	for _, pt := range []point{pullStart, pullEnd, created, started, startupDone, readyAt, finished} {
+	for _, pt := range []point{st.pullStarted, st.pullFinished, st.created, st.started, st.startupDone, st.readyAt, st.finished} {
 		cEnd = later(cEnd, pt)
 	}
+	// One that neither got ready nor exited, and failed or belongs to a Pod that did not get
+	// Ready, was still at it when the trace ended.
 	failed := len(c.PullFailures) > 0 || len(c.Failures) > 0
-	parentEnd := b.trace.Spans[parent].End
-	notReady := b.outcome != OutcomeReady
-	if !(readyAt.observed || finished.observed) && (failed || notReady) {
-		cEnd = derived(parentEnd)
+	if !(st.readyAt.observed || st.finished.observed) && (failed || b.outcome != OutcomeReady) {
+		cEnd = derived(ctr.podEnd)
 	}
-	ci := b.add(Span{Name: name, Path: path, Service: ServiceKubelet}, parent, turn, cEnd)
-	cs := &b.trace.Spans[ci]
+	ctr.span = b.add(Span{Name: name, Path: ctr.path, Service: ServiceKubelet}, parent, turn, cEnd)
+	cs := &b.trace.Spans[ctr.span]
 	cs.Attrs = append(cs.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image})
 	if c.Restarts > 0 {
 		cs.Attrs = append(cs.Attrs, Attr{AttrRestarts, int64(c.Restarts)})
@@ -706,13 +735,37 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 		cs.Events = append(cs.Events, occurrenceEvent("Unhealthy", o))
 	}
 	sortEvents(cs.Events)
-	if len(c.Failures) > 0 && !(readyAt.observed || finished.observed) {
+	if len(c.Failures) > 0 && !(st.readyAt.observed || st.finished.observed) {
 		last := c.Failures[len(c.Failures)-1]
 		cs.Status, cs.StatusMessage = StatusError, last.Reason
 	}
 
-	// Image pull: Pulling → Pulled (includes waiting behind other pulls), with the pure
-	// transfer the kubelet states as a child ending at Pulled.
+	afterPull := b.pull(ctr, turn, sum)
+	b.steps(ctr, afterPull)
+	b.probes(ctr)
+	if c.Init && !c.Sidecar {
+		// An init container runs to completion before the kubelet turns to the next one.
+		b.step(ctr, "container.run", st.started, st.finished)
+		if st.finished.observed {
+			return st.finished
+		}
+		if st.started.observed {
+			return st.started
+		}
+		return turn
+	}
+	// The kubelet does not wait for an app container or a sidecar beyond starting it.
+	if next := later(st.started, st.created); next.observed {
+		return next
+	}
+	return turn
+}
+
+// pull adds the image pull: Pulling → Pulled (includes waiting behind other pulls), with the
+// pure transfer the kubelet states as a child ending at Pulled. It returns where creating the
+// container starts: after the pull, or nowhere observed when the pull failed.
+func (b *builder) pull(ctr *containerSpan, turn point, sum *Summary) point {
+	c, pullStart, pullEnd := ctr.c, ctr.steps.pullStarted, ctr.steps.pullFinished
 	ps := pullStart
 	if !ps.observed {
 		ps = turn // already present: the check starts when the kubelet gets to the container
@@ -723,14 +776,14 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	pe := pullEnd
 	pullFailed := len(c.PullFailures) > 0 && !pullEnd.observed
 	if pullFailed {
-		pe = derived(parentEnd)
+		pe = derived(ctr.podEnd)
 	}
 	sum.PullsFailed += c.FailedPulls
 	if pe.observed || pullFailed || ps.observed {
 		if !pe.observed && !pullFailed {
 			pe = derived(ps.t)
 		}
-		pi := b.add(Span{Name: "container.image_pull", Path: path + "/image_pull", Service: ServiceKubelet}, ci, ps, pe)
+		pi := b.add(Span{Name: "container.image_pull", Path: ctr.path + "/image_pull", Service: ServiceKubelet}, ctr.span, ps, pe)
 		sp := &b.trace.Spans[pi]
 		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image})
 		if c.Cache != "" {
@@ -749,7 +802,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 		if pullFailed {
 			last := c.PullFailures[len(c.PullFailures)-1]
 			sp.Status, sp.StatusMessage = StatusError, last.Reason
-			cs := &b.trace.Spans[ci]
+			cs := &b.trace.Spans[ctr.span]
 			cs.Status, cs.StatusMessage = StatusError, last.Reason
 		}
 		switch c.Cache {
@@ -763,75 +816,75 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 		}
 		if c.PullTransfer > 0 && pullEnd.observed {
 			ts := point{t: pullEnd.t.Add(-c.PullTransfer), src: SourceMessage, observed: true}
-			ti := b.add(Span{Name: "container.image_pull.transfer", Path: path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
+			ti := b.add(Span{Name: "container.image_pull.transfer", Path: ctr.path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
 			t := &b.trace.Spans[ti]
 			t.Attrs = append(t.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image}, Attr{AttrPullTransfer, float64(c.PullTransfer) / float64(time.Millisecond)})
 		}
 	}
-	step := func(name string, s, e point) {
-		if !e.observed {
-			return
-		}
-		if !s.observed {
-			s = derived(e.t)
-		}
-		i := b.add(Span{Name: name, Path: path + "/" + strings.TrimPrefix(name, "container."), Service: ServiceKubelet}, ci, s, e)
-		b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrContainerName, c.Name})
-	}
-	afterPull := later(pe, ps)
 	if pullFailed {
-		afterPull = point{}
+		return point{}
 	}
-	step("container.create", afterPull, created)
-	step("container.start", created, started)
-	next := later(started, created)
-	if c.HasPostStart && started.observed {
+	return later(pe, ps)
+}
+
+// steps adds creating and starting the container, from afterPull on, and its postStart hook.
+func (b *builder) steps(ctr *containerSpan, afterPull point) {
+	st := &ctr.steps
+	b.step(ctr, "container.create", afterPull, st.created)
+	b.step(ctr, "container.start", st.created, st.started)
+	if ctr.c.HasPostStart && st.started.observed {
 		// The hook runs synchronously after Started; its end shows as the container's
 		// running state or the next container's turn, whichever was observed first.
-		hookEnd := later(startupDone, readyAt)
+		hookEnd := later(st.startupDone, st.readyAt)
 		if !hookEnd.observed {
-			hookEnd = derived(started.t)
+			hookEnd = derived(st.started.t)
 		}
-		step("container.post_start", started, hookEnd)
+		b.step(ctr, "container.post_start", st.started, hookEnd)
 	}
+}
+
+// probes adds the startup probe, until it passed, and the readiness probe, until it passed or,
+// for a Pod that did not get Ready, until the trace ended.
+func (b *builder) probes(ctr *containerSpan) {
+	c, st := ctr.c, &ctr.steps
 	if c.HasStartupProbe {
-		step("container.startup_probe", started, startupDone)
+		b.step(ctr, "container.startup_probe", st.started, st.startupDone)
 	}
-	if c.HasReadinessProbe {
-		rs := started
-		if c.HasStartupProbe {
-			rs = later(started, startupDone) // readiness is probed once startup passed
+	if !c.HasReadinessProbe {
+		return
+	}
+	rs := st.started
+	if c.HasStartupProbe {
+		rs = later(st.started, st.startupDone) // readiness is probed once startup passed
+	}
+	switch {
+	case st.readyAt.observed:
+		b.step(ctr, "container.readiness", rs, st.readyAt)
+	case st.started.observed && b.outcome != OutcomeReady:
+		// Never passed: the probe ran until the trace ended.
+		i := b.add(Span{Name: "container.readiness", Path: ctr.path + "/readiness", Service: ServiceKubelet}, ctr.span, rs, derived(ctr.podEnd))
+		sp := &b.trace.Spans[i]
+		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, c.Name})
+		for _, o := range c.Unhealthy {
+			sp.Events = append(sp.Events, occurrenceEvent("Unhealthy", o))
 		}
-		switch {
-		case readyAt.observed:
-			step("container.readiness", rs, readyAt)
-		case started.observed && b.outcome != OutcomeReady:
-			// Never passed: the probe ran until the trace ended.
-			i := b.add(Span{Name: "container.readiness", Path: path + "/readiness", Service: ServiceKubelet}, ci, rs, derived(parentEnd))
-			sp := &b.trace.Spans[i]
-			sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, c.Name})
-			for _, o := range c.Unhealthy {
-				sp.Events = append(sp.Events, occurrenceEvent("Unhealthy", o))
-			}
-			if len(c.Unhealthy) > 0 && b.outcome != OutcomeInProgress {
-				sp.Status, sp.StatusMessage = StatusError, "readiness probe failing"
-			}
+		if len(c.Unhealthy) > 0 && b.outcome != OutcomeInProgress {
+			sp.Status, sp.StatusMessage = StatusError, "readiness probe failing"
 		}
 	}
-	if c.Init && !c.Sidecar {
-		step("container.run", started, finished)
-		if finished.observed {
-			return finished
-		}
-		if started.observed {
-			return started
-		}
-		return turn
+}
+
+// step adds one step of a container that was observed to end; an unobserved start is taken to
+// be its end.
+func (b *builder) step(ctr *containerSpan, name string, s, e point) {
+	if !e.observed {
+		return
 	}
-	if next.observed {
-		return next
+	if !s.observed {
+		s = derived(e.t)
 	}
-	return turn
+	i := b.add(Span{Name: name, Path: ctr.path + "/" + strings.TrimPrefix(name, "container."), Service: ServiceKubelet}, ctr.span, s, e)
+	b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrContainerName, ctr.c.Name})
 }
 
 func (b *builder) status(parent int, kubeletDone, ready point) {
