@@ -296,6 +296,7 @@ func Build(in *Pod, opts Options) *Trace {
 	var sum Summary
 	sum.Outcome = b.outcome
 	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
+	var phaseDrawn [len(phaseTable)]spanBounds
 	for i, ph := range phaseTable {
 		s, e := chain[ph.from], chain[ph.to]
 		if ph.name == PhaseStatus {
@@ -305,7 +306,7 @@ func Build(in *Pod, opts Options) *Trace {
 				s = started
 			}
 		}
-		phaseSpan[i] = b.add(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, s, e)
+		phaseSpan[i], phaseDrawn[i] = b.draw(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, s, e)
 		if clamped[ph.to] {
 			b.trace.Spans[phaseSpan[i]].Attrs = append(b.trace.Spans[phaseSpan[i]].Attrs, Attr{AttrClamped, "end"})
 		}
@@ -322,7 +323,7 @@ func Build(in *Pod, opts Options) *Trace {
 	b.controllers(spanOf(PhaseControllers), chain[requestPersisted], chain[podCreated])
 	b.scheduling(spanOf(PhaseScheduling))
 	b.kubelet(spanOf(PhaseKubelet), chain[podScheduled], &sum)
-	b.status(spanOf(PhaseStatus), kubeletDone, ready)
+	b.status(spanOf(PhaseStatus), phaseDrawn[phaseIndex(PhaseStatus)].start, kubeletDone, ready)
 
 	root := &b.trace.Spans[rootIdx]
 	if b.outcome == OutcomeReady {
@@ -378,6 +379,13 @@ type builder struct {
 // add appends a span between two points, inside its parent (clamping is recorded), and returns
 // its index.
 func (b *builder) add(s Span, parent int, start, end point) int {
+	i, _ := b.draw(s, parent, start, end)
+	return i
+}
+
+// draw is add that also returns the span's bounds as drawn, for a span that begins where this
+// one begins or ends.
+func (b *builder) draw(s Span, parent int, start, end point) (int, spanBounds) {
 	s.TraceID = b.trace.TraceID
 	s.SpanID = SpanIDFor(b.pod.UID, s.Path)
 	if end.t.Before(start.t) {
@@ -423,7 +431,30 @@ func (b *builder) add(s Span, parent int, start, end point) int {
 		}
 	}
 	b.trace.Spans = append(b.trace.Spans, s)
-	return len(b.trace.Spans) - 1
+	return len(b.trace.Spans) - 1, spanBounds{start: asDrawn(start), end: asDrawn(end)}
+}
+
+// spanBounds are a span's start and end as drawn.
+type spanBounds struct{ start, end point }
+
+// asDrawn is a boundary as a span states it once add has clamped it: a point without a source
+// is derived (not observed), and its uncertainty is kept only where the span states one.
+func asDrawn(p point) point {
+	src := orDerived(p)
+	out := point{t: p.t, src: src, observed: src != SourceDerived}
+	if p.observed && p.uncertainty > 0 {
+		out.uncertainty = statedUncertainty(p.uncertainty)
+	}
+	return out
+}
+
+// statedUncertainty is an uncertainty as a span's attribute states it, read back to a
+// Duration: float milliseconds, which can come back a nanosecond short. A boundary handed from
+// one span to the next (the sandbox's end to the first container, the status phase's start to
+// its steps) goes through it, so the next span states what the previous one's attribute says;
+// handing on the exact Duration would change the next span's attribute in its last digit.
+func statedUncertainty(d time.Duration) time.Duration {
+	return time.Duration(millis(d) * float64(time.Millisecond))
 }
 
 // millis is a duration in milliseconds, as span attributes give lengths.
@@ -606,7 +637,7 @@ func (b *builder) kubelet(parent int, bound point, sum *Summary) {
 		sandbox = earlierBound(sandbox, first)
 	}
 	sbStart := bound
-	sb := b.add(Span{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.trace.Spans[parent].End))
+	sb, sandboxDrawn := b.draw(Span{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.trace.Spans[parent].End))
 	for _, o := range p.PodWarnings {
 		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "FailedMount" || o.Reason == "NetworkNotReady" {
 			s := &b.trace.Spans[sb]
@@ -616,7 +647,7 @@ func (b *builder) kubelet(parent int, bound point, sum *Summary) {
 			}
 		}
 	}
-	turn := b.trace.Spans[sb].endPoint()
+	turn := sandboxDrawn.end
 	for i := range p.Containers {
 		var next *Container
 		if i+1 < len(p.Containers) {
@@ -887,10 +918,9 @@ func (b *builder) step(ctr *containerSpan, name string, s, e point) {
 	b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrContainerName, ctr.c.Name})
 }
 
-func (b *builder) status(parent int, kubeletDone, ready point) {
+// status adds the status reports within the status phase, which starts at start (as drawn).
+func (b *builder) status(parent int, start, kubeletDone, ready point) {
 	p := b.pod
-	ps := &b.trace.Spans[parent]
-	start := ps.startPoint()
 	running := resolve(p.Running)
 	if running.observed {
 		b.add(Span{Name: "status.running", Path: "status.running", Service: ServiceKubelet}, parent, start, running)
@@ -1015,23 +1045,6 @@ func (b *builder) finish() {
 	}
 	walk(0)
 	b.trace.Spans = out
-}
-
-func (s *Span) startPoint() point {
-	return point{t: s.Start, src: Source(s.attrString(AttrSourceStart)), observed: s.attrString(AttrSourceStart) != string(SourceDerived), uncertainty: s.attrMillis(AttrUncertaintyStart)}
-}
-func (s *Span) endPoint() point {
-	return point{t: s.End, src: Source(s.attrString(AttrSourceEnd)), observed: s.attrString(AttrSourceEnd) != string(SourceDerived), uncertainty: s.attrMillis(AttrUncertaintyEnd)}
-}
-
-func (s *Span) attrMillis(key string) time.Duration {
-	v, _ := s.Attr(key).(float64)
-	return time.Duration(v * float64(time.Millisecond))
-}
-
-func (s *Span) attrString(key string) string {
-	v, _ := s.Attr(key).(string)
-	return v
 }
 
 // latestObserved is the time of the last thing observed about the Pod.
