@@ -48,33 +48,6 @@ const (
 	AttrUncertaintyEnd   = "readyspan.time.uncertainty.end_ms"
 )
 
-// Summary holds the figures the metrics are made of, computed once with the spans.
-type Summary struct {
-	Outcome Outcome
-	// PhaseDurations is indexed like Phases; PhaseObserved says which durations were measured
-	// at both ends (unobserved phases are not put in histograms).
-	PhaseDurations [6]time.Duration
-	PhaseObserved  [6]bool
-	// Startup is Pod created → Ready (and serving); set only for the ready outcome.
-	Startup time.Duration
-	// SLI is the SIG-scalability pod startup SLI: created → all containers started, minus image
-	// pulls and init containers. SLIEligible is false for stateful Pods, Pods that needed more
-	// than one scheduling attempt and Pods that did not start.
-	SLI         time.Duration
-	SLIEligible bool
-	// ColdPulls are the pull lengths (Pulling → Pulled) of images the kubelet actually pulled.
-	ColdPulls          []time.Duration
-	PullsPulled        int
-	PullsPresent       int
-	PullsFailed        int
-	SchedulingAttempts int
-	// CurrentPhase is where the Pod was when the trace ended without Ready.
-	CurrentPhase string
-	// Inconsistencies describes each milestone the stamps put impossibly early (see
-	// outOfOrder). Such a trace's phases are not measured: which stamp is wrong is unknown.
-	Inconsistencies []string
-}
-
 // Options tune Build. The zero value is valid.
 type Options struct {
 	// Stateful marks Pods with volumes other than secret, configMap, downwardAPI, emptyDir or
@@ -166,7 +139,47 @@ func Build(in *Pod, opts Options) *Trace {
 	if b.outcome == "" { // the tracer leaves it empty for a Pod that got Ready
 		b.outcome = OutcomeReady
 	}
-	bareRoot := p.Root == RootBarePod || p.Root == RootController
+	tl := b.timeline()
+	b.spans(&tl, skew)
+	b.finish()
+	b.trace.Summary = b.summarize(&tl, opts)
+	return b.trace
+}
+
+// timeline is a Pod's startup as resolved from what was observed, before anything is drawn:
+// the spans and the summary are both made from it.
+type timeline struct {
+	// created and served are the Pod's creation and its serving (Ready and, with a Service,
+	// in its endpoints), resolved and narrowed: the startup runs from one to the other.
+	created, served point
+	// scaled, kubeletDone and ready are resolved and narrowed like the chain's boundaries: the
+	// controllers' and the status steps are drawn from them.
+	scaled, kubeletDone, ready point
+	// chain holds the boundaries, every one set: an unobserved one is derived from the one
+	// before it, and those a Pod that did not get Ready never reached are the trace's end.
+	// clamped marks the ones moved forward to keep the chain in order.
+	chain   [boundaryCount]point
+	clamped [boundaryCount]bool
+	// rootStart is the first observed boundary, moved to the chain's start.
+	rootStart point
+	// phases holds each phase's start and end, indexed like phaseTable.
+	phases [len(phaseTable)]interval
+	// current is the phase (index into phaseTable) a Pod that did not get Ready was in, -1 for
+	// one that did; stoppedIn is its name as reported, the tracer's StuckPhase when it named one.
+	current   int
+	stoppedIn string
+	// bareRoot is set when the Pod is the root object: no controller created it.
+	bareRoot bool
+	attempts int
+	// inconsistent describes each milestone the stamps put impossibly early (outOfOrder).
+	inconsistent []string
+}
+
+// timeline resolves the Pod's boundaries, narrows the whole-second ones, fills the chain and
+// cuts it into the phases.
+func (b *builder) timeline() timeline {
+	p := b.pod
+	tl := timeline{current: -1, bareRoot: p.Root == RootBarePod || p.Root == RootController, attempts: attempts(p)}
 
 	// The chain of phase boundaries, in causal order. Every stamp of the Pod's creation
 	// readyspan can see is an upper bound (the watch, the controller's event after its create
@@ -178,10 +191,10 @@ func Build(in *Pod, opts Options) *Trace {
 		}
 	}
 	persisted := resolve(p.AuditPersisted)
-	if !persisted.observed && !bareRoot {
+	if !persisted.observed && !tl.bareRoot {
 		persisted = resolve(p.RootPersisted)
 	}
-	if bareRoot {
+	if tl.bareRoot {
 		// The Pod is the root object: it exists once persisted, and the audit log's answer
 		// time says so more precisely than any later observation of it.
 		if persisted.observed {
@@ -196,7 +209,7 @@ func Build(in *Pod, opts Options) *Trace {
 	}
 	ready := resolve(p.Ready)
 	received, scaled, scheduled, endpoints := resolve(p.AuditReceived), resolve(p.ReplicaSetScaled), resolve(p.Scheduled), resolve(p.EndpointsReady)
-	inconsistent := b.inconsistencies(received, persisted, scaled, created, scheduled, kubeletDone, ready)
+	tl.inconsistent = b.inconsistencies(received, persisted, scaled, created, scheduled, kubeletDone, ready)
 
 	// Whole-second stamps narrowed by the precise stamps around them (narrow.go). Each is
 	// bounded by what must precede it and what must follow it, in causal order: the audit
@@ -215,7 +228,6 @@ func Build(in *Pod, opts Options) *Trace {
 	kubeletDone = narrow(kubeletDone, []point{scheduled, kubeletLast}, nil, placeEarliest)
 	ready = narrow(ready, []point{scheduled, kubeletLast}, nil, placeEarliest)
 	endpoints = narrow(endpoints, []point{scheduled, kubeletLast}, nil, placeEarliest)
-	b.scaled = scaled
 
 	served := ready
 	if p.HasService {
@@ -224,7 +236,9 @@ func Build(in *Pod, opts Options) *Trace {
 			served = point{}
 		}
 	}
-	chain := [boundaryCount]point{
+	tl.created, tl.served = created, served
+	tl.scaled, tl.kubeletDone, tl.ready = scaled, kubeletDone, ready
+	tl.chain = [boundaryCount]point{
 		requestReceived:  received,
 		requestPersisted: persisted,
 		podCreated:       created,
@@ -232,6 +246,7 @@ func Build(in *Pod, opts Options) *Trace {
 		containersReady:  kubeletDone,
 		podServing:       served,
 	}
+	chain := &tl.chain
 	end := point{t: p.End, src: SourceWatch, observed: !p.End.IsZero()}
 	if last := latestObserved(p); b.outcome != OutcomeReady && last.After(end.t) {
 		// Nothing gave an end (a snapshot without receive times), or something was seen
@@ -241,7 +256,6 @@ func Build(in *Pod, opts Options) *Trace {
 			end.observed, end.src = true, SourceWatch
 		}
 	}
-	current := -1 // the phase (index into phaseTable) a Pod that did not get Ready was in
 	var fixed [boundaryCount]bool
 	if b.outcome != OutcomeReady {
 		// It was in the phase that starts at the last boundary observed; with the final
@@ -253,14 +267,18 @@ func Build(in *Pod, opts Options) *Trace {
 				last = at
 			}
 		}
-		current = len(phaseTable) - 1
+		tl.current = len(phaseTable) - 1
 		for i, ph := range phaseTable {
 			if ph.from == last {
-				current = i
+				tl.current = i
 			}
 		}
-		for at := phaseTable[current].from + 1; at < boundaryCount; at++ {
+		for at := phaseTable[tl.current].from + 1; at < boundaryCount; at++ {
 			chain[at], fixed[at] = end, true
+		}
+		tl.stoppedIn = phaseTable[tl.current].name
+		if p.StuckPhase != "" {
+			tl.stoppedIn = p.StuckPhase
 		}
 	}
 	// Unobserved boundaries take the previous one (the span then says it was not observed);
@@ -275,95 +293,77 @@ func Build(in *Pod, opts Options) *Trace {
 	if !chain[requestSent].observed {
 		chain[requestSent] = derived(first.t)
 	}
-	var clamped [boundaryCount]bool
 	for at := requestSent + 1; at < boundaryCount; at++ {
 		if !chain[at].observed && !fixed[at] {
 			chain[at] = derived(chain[at-1].t)
 		}
 		if chain[at].t.Before(chain[at-1].t) {
 			chain[at].t = chain[at-1].t
-			clamped[at] = true
+			tl.clamped[at] = true
 		}
 	}
+	tl.rootStart = first
+	tl.rootStart.t = chain[requestSent].t
 
-	// Root and phases. The client's send time is never in the API, so submit is never
-	// measured, and without audit data neither is the apiserver phase: their start is a
-	// derived boundary, which add flags and the summary leaves out.
-	rootStart := first
-	rootStart.t = chain[requestSent].t
-	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan}, -1, rootStart, chain[podServing])
-	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(skew)...)
-	var sum Summary
-	sum.Outcome = b.outcome
-	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
-	var phaseDrawn [len(phaseTable)]spanBounds
+	// Each phase runs between its boundaries. The client's send time is never in the API, so
+	// submit is never measured, and without audit data neither is the apiserver phase: their
+	// start is a derived boundary, which the span and the summary say.
 	for i, ph := range phaseTable {
-		s, e := chain[ph.from], chain[ph.to]
+		tl.phases[i] = interval{start: chain[ph.from], end: chain[ph.to]}
 		if ph.name == PhaseStatus {
 			// Status starts when the containers have started, while readiness is probed.
 			started := b.lastContainer(func(c *Container) Times { return c.Started })
-			if started.observed && started.t.After(chain[podScheduled].t) && started.t.Before(e.t) {
-				s = started
+			if started.observed && started.t.After(chain[podScheduled].t) && started.t.Before(tl.phases[i].end.t) {
+				tl.phases[i].start = started
 			}
 		}
-		phaseSpan[i], phaseDrawn[i] = b.draw(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, s, e)
-		if clamped[ph.to] {
+	}
+	return tl
+}
+
+// spans draws the root, the phases and their steps.
+func (b *builder) spans(tl *timeline, skew clockSkew) {
+	p := b.pod
+	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan}, -1, tl.rootStart, tl.chain[podServing])
+	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(skew)...)
+	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
+	var phaseDrawn [len(phaseTable)]interval
+	for i, ph := range phaseTable {
+		phaseSpan[i], phaseDrawn[i] = b.draw(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, tl.phases[i].start, tl.phases[i].end)
+		if tl.clamped[ph.to] {
 			b.trace.Spans[phaseSpan[i]].Attrs = append(b.trace.Spans[phaseSpan[i]].Attrs, Attr{AttrClamped, "end"})
 		}
-		sum.PhaseDurations[i] = e.t.Sub(s.t)
-		sum.PhaseObserved[i] = s.observed && e.observed
 	}
 	spanOf := func(name string) int { return phaseSpan[phaseIndex(name)] }
-	if bareRoot {
+	if tl.bareRoot {
 		sp := &b.trace.Spans[spanOf(PhaseControllers)]
 		sp.Attrs = append(sp.Attrs, Attr{AttrApplicable, false})
-		sum.PhaseObserved[phaseIndex(PhaseControllers)] = false
 	}
 
-	b.controllers(spanOf(PhaseControllers), chain[requestPersisted], chain[podCreated])
+	b.controllers(spanOf(PhaseControllers), tl.chain[requestPersisted], tl.chain[podCreated], tl.scaled)
 	b.scheduling(spanOf(PhaseScheduling))
-	b.kubelet(spanOf(PhaseKubelet), chain[podScheduled], &sum)
-	b.status(spanOf(PhaseStatus), phaseDrawn[phaseIndex(PhaseStatus)].start, kubeletDone, ready)
+	b.kubelet(spanOf(PhaseKubelet), tl.chain[podScheduled])
+	b.status(spanOf(PhaseStatus), phaseDrawn[phaseIndex(PhaseStatus)].start, tl.kubeletDone, tl.ready)
 
 	root := &b.trace.Spans[rootIdx]
-	if b.outcome == OutcomeReady {
+	switch b.outcome {
+	case OutcomeReady:
 		root.Status = StatusOK
-		if created.observed && served.observed {
-			sum.Startup = served.t.Sub(created.t)
-		}
-	} else if b.outcome == OutcomeInProgress {
-		name := phaseTable[current].name
-		if p.StuckPhase != "" {
-			name = p.StuckPhase
-		}
-		sum.CurrentPhase = name
-		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, name})
-	} else {
-		name := phaseTable[current].name
-		if p.StuckPhase != "" {
-			name = p.StuckPhase
-		}
-		sum.CurrentPhase = name
-		msg := failureMessage(p, b.outcome, name)
+	case OutcomeInProgress:
+		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
+	default:
+		msg := failureMessage(p, b.outcome, tl.stoppedIn)
 		root.Status, root.StatusMessage = StatusError, msg
-		sp := &b.trace.Spans[phaseSpan[current]]
+		sp := &b.trace.Spans[phaseSpan[tl.current]]
 		sp.Status, sp.StatusMessage = StatusError, msg
-		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, name})
+		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
 	}
-	sum.SchedulingAttempts = attempts(p)
-	root.Attrs = append(root.Attrs, Attr{AttrAttempts, int64(sum.SchedulingAttempts)})
-	b.sli(&sum, created, opts)
-	if len(inconsistent) > 0 {
-		// The spans are drawn with the boundaries clamped into order; the root says why, and
-		// no duration of this trace goes into a histogram.
-		root.Attrs = append(root.Attrs, Attr{AttrInconsistent, true}, Attr{AttrInconsistency, strings.Join(inconsistent, "; ")})
-		sum.Inconsistencies = inconsistent
-		sum.PhaseObserved = [6]bool{}
-		sum.Startup, sum.SLI, sum.SLIEligible = 0, 0, false
+	root.Attrs = append(root.Attrs, Attr{AttrAttempts, int64(tl.attempts)})
+	if len(tl.inconsistent) > 0 {
+		// The spans are drawn with the boundaries clamped into order; the root says why (and
+		// the summary keeps the trace out of the histograms).
+		root.Attrs = append(root.Attrs, Attr{AttrInconsistent, true}, Attr{AttrInconsistency, strings.Join(tl.inconsistent, "; ")})
 	}
-	b.finish()
-	b.trace.Summary = sum
-	return b.trace
 }
 
 // builder accumulates the spans of one trace.
@@ -372,8 +372,10 @@ type builder struct {
 	trace *Trace
 	// outcome is the Pod's, normalised once: the tracer leaves it empty for a Pod that got Ready.
 	outcome Outcome
-	// scaled is the ReplicaSet scale-up, narrowed like the chain's boundaries.
-	scaled point
+	// pulls are the image pulls drawn, in the order drawn, for the summary to count.
+	pulls []drawnPull
+	// failedPulls counts the failed pull attempts of every container, drawn or not.
+	failedPulls int
 }
 
 // add appends a span between two points, inside its parent (clamping is recorded), and returns
@@ -385,7 +387,7 @@ func (b *builder) add(s Span, parent int, start, end point) int {
 
 // draw is add that also returns the span's bounds as drawn, for a span that begins where this
 // one begins or ends.
-func (b *builder) draw(s Span, parent int, start, end point) (int, spanBounds) {
+func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
 	s.TraceID = b.trace.TraceID
 	s.SpanID = SpanIDFor(b.pod.UID, s.Path)
 	if end.t.Before(start.t) {
@@ -431,11 +433,11 @@ func (b *builder) draw(s Span, parent int, start, end point) (int, spanBounds) {
 		}
 	}
 	b.trace.Spans = append(b.trace.Spans, s)
-	return len(b.trace.Spans) - 1, spanBounds{start: asDrawn(start), end: asDrawn(end)}
+	return len(b.trace.Spans) - 1, interval{start: asDrawn(start), end: asDrawn(end)}
 }
 
-// spanBounds are a span's start and end as drawn.
-type spanBounds struct{ start, end point }
+// interval is a start and an end: a phase's before it is drawn, a span's as drawn.
+type interval struct{ start, end point }
 
 // asDrawn is a boundary as a span states it once add has clamped it: a point without a source
 // is derived (not observed), and its uncertainty is kept only where the span states one.
@@ -569,11 +571,10 @@ func (b *builder) lastContainer(get func(*Container) Times) point {
 	return out
 }
 
-func (b *builder) controllers(parent int, persisted, created point) {
+func (b *builder) controllers(parent int, persisted, created, scaled point) {
 	p := b.pod
 	switch p.Root {
 	case RootDeployment:
-		scaled := b.scaled
 		if !scaled.observed {
 			scaled = derived(persisted.t)
 		}
@@ -614,7 +615,7 @@ func sortEvents(es []Event) {
 // kubelet adds the sandbox, init containers and per-container steps. The kubelet works through
 // a Pod in order (sandbox, each init container to completion, then each app container: pull,
 // create, start, postStart), so each step starts where the one before it ended.
-func (b *builder) kubelet(parent int, bound point, sum *Summary) {
+func (b *builder) kubelet(parent int, bound point) {
 	p := b.pod
 	sp := &b.trace.Spans[parent]
 	for _, o := range p.PodWarnings {
@@ -653,7 +654,7 @@ func (b *builder) kubelet(parent int, bound point, sum *Summary) {
 		if i+1 < len(p.Containers) {
 			next = &p.Containers[i+1]
 		}
-		turn = b.container(parent, &p.Containers[i], next, turn, sum)
+		turn = b.container(parent, &p.Containers[i], next, turn)
 	}
 }
 
@@ -732,7 +733,7 @@ type containerSpan struct {
 
 // container adds one container's span and its steps, starting at turn (when the kubelet got
 // to it), and returns when the next container's turn starts.
-func (b *builder) container(parent int, c *Container, following *Container, turn point, sum *Summary) point {
+func (b *builder) container(parent int, c *Container, following *Container, turn point) point {
 	name := "container"
 	if c.Init && !c.Sidecar {
 		name = "container.init"
@@ -771,7 +772,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 		cs.Status, cs.StatusMessage = StatusError, last.Reason
 	}
 
-	afterPull := b.pull(ctr, turn, sum)
+	afterPull := b.pull(ctr, turn)
 	b.steps(ctr, afterPull)
 	b.probes(ctr)
 	if c.Init && !c.Sidecar {
@@ -795,7 +796,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 // pull adds the image pull: Pulling → Pulled (includes waiting behind other pulls), with the
 // pure transfer the kubelet states as a child ending at Pulled. It returns where creating the
 // container starts: after the pull, or nowhere observed when the pull failed.
-func (b *builder) pull(ctr *containerSpan, turn point, sum *Summary) point {
+func (b *builder) pull(ctr *containerSpan, turn point) point {
 	c, pullStart, pullEnd := ctr.c, ctr.steps.pullStarted, ctr.steps.pullFinished
 	ps := pullStart
 	if !ps.observed {
@@ -809,7 +810,8 @@ func (b *builder) pull(ctr *containerSpan, turn point, sum *Summary) point {
 	if pullFailed {
 		pe = derived(ctr.podEnd)
 	}
-	sum.PullsFailed += c.FailedPulls
+	// Every failed attempt counts, whether or not a pull span can be drawn.
+	b.failedPulls += c.FailedPulls
 	if pe.observed || pullFailed || ps.observed {
 		if !pe.observed && !pullFailed {
 			pe = derived(ps.t)
@@ -836,15 +838,7 @@ func (b *builder) pull(ctr *containerSpan, turn point, sum *Summary) point {
 			cs := &b.trace.Spans[ctr.span]
 			cs.Status, cs.StatusMessage = StatusError, last.Reason
 		}
-		switch c.Cache {
-		case "cold":
-			sum.PullsPulled++
-			if pullStart.observed && pullEnd.observed {
-				sum.ColdPulls = append(sum.ColdPulls, pullEnd.t.Sub(pullStart.t))
-			}
-		case "warm":
-			sum.PullsPresent++
-		}
+		b.pulls = append(b.pulls, drawnPull{c: c, pulling: pullStart, pulled: pullEnd})
 		if c.PullTransfer > 0 && pullEnd.observed {
 			ts := point{t: pullEnd.t.Add(-c.PullTransfer), src: SourceMessage, observed: true}
 			ti := b.add(Span{Name: "container.image_pull.transfer", Path: ctr.path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
@@ -933,74 +927,6 @@ func (b *builder) status(parent int, start, kubeletDone, ready point) {
 			b.add(Span{Name: "status.endpoints", Path: "status.endpoints", Service: ServiceController}, parent, later(ready, start), ep)
 		}
 	}
-}
-
-// sli computes the SIG-scalability startup SLI: created → all containers started (observed via
-// watch where readyspan saw it), minus time spent pulling images (overlapping pulls merged) and
-// minus init container runtime.
-func (b *builder) sli(sum *Summary, created point, opts Options) {
-	p := b.pod
-	started := b.lastContainer(func(c *Container) Times { return c.Started })
-	if opts.Stateful || !created.observed || !started.observed || sum.SchedulingAttempts > 1 {
-		return
-	}
-	var pulls [][2]time.Time
-	var initRuntime time.Duration
-	for i := range p.Containers {
-		c := &p.Containers[i]
-		ps, pe := resolve(c.PullStarted), resolve(c.PullFinished)
-		if ps.observed && pe.observed && pe.t.After(ps.t) {
-			pulls = append(pulls, [2]time.Time{ps.t, pe.t})
-		}
-		if c.Init && !c.Sidecar {
-			s, f := resolve(c.Started), resolve(c.Finished)
-			if s.observed && f.observed && f.t.After(s.t) {
-				initRuntime += f.t.Sub(s.t)
-			}
-		}
-	}
-	sli := started.t.Sub(created.t) - mergedLength(pulls) - initRuntime
-	if sli < 0 {
-		sli = 0
-	}
-	sum.SLI, sum.SLIEligible = sli, true
-}
-
-func mergedLength(iv [][2]time.Time) time.Duration {
-	sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
-	var total time.Duration
-	var cur [2]time.Time
-	for i, v := range iv {
-		if i == 0 || v[0].After(cur[1]) {
-			if i > 0 {
-				total += cur[1].Sub(cur[0])
-			}
-			cur = v
-			continue
-		}
-		if v[1].After(cur[1]) {
-			cur[1] = v[1]
-		}
-	}
-	if len(iv) > 0 {
-		total += cur[1].Sub(cur[0])
-	}
-	return total
-}
-
-func attempts(p *Pod) int {
-	n := 0
-	for _, o := range p.SchedulingFailure {
-		if o.Count > 1 {
-			n += int(o.Count)
-		} else {
-			n++
-		}
-	}
-	if resolve(p.Scheduled).observed {
-		n++
-	}
-	return n
 }
 
 func failureMessage(p *Pod, outcome Outcome, phase string) string {

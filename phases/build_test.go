@@ -49,11 +49,12 @@ func TestTraceAndSpanIDs(t *testing.T) {
 	}
 }
 
-// TestPhaseTable: the table that drives the phases lists them in the order of Phases (Summary's
-// arrays are indexed like both), and each phase starts where the one before it ended.
+// TestPhaseTable: the table that drives the phases lists them in the order of Phases, as many as
+// Summary's arrays hold (they are indexed like both), and each phase starts where the one
+// before it ended.
 func TestPhaseTable(t *testing.T) {
-	if len(phaseTable) != len(Phases) {
-		t.Fatalf("%d phases in the table, %d in Phases", len(phaseTable), len(Phases))
+	if len(phaseTable) != len(Phases) || len(phaseTable) != len(Summary{}.PhaseDurations) {
+		t.Fatalf("%d phases in the table, %d in Phases, %d in Summary", len(phaseTable), len(Phases), len(Summary{}.PhaseDurations))
 	}
 	from := requestSent
 	for i, ph := range phaseTable {

@@ -1,0 +1,143 @@
+package phases
+
+import (
+	"sort"
+	"time"
+)
+
+// Summary holds the figures the metrics are made of, computed once from the timeline the spans
+// are drawn from.
+type Summary struct {
+	Outcome Outcome
+	// PhaseDurations is indexed like Phases; PhaseObserved says which durations were measured
+	// at both ends (unobserved phases are not put in histograms).
+	PhaseDurations [6]time.Duration
+	PhaseObserved  [6]bool
+	// Startup is Pod created → Ready (and serving); set only for the ready outcome.
+	Startup time.Duration
+	// SLI is the SIG-scalability pod startup SLI: created → all containers started, minus image
+	// pulls and init containers. SLIEligible is false for stateful Pods, Pods that needed more
+	// than one scheduling attempt and Pods that did not start.
+	SLI         time.Duration
+	SLIEligible bool
+	// ColdPulls are the pull lengths (Pulling → Pulled) of images the kubelet actually pulled.
+	ColdPulls          []time.Duration
+	PullsPulled        int
+	PullsPresent       int
+	PullsFailed        int
+	SchedulingAttempts int
+	// CurrentPhase is where the Pod was when the trace ended without Ready.
+	CurrentPhase string
+	// Inconsistencies describes each milestone the stamps put impossibly early (see
+	// outOfOrder). Such a trace's phases are not measured: which stamp is wrong is unknown.
+	Inconsistencies []string
+}
+
+// drawnPull is an image pull drawn as a span: the summary counts it.
+type drawnPull struct {
+	c               *Container
+	pulling, pulled point // Pulling and Pulled, as resolved
+}
+
+// summarize computes the summary from the timeline and the pulls drawn; it reads no span.
+func (b *builder) summarize(tl *timeline, opts Options) Summary {
+	sum := Summary{Outcome: b.outcome, SchedulingAttempts: tl.attempts, CurrentPhase: tl.stoppedIn}
+	for i, ph := range tl.phases {
+		sum.PhaseDurations[i] = ph.end.t.Sub(ph.start.t)
+		sum.PhaseObserved[i] = ph.start.observed && ph.end.observed
+	}
+	if tl.bareRoot { // no controller created the Pod: the phase is not applicable
+		sum.PhaseObserved[phaseIndex(PhaseControllers)] = false
+	}
+	if b.outcome == OutcomeReady && tl.created.observed && tl.served.observed {
+		sum.Startup = tl.served.t.Sub(tl.created.t)
+	}
+	sum.PullsFailed = b.failedPulls
+	for _, pull := range b.pulls {
+		switch pull.c.Cache {
+		case "cold":
+			sum.PullsPulled++
+			if pull.pulling.observed && pull.pulled.observed {
+				sum.ColdPulls = append(sum.ColdPulls, pull.pulled.t.Sub(pull.pulling.t))
+			}
+		case "warm":
+			sum.PullsPresent++
+		}
+	}
+	b.sli(&sum, tl.created, opts)
+	if len(tl.inconsistent) > 0 {
+		// Which stamp is wrong is unknown: no duration of this trace goes into a histogram.
+		sum.Inconsistencies = tl.inconsistent
+		sum.PhaseObserved = [len(sum.PhaseObserved)]bool{}
+		sum.Startup, sum.SLI, sum.SLIEligible = 0, 0, false
+	}
+	return sum
+}
+
+// sli computes the SIG-scalability startup SLI: created → all containers started (observed via
+// watch where readyspan saw it), minus time spent pulling images (overlapping pulls merged) and
+// minus init container runtime.
+func (b *builder) sli(sum *Summary, created point, opts Options) {
+	p := b.pod
+	started := b.lastContainer(func(c *Container) Times { return c.Started })
+	if opts.Stateful || !created.observed || !started.observed || sum.SchedulingAttempts > 1 {
+		return
+	}
+	var pulls [][2]time.Time
+	var initRuntime time.Duration
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		ps, pe := resolve(c.PullStarted), resolve(c.PullFinished)
+		if ps.observed && pe.observed && pe.t.After(ps.t) {
+			pulls = append(pulls, [2]time.Time{ps.t, pe.t})
+		}
+		if c.Init && !c.Sidecar {
+			s, f := resolve(c.Started), resolve(c.Finished)
+			if s.observed && f.observed && f.t.After(s.t) {
+				initRuntime += f.t.Sub(s.t)
+			}
+		}
+	}
+	sli := started.t.Sub(created.t) - mergedLength(pulls) - initRuntime
+	if sli < 0 {
+		sli = 0
+	}
+	sum.SLI, sum.SLIEligible = sli, true
+}
+
+func mergedLength(iv [][2]time.Time) time.Duration {
+	sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
+	var total time.Duration
+	var cur [2]time.Time
+	for i, v := range iv {
+		if i == 0 || v[0].After(cur[1]) {
+			if i > 0 {
+				total += cur[1].Sub(cur[0])
+			}
+			cur = v
+			continue
+		}
+		if v[1].After(cur[1]) {
+			cur[1] = v[1]
+		}
+	}
+	if len(iv) > 0 {
+		total += cur[1].Sub(cur[0])
+	}
+	return total
+}
+
+func attempts(p *Pod) int {
+	n := 0
+	for _, o := range p.SchedulingFailure {
+		if o.Count > 1 {
+			n += int(o.Count)
+		} else {
+			n++
+		}
+	}
+	if resolve(p.Scheduled).observed {
+		n++
+	}
+	return n
+}
