@@ -69,7 +69,9 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	for _, ns := range namespaces {
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns), informers.WithTransform(Transform))
+		// The factory sets the transform on every informer it makes, InformerFor's included: set
+		// it nowhere else, or the later setting silently replaces this one.
+		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns), informers.WithTransform(informerTransform))
 		pods := client.CoreV1().Pods(ns)
 		w.add(f, ResourcePods, &corev1.Pod{},
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -303,6 +305,10 @@ func (w *Watcher) Problem() string {
 	}
 	return ""
 }
+
+// informerTransform is what the informers apply: Transform, swapped only by tests that count
+// how often each object goes through it.
+var informerTransform cache.TransformFunc = Transform
 
 // Transform keeps only what the correlator reads, before objects enter the caches: no
 // managedFields contents, no annotations, no env, args or commands (never copied into spans),
