@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -289,10 +287,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := reachable(ctx, client, restCfg.Host); err != nil {
 		return err
 	}
-	rec, err := newRecorder(dir)
-	if err != nil {
-		return err
-	}
+	rec := tracer.NewRecorder(dir)
 	defer rec.Close()
 	if *duration > 0 {
 		var cancel context.CancelFunc
@@ -307,67 +302,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := rec.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "recorded %d watch events into %s\n", rec.n, dir)
+	fmt.Fprintf(stdout, "recorded %d watch events into %s\n", rec.Written(), dir)
 	return nil
-}
-
-// recorder writes deltas as recording lines, one file per stream.
-type recorder struct {
-	dir   string
-	files map[tracer.Stream]*os.File
-	n     int
-	err   error
-}
-
-func newRecorder(dir string) (*recorder, error) {
-	return &recorder{dir: dir, files: map[tracer.Stream]*os.File{}}, nil
-}
-
-func (r *recorder) Write(d tracer.Delta) {
-	if r.err != nil {
-		return
-	}
-	s, ok := tracer.StreamFor(d.Object)
-	if !ok {
-		return
-	}
-	f := r.files[s]
-	if f == nil {
-		var err error
-		f, err = os.Create(filepath.Join(r.dir, "watch."+string(s)+".jsonl"))
-		if err != nil {
-			r.err = fmt.Errorf("create recording file: %w", err)
-			return
-		}
-		r.files[s] = f
-	}
-	obj, err := json.Marshal(d.Object)
-	if err != nil {
-		r.err = fmt.Errorf("encode %s: %w", s, err)
-		return
-	}
-	l := tracer.Line{Type: d.Type, Object: obj, Initial: d.Initial}
-	if !d.Recv.IsZero() {
-		recv := d.Recv.UTC()
-		l.Recv = &recv
-	}
-	line, _ := json.Marshal(l)
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		r.err = fmt.Errorf("write recording: %w", err)
-		return
-	}
-	r.n++
-}
-
-func (r *recorder) Close() error {
-	err := r.err
-	for s, f := range r.files {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close %s: %w", s, cerr)
-		}
-		delete(r.files, s)
-	}
-	return err
 }
 
 // runReplay is `readyspan replay DIR`: rebuilds the traces of a recording offline, prints them,

@@ -20,7 +20,7 @@ func TestRecordReplayRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	rec, _ := newRecorder(dir)
+	rec := tracer.NewRecorder(dir)
 	for _, d := range deltas {
 		rec.Write(d)
 	}
