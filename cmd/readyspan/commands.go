@@ -44,15 +44,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := reachable(ctx, client, restCfg.Host); err != nil {
-		return err
-	}
 	log, _ := newLogger(stderr, "warn")
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
 	var mu sync.Mutex
 	var werr error
 	corr := tracer.New(tf.config(), tracer.SinkFunc(func(t *phases.Trace) {
@@ -62,22 +54,32 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			werr = err
 		}
 	}), nil, log)
-	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector}, nil, log)
-	w.Start(ctx)
-	if *auditLog != "" {
-		go func() {
-			if err := tracer.TailAudit(ctx, *auditLog, w.Sink(), nil, log); err != nil {
-				fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
-			}
-		}()
+	p := newPipeline(pipelineConfig{
+		client: client, host: restCfg.Host,
+		watch:    tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector},
+		log:      log,
+		auditLog: *auditLog,
+		auditFailed: func(err error) {
+			fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
+		},
+		correlator: corr,
+	})
+	if err := p.reachable(ctx); err != nil {
+		return err
 	}
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	p.start(ctx)
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := w.WaitForSync(syncCtx); err != nil {
+	if err := p.watcher.WaitForSync(syncCtx); err != nil {
 		return fmt.Errorf("watch %s: %w", restCfg.Host, err)
 	}
 	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
-	tracer.Loop(ctx, w.Deltas(), corr, time.Second, nil)
+	p.loop(ctx)
 	return werr
 }
 
@@ -284,21 +286,26 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := reachable(ctx, client, restCfg.Host); err != nil {
-		return err
-	}
 	rec := tracer.NewRecorder(dir)
 	defer rec.Close()
+	log, _ := newLogger(stderr, "warn")
+	p := newPipeline(pipelineConfig{
+		client: client, host: restCfg.Host,
+		watch: tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector},
+		log:   log,
+		tap:   rec.Write, // no correlator: record only writes what it sees
+	})
+	if err := p.reachable(ctx); err != nil {
+		return err
+	}
 	if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	log, _ := newLogger(stderr, "warn")
-	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector}, nil, log)
-	w.Start(ctx)
+	p.start(ctx)
 	fmt.Fprintf(stderr, "%s: recording %s into %s (Ctrl-C to stop)\n", prog, namespacesText(namespaces), dir)
-	tracer.Loop(ctx, w.Deltas(), nil, time.Second, rec.Write)
+	p.loop(ctx)
 	if err := rec.Close(); err != nil {
 		return err
 	}

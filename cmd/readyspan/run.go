@@ -109,7 +109,15 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		cfg.ResumeAfter = gate.ResumeAfter() // a replica that may take over traces what turned Ready recently
 	}
 	corr := tracer.New(cfg, tracer.SinkFunc(gate.Offer), metrics, log)
-	w := tracer.NewWatcher(client, tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}, metrics, log)
+	p := newPipeline(pipelineConfig{
+		client: client, host: restCfg.Host,
+		watch: tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector},
+		errs:  metrics, log: log,
+		auditLog:    *auditLog,
+		auditFailed: func(err error) { log.Error("Not reading the audit log", "err", err) },
+		correlator:  corr,
+	})
+	w := p.watcher
 
 	var ready atomic.Bool
 	srv, err := serve(*metricsAddr, reg, w, &ready, log)
@@ -119,17 +127,10 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	defer srv.Shutdown(context.WithoutCancel(ctx))
 
 	log.Info("Starting readyspan", "version", version, "apiserver", restCfg.Host, "namespaces", cf.namespaces.String(), "metricsAddr", *metricsAddr)
-	if err := reachable(ctx, client, restCfg.Host); err != nil {
+	if err := p.reachable(ctx); err != nil {
 		log.Error("Apiserver unreachable; retrying in the background", "err", err.Error()) // a daemon keeps trying
 	}
-	w.Start(ctx)
-	if *auditLog != "" {
-		go func() {
-			if err := tracer.TailAudit(ctx, *auditLog, w.Sink(), metrics, log); err != nil {
-				log.Error("Not reading the audit log", "err", err)
-			}
-		}()
-	}
+	p.start(ctx)
 	// Leader election runs on its own context: on SIGTERM the leader first exports what is
 	// Ready (Drain) and flushes, and only then releases the Lease, so the next leader's owed
 	// window starts after the last trace this one sent.
@@ -165,7 +166,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			}
 		}
 	}()
-	tracer.Loop(ctx, w.Deltas(), corr, time.Second, nil)
+	p.loop(ctx)
 	// Stopping: export what is Ready now (the next run will not trace it), flush, then hand over.
 	if gate.Leading() {
 		corr.Drain()

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/readyspan/readyspan/tracer"
+)
+
+// TestPipelineFeedsTapAndReportsAudit: the shared pipeline answers reachable on a working
+// apiserver, hands a created Pod's delta to the tap, and tells the command when the audit log
+// cannot be read.
+func TestPipelineFeedsTapAndReportsAudit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewClientset()
+	tapped := make(chan tracer.Delta, 64)
+	auditErr := make(chan error, 1)
+	p := newPipeline(pipelineConfig{
+		client: client, host: "fake",
+		watch:       tracer.WatchConfig{Namespaces: []string{"default"}},
+		auditLog:    filepath.Join(t.TempDir(), "missing.jsonl"),
+		auditFailed: func(err error) { auditErr <- err },
+		tap:         func(d tracer.Delta) { tapped <- d },
+	})
+	if err := p.reachable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.start(ctx)
+	if err := p.watcher.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
+	go p.loop(loopCtx)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web"}}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for seen := false; !seen; {
+		select {
+		case d := <-tapped:
+			p, ok := d.Object.(*corev1.Pod)
+			seen = ok && p.Name == "web"
+		case <-ctx.Done():
+			t.Fatal("the created Pod never reached the tap")
+		}
+	}
+	select {
+	case err := <-auditErr:
+		if err == nil {
+			t.Fatal("audit failure reported without an error")
+		}
+	case <-ctx.Done():
+		t.Fatal("a missing audit log was not reported")
+	}
+}
