@@ -23,7 +23,7 @@ func TestKubectlPlugin(t *testing.T) {
 	e := Setup(t)
 	kubectl := filepath.Join(e.Root, "bin", "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
-		t.Fatalf("bin/kubectl is missing (make cluster-build): %v", err)
+		Missing(t, "bin/kubectl (make cluster-build): %v", err)
 	}
 	prefix := t.TempDir()
 	install := exec.Command("make", "-C", e.Root, "install", "PREFIX="+prefix)
@@ -74,8 +74,10 @@ func TestKubectlPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl readyspan explain pod/explained -n %s: %v\n%s", ns, err, stderr)
 	}
-	type span struct {
-		TraceID, Name, End string
+	type span struct { // as terminal.JSONLines writes it
+		TraceID string `json:"trace_id"`
+		Name    string `json:"name"`
+		End     string `json:"end"`
 	}
 	spans := map[string]span{}
 	sc := bufio.NewScanner(strings.NewReader(out))
