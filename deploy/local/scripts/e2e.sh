@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The end-to-end tests (make e2e): brings the local cluster up when it is not (and takes it down
 # again afterwards, unless E2E_KEEP_CLUSTER=1), runs the local readyspan with the tests' settings,
-# then `go test -tags e2e ./test/e2e/...`. Extra arguments go to go test (e.g. -run TestColdPull -v).
+# then `go test -tags e2e ./test/e2e/`. Extra arguments go to go test (e.g. -run TestColdPull -v).
 source "$(dirname "$0")/lib.sh"
 
 lock_cluster
@@ -43,15 +43,16 @@ wait_for otlpcapture 10 bash -c "echo >/dev/tcp/127.0.0.1/$OTLP_CAPTURE_PORT"
 READYSPAN_ARGS="--fail-after 20s --selector readyspan.dev/e2e=local --otlp-endpoint 127.0.0.1:$OTLP_CAPTURE_PORT" \
   "$LOCAL/scripts/readyspan.sh" restart
 
+# One package (./test/e2e/, not ./...), so go test streams each test's output as it runs.
 # A missing prerequisite fails a test (never skips it) unless READYSPAN_E2E_ALLOW_SKIP=1, which
 # only a person running single tests by hand may set; a skip here would let the suite pass
 # without its assertions, so any skipped test fails the run.
 unset READYSPAN_E2E_ALLOW_SKIP
 start_time=$(date +%s)
 test_log=$LOGS/e2e-test.log
-echo "e2e: go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... $* (full output: ${test_log#"$ROOT"/})"
+echo "e2e: go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/ $* (full output: ${test_log#"$ROOT"/})"
 set +e
-(cd "$ROOT" && go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... "$@" 2>&1) | tee "$test_log" |
+(cd "$ROOT" && go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/ "$@" 2>&1) | tee "$test_log" |
   grep --line-buffered -E '^(=== RUN|\s*--- (PASS|FAIL|SKIP)|PASS$|FAIL|ok |panic)|_test\.go:[0-9]+:'
 rc=${PIPESTATUS[0]}
 set -e
