@@ -62,7 +62,7 @@ The background \`readyspan run\` exports the same traces to Jaeger (failed Pods 
 2 minutes by default) and their durations to Prometheus. Where to look next:
 
   # traces in Jaeger (trace ID = Pod UID without dashes)
-  curl -s 'http://$JAEGER_QUERY/api/traces?service=kubelet&limit=20' | jq -r '.data[] | .traceID + "  " + ([.spans[] | select(.operationName=="pod.startup") | .tags[] | select(.key=="k8s.pod.name") | .value] | join(""))'
+  curl -s 'http://$JAEGER_QUERY/api/traces?service=readyspan&limit=20' | jq -r '.data[] | .traceID + "  " + ([.spans[] | select(.operationName=="pod.startup") | .tags[] | select(.key=="k8s.pod.name") | .value] | join(""))'
   uid=\$(bin/kubectl --kubeconfig .local/kubeconfig -n $ns get pod cold-pull -o jsonpath='{.metadata.uid}' | tr -d -)
   curl -s http://$JAEGER_QUERY/api/traces/\$uid | jq -r '.data[0].spans[] | "\(.operationName) \(.duration)us"'
 
