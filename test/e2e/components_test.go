@@ -67,10 +67,12 @@ func (e *Env) kubeletCRISpans(ctx context.Context, uid string) (map[string][]*Sp
 
 // TestKubeletSpansAgree compares every kubelet boundary readyspan draws with the kubelet's own
 // spans for the same CRI calls (the local kubelet exports them to Jaeger: KubeletConfiguration
-// tracing, every span sampled): pull transfer start and end = PullImage start and end, create end
-// = CreateContainer end, start end = StartContainer end, each within 5 ms; the sandbox end between
-// the kubelet's sandbox ready (RunPodSandbox + PodSandboxStatus) and its image-presence check +
-// 5 ms. One Pod pulls cold (a real transfer), one finds its image present.
+// tracing, every span sampled): pull transfer start = PullImage start, create end =
+// CreateContainer end, start end = StartContainer end, each within 5 ms. Two boundaries are events
+// the kubelet emits one CRI call after the fact, and must lie between the two: the sandbox end
+// between sandbox ready (RunPodSandbox + PodSandboxStatus) and the image-presence check (+5 ms),
+// the transfer end between PullImage's end and the image-size check after it (+5 ms). One Pod
+// pulls cold (a real transfer), one finds its image present.
 func TestKubeletSpansAgree(t *testing.T) {
 	e := Setup(t)
 	ns := e.Namespace(t, "e2e-kubelet-spans")
@@ -119,13 +121,7 @@ func TestKubeletSpansAgree(t *testing.T) {
 					break
 				}
 			}
-			var imageChecked time.Time
-			for _, s := range cri[criImageStatus] {
-				if !s.StartTime().Before(sandboxReady) {
-					imageChecked = s.EndTime()
-					break
-				}
-			}
+			imageChecked := firstEndAfter(cri[criImageStatus], sandboxReady)
 			if imageChecked.IsZero() {
 				t.Fatalf("no ImageStatus call after the sandbox was ready")
 			}
@@ -156,8 +152,18 @@ func TestKubeletSpansAgree(t *testing.T) {
 					t.Fatalf("cold pull: %d transfer spans from readyspan, %d PullImage spans from the kubelet; want 1 and 1", len(transfers), len(cri[criPullImage]))
 				}
 				checks = append(checks,
-					boundary{"pull transfer start vs PullImage start", transfers[0].StartTime(), cri[criPullImage][0].StartTime()},
-					boundary{"pull transfer end vs PullImage end", transfers[0].EndTime(), cri[criPullImage][0].EndTime()})
+					boundary{"pull transfer start vs PullImage start", transfers[0].StartTime(), cri[criPullImage][0].StartTime()})
+				// The transfer ends at the Pulled event, which the kubelet emits after it has asked
+				// the runtime for the pulled image's size (ImageStatus): between the two.
+				pulled := cri[criPullImage][0].EndTime()
+				sized := firstEndAfter(cri[criImageStatus], pulled)
+				end := transfers[0].EndTime()
+				t.Logf("pull transfer end: readyspan %s; kubelet: PullImage ended %s (%+v before), image size read %s (%+v after)",
+					end.Format(time.StampMicro), pulled.Format(time.StampMicro), end.Sub(pulled), sized.Format(time.StampMicro), end.Sub(sized))
+				if sized.IsZero() || end.Before(pulled.Add(-time.Millisecond)) || end.After(sized.Add(kubeletSpanTolerance)) {
+					t.Errorf("pull transfer end %s is not within [PullImage end %s − 1ms, image size read %s + %v]",
+						end.Format(time.StampMicro), pulled.Format(time.StampMicro), sized.Format(time.StampMicro), kubeletSpanTolerance)
+				}
 			case "warm":
 				if len(transfers) != 0 || len(cri[criPullImage]) != 0 {
 					t.Errorf("image already present: %d transfer spans from readyspan, %d PullImage spans from the kubelet; want none", len(transfers), len(cri[criPullImage]))
@@ -172,6 +178,16 @@ func TestKubeletSpansAgree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstEndAfter is the end of the first span that starts at or after t (zero if none).
+func firstEndAfter(spans []*Span, t time.Time) time.Time {
+	for _, s := range spans {
+		if !s.StartTime().Before(t) {
+			return s.EndTime()
+		}
+	}
+	return time.Time{}
 }
 
 func spanCounts(m map[string][]*Span) map[string]int {
