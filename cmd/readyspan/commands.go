@@ -64,15 +64,11 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		},
 		correlator: corr,
 	})
-	if err := p.reachable(ctx); err != nil {
+	ctx, stop, err := p.startFor(ctx, *duration)
+	if err != nil {
 		return err
 	}
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
-	p.start(ctx)
+	defer stop()
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := p.watcher.WaitForSync(syncCtx); err != nil {
@@ -295,15 +291,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		log:   log,
 		tap:   rec.Write, // no correlator: record only writes what it sees
 	})
-	if err := p.reachable(ctx); err != nil {
+	ctx, stop, err := p.startFor(ctx, *duration)
+	if err != nil {
 		return err
 	}
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
-	p.start(ctx)
+	defer stop()
 	fmt.Fprintf(stderr, "%s: recording %s into %s (Ctrl-C to stop)\n", prog, namespacesText(namespaces), dir)
 	p.loop(ctx)
 	if err := rec.Close(); err != nil {

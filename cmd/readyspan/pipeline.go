@@ -57,6 +57,21 @@ func (p *pipeline) start(ctx context.Context) {
 	}()
 }
 
+// startFor is what the terminal commands (watch, record) do: fail at once on an apiserver that
+// does not answer, then start, bounded by --for when it is set. The returned context ends with
+// the run; cancel it when done.
+func (p *pipeline) startFor(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc, error) {
+	if err := p.reachable(ctx); err != nil {
+		return ctx, func() {}, err
+	}
+	cancel := context.CancelFunc(func() {})
+	if d > 0 {
+		ctx, cancel = context.WithTimeout(ctx, d)
+	}
+	p.start(ctx)
+	return ctx, cancel, nil
+}
+
 // loop hands every delta to the tap and the correlator until ctx ends.
 func (p *pipeline) loop(ctx context.Context) {
 	tracer.Loop(ctx, p.watcher.Deltas(), p.cfg.correlator, time.Second, p.cfg.tap)

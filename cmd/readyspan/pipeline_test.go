@@ -61,3 +61,33 @@ func TestPipelineFeedsTapAndReportsAudit(t *testing.T) {
 		t.Fatal("a missing audit log was not reported")
 	}
 }
+
+// startFor bounds the run by --for when it is set, and leaves it unbounded when it is not.
+func TestPipelineStartFor(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		duration time.Duration
+		bounded  bool
+	}{
+		{"no --for", 0, false},
+		{"--for 30s", 30 * time.Second, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p := newPipeline(pipelineConfig{client: fake.NewClientset(), host: "fake", watch: tracer.WatchConfig{Namespaces: []string{"default"}}})
+			run, stop, err := p.startFor(ctx, tt.duration)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			deadline, bounded := run.Deadline()
+			if bounded != tt.bounded || (bounded && time.Until(deadline) > tt.duration) {
+				t.Errorf("deadline %v (bounded %v), want bounded=%v within %v", deadline, bounded, tt.bounded, tt.duration)
+			}
+			if err := p.watcher.WaitForSync(run); err != nil {
+				t.Fatalf("startFor did not start the informers: %v", err)
+			}
+		})
+	}
+}
