@@ -200,22 +200,20 @@ var steps = []string{"Pulling", "Pulled", "Created", "Started"}
 // lastStep is the container's latest first-occurrence step event, the end of what the kubelet
 // reported doing for it.
 func (ev *evidence) lastStep(podUID, container string) (rawEvent, bool) {
-	var out rawEvent
-	found := false
-	for _, r := range steps {
-		if e, ok := ev.first(podUID, container, r); ok && (!found || e.NameTime.After(out.NameTime)) {
-			out, found = e, true
-		}
-	}
-	return out, found
+	return ev.extremeStep(podUID, container, func(a, b time.Time) bool { return a.After(b) })
 }
 
 // firstStep is the container's earliest step event: the kubelet had moved on to it.
 func (ev *evidence) firstStep(podUID, container string) (rawEvent, bool) {
+	return ev.extremeStep(podUID, container, func(a, b time.Time) bool { return a.Before(b) })
+}
+
+// extremeStep is the container's step event whose name time beats every other's by better.
+func (ev *evidence) extremeStep(podUID, container string, better func(a, b time.Time) bool) (rawEvent, bool) {
 	var out rawEvent
 	found := false
 	for _, r := range steps {
-		if e, ok := ev.first(podUID, container, r); ok && (!found || e.NameTime.Before(out.NameTime)) {
+		if e, ok := ev.first(podUID, container, r); ok && (!found || better(e.NameTime, out.NameTime)) {
 			out, found = e, true
 		}
 	}

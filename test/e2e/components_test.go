@@ -115,11 +115,8 @@ func TestKubeletSpansAgree(t *testing.T) {
 			// sandbox at the kubelet's next container event, which the kubelet emits after its
 			// image-presence check (ImageStatus). That boundary must lie between the two.
 			sandboxReady := cri[criRunPodSandbox][0].EndTime()
-			for _, s := range cri[criSandboxStatus] {
-				if !s.StartTime().Before(sandboxReady) {
-					sandboxReady = s.EndTime()
-					break
-				}
+			if statusEnd := firstEndAfter(cri[criSandboxStatus], sandboxReady); !statusEnd.IsZero() {
+				sandboxReady = statusEnd
 			}
 			imageChecked := firstEndAfter(cri[criImageStatus], sandboxReady)
 			if imageChecked.IsZero() {
