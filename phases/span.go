@@ -95,6 +95,14 @@ type Event struct {
 	Attrs []Attr
 }
 
+// Link points from a span to a span of another trace: a rollout's Pod to the Pod's own trace,
+// and back.
+type Link struct {
+	TraceID TraceID
+	SpanID  SpanID
+	Attrs   []Attr
+}
+
 // Span is one reconstructed interval. Path is unique within the trace and seeds the span ID.
 type Span struct {
 	Name          string
@@ -109,6 +117,7 @@ type Span struct {
 	StatusMessage string
 	Attrs         []Attr
 	Events        []Event
+	Links         []Link
 }
 
 // Duration is End − Start.

@@ -40,6 +40,7 @@ type Metrics struct {
 	leader        prometheus.Gauge
 	buildInfo     *prometheus.GaugeVec
 	inFlight      prometheus.Gauge
+	rollouts      rolloutMetrics
 }
 
 // New registers readyspan's metrics with reg.
@@ -89,10 +90,13 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "readyspan's version; always 1."}, []string{"version", "goversion"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "readyspan_pods_in_flight",
 			Help: "Pods being traced right now."}),
+		rollouts: newRolloutMetrics(),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
 		m.podsInPhase, m.podsStuck, m.tracesDone, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
+	reg.MustRegister(m.rollouts.collectors()...)
+	m.rollouts.init()
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, p := range []string{phases.PhaseScheduling, phases.PhaseKubelet, phases.PhaseStatus} {
 		m.podsInPhase.WithLabelValues(p)

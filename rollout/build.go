@@ -1,0 +1,280 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/readyspan/readyspan/phases"
+)
+
+// Span names.
+const (
+	RootSpanName      = "workload.rollout"
+	StepSpanName      = "rollout.step"
+	PodSpanName       = "rollout.pod"
+	TerminateSpanName = "rollout.pod.terminate"
+)
+
+// Attribute keys (OpenTelemetry's k8s.* where one exists, readyspan.rollout.* otherwise).
+const (
+	AttrKind           = "readyspan.rollout.kind"
+	AttrOutcome        = "readyspan.rollout.outcome"
+	AttrReason         = "readyspan.rollout.reason"
+	AttrWorkloadKind   = "readyspan.rollout.workload.kind"
+	AttrRevision       = "readyspan.rollout.revision"
+	AttrGeneration     = "readyspan.rollout.generation"
+	AttrReplicas       = "readyspan.rollout.replicas"
+	AttrStrategy       = "readyspan.rollout.strategy"
+	AttrMaxSurge       = "readyspan.rollout.max_surge"
+	AttrMaxUnavailable = "readyspan.rollout.max_unavailable"
+	AttrMinReady       = "readyspan.rollout.min_ready_seconds"
+	AttrDeadline       = "readyspan.rollout.progress_deadline_seconds"
+	AttrPartition      = "readyspan.rollout.partition"
+	AttrPodManagement  = "readyspan.rollout.pod_management_policy"
+	AttrSteps          = "readyspan.rollout.steps"
+	AttrWaves          = "readyspan.rollout.waves"
+	AttrSummary        = "readyspan.rollout.summary"
+	AttrCritical       = "readyspan.rollout.critical"
+	// AttrCriticalPrefix + category + "_ms": the critical path's time in that category.
+	AttrCriticalPrefix = "readyspan.rollout.critical."
+	AttrStepDirection  = "readyspan.rollout.step.direction"
+	AttrStepTarget     = "readyspan.rollout.step.target"
+	AttrStepFrom       = "readyspan.rollout.step.from"
+	AttrStepTo         = "readyspan.rollout.step.to"
+	AttrStepMessage    = "readyspan.rollout.step.message"
+	AttrGracePeriod    = "readyspan.pod.termination.grace_period_seconds"
+	AttrPreStop        = "readyspan.pod.termination.prestop"
+	AttrKilled         = "readyspan.pod.termination.killed"
+	AttrPodOutcome     = "readyspan.outcome"
+	AttrLinkRelation   = "readyspan.link"
+)
+
+// nameAttr is the OpenTelemetry attribute naming a workload of each kind.
+var nameAttr = map[string]string{
+	Deployment:  "k8s.deployment.name",
+	StatefulSet: "k8s.statefulset.name",
+	DaemonSet:   "k8s.daemonset.name",
+}
+
+var uidAttr = map[string]string{
+	Deployment:  "k8s.deployment.uid",
+	StatefulSet: "k8s.statefulset.uid",
+	DaemonSet:   "k8s.daemonset.uid",
+}
+
+// Trace is one rollout's reconstruction: the root span first, then its descendants.
+type Trace struct {
+	TraceID phases.TraceID
+	Rollout *Rollout
+	Spans   []phases.Span
+	Summary Summary
+}
+
+// Root returns the workload.rollout span.
+func (t *Trace) Root() *phases.Span { return &t.Spans[0] }
+
+// Summary holds the figures metrics and the terminal are made of.
+type Summary struct {
+	Kind         Kind
+	WorkloadKind string
+	Outcome      Outcome
+	Duration     time.Duration
+	Steps        int
+	Waves        int // scale-up steps
+	// Critical is the critical path's time per category, in Categories order.
+	Critical [numCategories]time.Duration
+	Sentence string
+	// CriticalPods and CriticalSteps are the UIDs of the Pods and the indexes of the steps on
+	// the critical path.
+	CriticalPods  map[string]bool
+	CriticalSteps map[int]bool
+}
+
+// Build turns an observed rollout into its trace. It does not modify r.
+func Build(r *Rollout) *Trace {
+	key := rolloutKey(r.Workload.UID, r.Generation)
+	t := &Trace{TraceID: TraceIDFor(r.Workload.UID, r.Generation), Rollout: r}
+	start, startOK := r.Start.Resolve()
+	end, endOK := r.Complete.Resolve()
+	items := timelineOf(r)
+	if !startOK {
+		start = phases.Stamp{Time: items.earliest(), Source: phases.SourceDerived}
+	}
+	if !endOK || end.Time.Before(start.Time) {
+		end = phases.Stamp{Time: items.latest(start.Time), Source: phases.SourceDerived}
+	}
+	cp := criticalPath(items, start.Time, end.Time)
+	sum := Summary{
+		Kind: r.Kind, WorkloadKind: r.Workload.Kind, Outcome: r.Outcome,
+		Duration: end.Time.Sub(start.Time), Steps: len(r.Steps),
+		Critical: cp.byCategory, CriticalPods: cp.pods, CriticalSteps: cp.steps,
+	}
+	for _, s := range r.Steps {
+		if s.Up {
+			sum.Waves++
+		}
+	}
+	sum.Sentence = sentence(r, &sum)
+	t.Summary = sum
+
+	span := func(name, path, service string, parent phases.SpanID, s, e time.Time) phases.Span {
+		if e.Before(s) {
+			e = s
+		}
+		return phases.Span{Name: name, Path: path, Service: service, TraceID: t.TraceID,
+			SpanID: phases.SpanIDFor(key, path), ParentSpanID: parent, Start: s, End: e}
+	}
+	root := span(RootSpanName, RootSpanName, phases.ServiceReadyspan, phases.SpanID{}, start.Time, end.Time)
+	root.Attrs = rootAttrs(r, &sum, start, end)
+	switch r.Outcome {
+	case OutcomeComplete:
+		root.Status = phases.StatusOK
+	case OutcomeFailed:
+		root.Status, root.StatusMessage = phases.StatusError, r.Reason
+	}
+	if r.Outcome == OutcomeSuperseded && r.SupersededBy != (phases.TraceID{}) {
+		root.Links = append(root.Links, phases.Link{TraceID: r.SupersededBy,
+			Attrs: []phases.Attr{{Key: AttrLinkRelation, Value: "superseded_by"}}})
+	}
+	t.Spans = append(t.Spans, root)
+
+	stepSpan := make([]phases.SpanID, len(r.Steps))
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		at, _ := s.Time.Resolve()
+		effect := at.Time
+		for _, it := range items.list {
+			if it.step == i && it.end.After(effect) {
+				effect = it.end
+			}
+		}
+		sp := span(StepSpanName, fmt.Sprintf("step/%d", i), phases.ServiceController, root.SpanID, at.Time, effect)
+		dir := "down"
+		if s.Up {
+			dir = "up"
+		}
+		sp.Attrs = []phases.Attr{
+			{Key: AttrStepDirection, Value: dir}, {Key: AttrStepTarget, Value: s.Target},
+			{Key: AttrStepFrom, Value: int64(s.From)}, {Key: AttrStepTo, Value: int64(s.To)},
+			{Key: AttrStepMessage, Value: s.Message}, {Key: AttrCritical, Value: cp.steps[i]},
+			{Key: phases.AttrSourceStart, Value: string(at.Source)},
+			{Key: phases.AttrPrecisionStart, Value: at.Source.Precision().String()},
+		}
+		stepSpan[i] = sp.SpanID
+		t.Spans = append(t.Spans, sp)
+	}
+	parentOf := func(step int) phases.SpanID {
+		if step >= 0 {
+			return stepSpan[step]
+		}
+		return root.SpanID
+	}
+	for _, it := range items.list {
+		switch {
+		case it.newPod != nil:
+			t.Spans = append(t.Spans, podSpans(key, t.TraceID, parentOf(it.step), it, cp.pods[it.uid])...)
+		case it.oldPod != nil:
+			o := it.oldPod
+			sp := span(TerminateSpanName, "terminate/"+o.UID, phases.ServiceKubelet, parentOf(it.step), it.start, it.end)
+			sp.Attrs = []phases.Attr{
+				{Key: phases.AttrPodName, Value: o.Name}, {Key: phases.AttrPodUID, Value: o.UID},
+				{Key: AttrGracePeriod, Value: o.GracePeriod}, {Key: AttrPreStop, Value: o.PreStop},
+				{Key: AttrKilled, Value: o.Killed}, {Key: AttrCritical, Value: cp.pods[o.UID]},
+			}
+			if !it.endKnown {
+				sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrObserved, Value: false})
+			}
+			if o.Killed {
+				sp.Status = phases.StatusError
+				sp.StatusMessage = fmt.Sprintf("killed after the grace period of %d s", o.GracePeriod)
+			}
+			t.Spans = append(t.Spans, sp)
+		}
+	}
+	sort.SliceStable(t.Spans[1:], func(i, j int) bool { return t.Spans[1+i].Start.Before(t.Spans[1+j].Start) })
+	return t
+}
+
+// podSpans draws a new Pod, created → available, with the six phase spans of its own trace
+// under it and a link to that trace.
+func podSpans(key string, traceID phases.TraceID, parent phases.SpanID, it *item, critical bool) []phases.Span {
+	p := it.newPod
+	path := "pod/" + p.UID
+	sp := phases.Span{Name: PodSpanName, Path: path, Service: phases.ServiceReadyspan, TraceID: traceID,
+		SpanID: phases.SpanIDFor(key, path), ParentSpanID: parent, Start: it.start, End: it.end}
+	sp.Attrs = []phases.Attr{
+		{Key: phases.AttrPodName, Value: p.Name}, {Key: phases.AttrPodUID, Value: p.UID},
+		{Key: AttrCritical, Value: critical},
+	}
+	if p.Node != "" {
+		sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrNodeName, Value: p.Node})
+	}
+	if !it.endKnown {
+		sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrObserved, Value: false})
+	}
+	sp.Links = []phases.Link{{TraceID: phases.TraceIDFor(p.UID), SpanID: phases.SpanIDFor(p.UID, phases.RootSpanName),
+		Attrs: []phases.Attr{{Key: AttrLinkRelation, Value: "pod_trace"}}}}
+	out := []phases.Span{sp}
+	if p.Trace == nil {
+		return out
+	}
+	sp.Attrs = append(sp.Attrs, phases.Attr{Key: AttrPodOutcome, Value: string(p.Trace.Summary.Outcome)})
+	out[0] = sp
+	for _, name := range phases.Phases {
+		ph := p.Trace.Phase(name)
+		if ph == nil {
+			continue
+		}
+		c := *ph
+		c.TraceID, c.ParentSpanID = traceID, sp.SpanID
+		c.Path = path + "/" + name
+		c.SpanID = phases.SpanIDFor(key, c.Path)
+		c.Events, c.Links = nil, nil
+		c.Attrs = append([]phases.Attr(nil), ph.Attrs...)
+		out = append(out, c)
+	}
+	return out
+}
+
+func rootAttrs(r *Rollout, sum *Summary, start, end phases.Stamp) []phases.Attr {
+	w := r.Workload
+	as := []phases.Attr{
+		{Key: nameAttr[w.Kind], Value: w.Name}, {Key: uidAttr[w.Kind], Value: w.UID},
+		{Key: phases.AttrNamespace, Value: w.Namespace},
+		{Key: AttrWorkloadKind, Value: w.Kind},
+		{Key: AttrKind, Value: string(r.Kind)}, {Key: AttrOutcome, Value: string(r.Outcome)},
+		{Key: AttrGeneration, Value: r.Generation}, {Key: AttrRevision, Value: r.Revision},
+		{Key: AttrReplicas, Value: int64(r.Replicas)},
+		{Key: AttrStrategy, Value: r.Strategy.Type},
+		{Key: AttrMinReady, Value: int64(r.Strategy.MinReadySeconds)},
+		{Key: AttrSteps, Value: int64(sum.Steps)}, {Key: AttrWaves, Value: int64(sum.Waves)},
+		{Key: AttrSummary, Value: sum.Sentence},
+		{Key: phases.AttrSourceStart, Value: string(start.Source)},
+		{Key: phases.AttrPrecisionStart, Value: start.Source.Precision().String()},
+		{Key: phases.AttrSourceEnd, Value: string(end.Source)},
+		{Key: phases.AttrPrecisionEnd, Value: end.Source.Precision().String()},
+	}
+	if r.Strategy.MaxSurge != "" {
+		as = append(as, phases.Attr{Key: AttrMaxSurge, Value: r.Strategy.MaxSurge})
+	}
+	if r.Strategy.MaxUnavailable != "" {
+		as = append(as, phases.Attr{Key: AttrMaxUnavailable, Value: r.Strategy.MaxUnavailable})
+	}
+	if r.Strategy.ProgressDeadlineSeconds > 0 {
+		as = append(as, phases.Attr{Key: AttrDeadline, Value: int64(r.Strategy.ProgressDeadlineSeconds)})
+	}
+	if r.Strategy.Partition >= 0 && w.Kind == StatefulSet {
+		as = append(as, phases.Attr{Key: AttrPartition, Value: int64(r.Strategy.Partition)})
+	}
+	if r.Strategy.PodManagementPolicy != "" {
+		as = append(as, phases.Attr{Key: AttrPodManagement, Value: r.Strategy.PodManagementPolicy})
+	}
+	if r.Reason != "" {
+		as = append(as, phases.Attr{Key: AttrReason, Value: r.Reason})
+	}
+	for i, c := range Categories {
+		as = append(as, phases.Attr{Key: AttrCriticalPrefix + c.Name + "_ms", Value: sum.Critical[i].Milliseconds()})
+	}
+	return as
+}

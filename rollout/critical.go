@@ -1,0 +1,491 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/readyspan/readyspan/phases"
+)
+
+// Category is one kind of time on a rollout's critical path. Name is the attribute and JSON key,
+// Words what the summary sentence says.
+type Category struct {
+	Name  string
+	Words string
+}
+
+// Categories of critical-path time, in the order attributes and sentences list them. The
+// kubelet phase is split in three, because "the kubelet" does not answer why: image pulls
+// (union of the Pod's container.image_pull spans), readiness (union of its container.readiness
+// spans: container started → ready), and the rest of the kubelet phase (sandbox, volumes,
+// create, start).
+var Categories = []Category{
+	{"controllers", "controllers reacting"},
+	{"scheduling", "scheduling"},
+	{"image_pull", "image pulls"},
+	{"readiness", "waiting on readiness probes"},
+	{"kubelet_other", "kubelet sandbox, create and start"},
+	{"status", "status updates"},
+	{"min_ready", "minReadySeconds"},
+	{"termination", "old Pods terminating"},
+	{"untraced", "Pod startups without a trace"},
+}
+
+const numCategories = 9
+
+// Category indexes, named for the code below.
+const (
+	catControllers = iota
+	catScheduling
+	catImagePull
+	catReadiness
+	catKubeletOther
+	catStatus
+	catMinReady
+	catTermination
+	catUntraced
+)
+
+// item is one Pod interval of the rollout: a new Pod created → available, or an old Pod
+// deletion requested → gone.
+type item struct {
+	uid        string
+	start, end time.Time
+	endKnown   bool
+	step       int // index into Rollout.Steps, -1 when no step is known to have caused it
+	newPod     *NewPod
+	oldPod     *OldPod
+	readyAt    time.Time // new Pods: Ready (min_ready runs from here to available)
+}
+
+type timeline struct {
+	list      []*item
+	stepTimes []time.Time
+}
+
+func timelineOf(r *Rollout) *timeline {
+	tl := &timeline{}
+	stepOf := map[string]int{}
+	for i, s := range r.Steps {
+		at, _ := s.Time.Resolve()
+		tl.stepTimes = append(tl.stepTimes, at.Time)
+		for _, uid := range s.Pods {
+			stepOf[uid] = i
+		}
+	}
+	step := func(uid string) int {
+		if i, ok := stepOf[uid]; ok {
+			return i
+		}
+		return -1
+	}
+	minReady := time.Duration(r.Strategy.MinReadySeconds) * time.Second
+	for i := range r.NewPods {
+		p := &r.NewPods[i]
+		c, _ := p.Created.Resolve()
+		it := &item{uid: p.UID, start: c.Time, step: step(p.UID), newPod: p}
+		if rd, ok := p.Ready.Resolve(); ok {
+			it.readyAt = rd.Time
+			it.end, it.endKnown = rd.Time.Add(minReady), true
+		}
+		if !p.Available.IsZero() {
+			it.end, it.endKnown = p.Available, true
+		}
+		tl.list = append(tl.list, it)
+	}
+	for i := range r.OldPods {
+		o := &r.OldPods[i]
+		d, _ := o.Deleted.Resolve()
+		it := &item{uid: o.UID, start: d.Time, step: step(o.UID), oldPod: o}
+		if g, ok := o.Gone.Resolve(); ok {
+			it.end, it.endKnown = g.Time, true
+		}
+		tl.list = append(tl.list, it)
+	}
+	sort.SliceStable(tl.list, func(i, j int) bool { return tl.list[i].start.Before(tl.list[j].start) })
+	return tl
+}
+
+func (tl *timeline) earliest() time.Time {
+	var t time.Time
+	for _, s := range tl.stepTimes {
+		if !s.IsZero() && (t.IsZero() || s.Before(t)) {
+			t = s
+		}
+	}
+	for _, it := range tl.list {
+		if !it.start.IsZero() && (t.IsZero() || it.start.Before(t)) {
+			t = it.start
+		}
+	}
+	return t
+}
+
+// latest is the last thing seen: the end of the rollout when nothing observed its verdict.
+func (tl *timeline) latest(floor time.Time) time.Time {
+	t := floor
+	for _, s := range tl.stepTimes {
+		if s.After(t) {
+			t = s
+		}
+	}
+	for _, it := range tl.list {
+		if it.endKnown && it.end.After(t) {
+			t = it.end
+		}
+		if it.start.After(t) {
+			t = it.start
+		}
+	}
+	return t
+}
+
+type critical struct {
+	byCategory [numCategories]time.Duration
+	pods       map[string]bool
+	steps      map[int]bool
+}
+
+// handoffSlack is how much earlier than a step an item may appear to end and still be what
+// enabled it: the controller acts on the watch event that the item's end produced, so the two
+// are ordered, but the stamps come from different sources.
+const handoffSlack = 5 * time.Millisecond
+
+// criticalPath walks back from the end of the rollout. The item that ended last determined
+// the end; the step that created or removed it determined when it began; the item that ended
+// last before that step is what let the controller take it (a Pod turning available frees room
+// under maxUnavailable or maxSurge, an old Pod gone makes room for the next); and so on back to
+// the change. Time between an item's end and the next step, and between a step and the item it
+// caused, is the controllers'; a new Pod's own time is split by its trace's phases; an old
+// Pod's is termination. Items still open at the end are taken to end there.
+func criticalPath(tl *timeline, start, end time.Time) critical {
+	cp := critical{pods: map[string]bool{}, steps: map[int]bool{}}
+	for _, it := range tl.list {
+		if !it.endKnown || it.end.After(end) {
+			it.end = end
+		}
+		if it.start.IsZero() || it.start.Before(start) {
+			it.start = clampTime(it.start, start, end)
+		}
+	}
+	add := func(cat int, from, to time.Time) {
+		from, to = clampTime(from, start, end), clampTime(to, start, end)
+		if to.After(from) {
+			cp.byCategory[cat] += to.Sub(from)
+		}
+	}
+	var cur *item
+	for _, it := range tl.list {
+		if cur == nil || it.end.After(cur.end) {
+			cur = it
+		}
+	}
+	if cur == nil {
+		add(catControllers, start, end)
+		return cp
+	}
+	add(catControllers, cur.end, end)
+	visited := map[*item]bool{}
+	for cur != nil {
+		visited[cur] = true
+		cp.pods[cur.uid] = true
+		podTime(cur, add)
+		t := cur.start
+		if cur.step >= 0 && cur.step < len(tl.stepTimes) && !tl.stepTimes[cur.step].IsZero() {
+			cp.steps[cur.step] = true
+			st := tl.stepTimes[cur.step]
+			if st.Before(t) {
+				add(catControllers, st, t)
+				t = st
+			}
+		}
+		var pred *item
+		for _, it := range tl.list {
+			if visited[it] || !it.endKnown || it.end.After(t.Add(handoffSlack)) || !it.end.After(start) {
+				continue
+			}
+			if pred == nil || it.end.After(pred.end) {
+				pred = it
+			}
+		}
+		if pred == nil {
+			add(catControllers, start, t)
+			break
+		}
+		add(catControllers, pred.end, t)
+		cur = pred
+	}
+	return cp
+}
+
+// podTime splits one critical item's interval into categories.
+func podTime(it *item, add func(int, time.Time, time.Time)) {
+	if it.oldPod != nil {
+		add(catTermination, it.start, it.end)
+		return
+	}
+	p := it.newPod
+	segEnd := it.end
+	if !it.readyAt.IsZero() && it.readyAt.Before(segEnd) {
+		add(catMinReady, it.readyAt, segEnd)
+		segEnd = it.readyAt
+	}
+	if p.Trace == nil {
+		add(catUntraced, it.start, segEnd)
+		return
+	}
+	seg := interval{it.start, segEnd}
+	var covered time.Duration
+	measure := func(cat int, ivs []interval) {
+		for _, iv := range ivs {
+			if x := seg.intersect(iv); x.length() > 0 {
+				add(cat, x.from, x.to)
+				covered += x.length()
+			}
+		}
+	}
+	phase := func(name string) []interval {
+		if s := p.Trace.Phase(name); s != nil {
+			return []interval{{s.Start, s.End}}
+		}
+		return nil
+	}
+	kubelet := merge(phase(phases.PhaseKubelet))
+	pulls := intersectAll(merge(spansNamed(p.Trace, "container.image_pull")), kubelet)
+	readiness := subtract(intersectAll(merge(spansNamed(p.Trace, "container.readiness")), kubelet), pulls)
+	rest := subtract(subtract(kubelet, pulls), readiness)
+	measure(catControllers, phase(phases.PhaseControllers))
+	measure(catScheduling, phase(phases.PhaseScheduling))
+	measure(catImagePull, pulls)
+	measure(catReadiness, readiness)
+	measure(catKubeletOther, rest)
+	measure(catStatus, subtract(phase(phases.PhaseStatus), kubelet))
+	if left := seg.length() - covered; left > 0 {
+		// Gaps the Pod's phases do not cover (their stamps are coarser than the segment's).
+		add(catUntraced, seg.to.Add(-left), seg.to)
+	}
+}
+
+func spansNamed(t *phases.Trace, name string) []interval {
+	var out []interval
+	for i := range t.Spans {
+		if t.Spans[i].Name == name {
+			out = append(out, interval{t.Spans[i].Start, t.Spans[i].End})
+		}
+	}
+	return out
+}
+
+func clampTime(t, lo, hi time.Time) time.Time {
+	if t.Before(lo) {
+		return lo
+	}
+	if t.After(hi) {
+		return hi
+	}
+	return t
+}
+
+type interval struct{ from, to time.Time }
+
+func (a interval) length() time.Duration {
+	if a.to.After(a.from) {
+		return a.to.Sub(a.from)
+	}
+	return 0
+}
+
+func (a interval) intersect(b interval) interval {
+	out := a
+	if b.from.After(out.from) {
+		out.from = b.from
+	}
+	if b.to.Before(out.to) {
+		out.to = b.to
+	}
+	if !out.to.After(out.from) {
+		return interval{}
+	}
+	return out
+}
+
+// merge returns the union of intervals, sorted and disjoint.
+func merge(ivs []interval) []interval {
+	var in []interval
+	for _, iv := range ivs {
+		if iv.length() > 0 {
+			in = append(in, iv)
+		}
+	}
+	sort.Slice(in, func(i, j int) bool { return in[i].from.Before(in[j].from) })
+	var out []interval
+	for _, iv := range in {
+		if n := len(out); n > 0 && !iv.from.After(out[n-1].to) {
+			if iv.to.After(out[n-1].to) {
+				out[n-1].to = iv.to
+			}
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// intersectAll returns the parts of a (disjoint) that lie in b (disjoint).
+func intersectAll(a, b []interval) []interval {
+	var out []interval
+	for _, x := range a {
+		for _, y := range b {
+			if z := x.intersect(y); z.length() > 0 {
+				out = append(out, z)
+			}
+		}
+	}
+	return merge(out)
+}
+
+// subtract returns the parts of a (disjoint) outside b (disjoint).
+func subtract(a, b []interval) []interval {
+	out := append([]interval(nil), a...)
+	for _, y := range b {
+		var next []interval
+		for _, x := range out {
+			if z := x.intersect(y); z.length() == 0 {
+				next = append(next, x)
+				continue
+			}
+			if y.from.After(x.from) {
+				next = append(next, interval{x.from, y.from})
+			}
+			if y.to.Before(x.to) {
+				next = append(next, interval{y.to, x.to})
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// sentence is the one line that answers "why did this rollout take so long": its length and
+// outcome, its waves and the strategy that made them, and the two largest shares of the
+// critical path.
+func sentence(r *Rollout, sum *Summary) string {
+	var b strings.Builder
+	b.WriteString(fmtSeconds(sum.Duration))
+	switch r.Outcome {
+	case OutcomeFailed:
+		fmt.Fprintf(&b, ", failed")
+		if r.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", r.Reason)
+		}
+	case OutcomeSuperseded, OutcomePaused, OutcomeInProgress:
+		fmt.Fprintf(&b, ", %s", r.Outcome)
+	}
+	b.WriteString("; ")
+	b.WriteString(waves(r, sum))
+	if s := strategyWords(r); s != "" {
+		fmt.Fprintf(&b, " (%s)", s)
+	}
+	var total time.Duration
+	for _, d := range sum.Critical {
+		total += d
+	}
+	if total <= 0 {
+		return b.String()
+	}
+	order := make([]int, numCategories)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return sum.Critical[order[i]] > sum.Critical[order[j]] })
+	var parts []string
+	for _, i := range order[:2] {
+		pct := int((sum.Critical[i]*100 + total/2) / total)
+		if pct == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d%% %s", pct, Categories[i].Words))
+	}
+	if len(parts) > 0 {
+		b.WriteString("; " + strings.Join(parts, ", "))
+	}
+	return b.String()
+}
+
+// waves describes the scale-up steps: "6 waves of 1", "3 waves of 1–2", "no new Pods".
+func waves(r *Rollout, sum *Summary) string {
+	lo, hi := int32(-1), int32(-1)
+	for _, s := range r.Steps {
+		if !s.Up {
+			continue
+		}
+		n := s.Count()
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		if n > hi {
+			hi = n
+		}
+	}
+	switch {
+	case sum.Waves == 0:
+		if len(r.OldPods) > 0 {
+			return fmt.Sprintf("%d Pods removed", len(r.OldPods))
+		}
+		return "no new Pods"
+	case lo == hi:
+		return fmt.Sprintf("%d %s of %d", sum.Waves, plural(sum.Waves, "wave", "waves"), lo)
+	}
+	return fmt.Sprintf("%d waves of %d–%d", sum.Waves, lo, hi)
+}
+
+func strategyWords(r *Rollout) string {
+	s := r.Strategy
+	var parts []string
+	switch r.Workload.Kind {
+	case Deployment:
+		if s.Type == "Recreate" {
+			return "Recreate"
+		}
+		if s.MaxSurge != "" {
+			parts = append(parts, "maxSurge "+s.MaxSurge)
+		}
+		if s.MaxUnavailable != "" {
+			parts = append(parts, "maxUnavailable "+s.MaxUnavailable)
+		}
+	case StatefulSet:
+		if s.PodManagementPolicy != "" {
+			parts = append(parts, s.PodManagementPolicy)
+		}
+		if s.Partition > 0 {
+			parts = append(parts, fmt.Sprintf("partition %d", s.Partition))
+		}
+	case DaemonSet:
+		if s.Type == "OnDelete" {
+			return "OnDelete"
+		}
+		if s.MaxSurge != "" && s.MaxSurge != "0" {
+			parts = append(parts, "maxSurge "+s.MaxSurge)
+		}
+		if s.MaxUnavailable != "" {
+			parts = append(parts, "maxUnavailable "+s.MaxUnavailable)
+		}
+	}
+	if s.MinReadySeconds > 0 {
+		parts = append(parts, fmt.Sprintf("minReadySeconds %d", s.MinReadySeconds))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func fmtSeconds(d time.Duration) string {
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}

@@ -1,0 +1,170 @@
+// Package rollout is the pure model of a workload rollout: what the tracer observed about one
+// change of a Deployment's, StatefulSet's or DaemonSet's desired state (its scaling steps, the
+// Pods it started and the Pods it removed) and how that becomes one trace with a critical path.
+// Like phases, it reads no informer and knows no exporter.
+package rollout
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/readyspan/readyspan/phases"
+)
+
+// Kind says what changed.
+type Kind string
+
+const (
+	KindCreate   Kind = "create"   // the workload was created
+	KindUpdate   Kind = "update"   // the Pod template changed
+	KindRestart  Kind = "restart"  // kubectl rollout restart: only the restartedAt annotation changed
+	KindRollback Kind = "rollback" // the template went back to one an earlier revision had
+	KindScale    Kind = "scale"    // only the replica count changed
+)
+
+// Kinds lists every Kind (bounded metric label values).
+var Kinds = []Kind{KindCreate, KindUpdate, KindRestart, KindRollback, KindScale}
+
+// Outcome is how a rollout ended.
+type Outcome string
+
+const (
+	OutcomeComplete   Outcome = "complete"   // the controller's own verdict: all updated and available, old Pods gone
+	OutcomeFailed     Outcome = "failed"     // ProgressDeadlineExceeded, or stuck past the stuck deadline
+	OutcomeSuperseded Outcome = "superseded" // a newer rollout of the same workload began first
+	OutcomePaused     Outcome = "paused"     // the Deployment was paused
+	// OutcomeInProgress is for one-shot reconstructions (explain, the end of a replay).
+	OutcomeInProgress Outcome = "in-progress"
+)
+
+// Outcomes lists every Outcome (bounded metric label values).
+var Outcomes = []Outcome{OutcomeComplete, OutcomeFailed, OutcomeSuperseded, OutcomePaused, OutcomeInProgress}
+
+// Workload kinds.
+const (
+	Deployment  = "Deployment"
+	StatefulSet = "StatefulSet"
+	DaemonSet   = "DaemonSet"
+)
+
+// WorkloadKinds lists the workload kinds readyspan traces rollouts of.
+var WorkloadKinds = []string{Deployment, StatefulSet, DaemonSet}
+
+// Workload names the object that rolled out.
+type Workload struct {
+	Kind      string // Deployment, StatefulSet, DaemonSet
+	Name      string
+	Namespace string
+	UID       string
+}
+
+// Strategy is the workload's update strategy as the rollout ran with it. Fields that do not
+// apply to the workload kind stay empty (or -1 for Partition).
+type Strategy struct {
+	Type                    string // RollingUpdate, Recreate, OnDelete
+	MaxSurge                string // as written: "25%", "1"
+	MaxUnavailable          string
+	MinReadySeconds         int32
+	ProgressDeadlineSeconds int32 // 0: none (not a Deployment)
+	Partition               int32 // StatefulSet rolling update partition; -1: none
+	PodManagementPolicy     string
+}
+
+// Step is one scaling action of the controller: a Deployment's ScalingReplicaSet event
+// ("Scaled up replica set web-7d4b9 from 1 to 2"), or a StatefulSet's or DaemonSet's create or
+// delete of one Pod. It lasts from the action to its effect: the Pods it created available, or
+// the Pods it removed gone.
+type Step struct {
+	Time    phases.Times
+	Up      bool   // scale up (create Pods) or down (remove them)
+	Target  string // the ReplicaSet scaled, or the Pod created or deleted
+	From    int32  // replicas before and after (a Pod create or delete: -1, -1)
+	To      int32
+	Message string
+	// Pods are the UIDs of the Pods the step created (Up) or removed, as the tracer matched them.
+	Pods []string
+}
+
+// Count is how many Pods the step adds (positive) or removes (negative), when it says.
+func (s *Step) Count() int32 {
+	if s.From < 0 || s.To < 0 {
+		if s.Up {
+			return 1
+		}
+		return -1
+	}
+	return s.To - s.From
+}
+
+// NewPod is a Pod the rollout started.
+type NewPod struct {
+	UID, Name, Node string
+	Created         phases.Times
+	Ready           phases.Times
+	// Available is Ready plus minReadySeconds: when the controller counts it available.
+	Available time.Time
+	// Trace is the Pod's own startup trace, once readyspan exported it; its six phase spans
+	// are drawn under the rollout's Pod span, and its sub-steps feed the critical path.
+	Trace *phases.Trace
+}
+
+// OldPod is a Pod the rollout removed.
+type OldPod struct {
+	UID, Name string
+	Deleted   phases.Times // deletion requested: deletionTimestamp set (watch), or the delete event
+	Gone      phases.Times // the Pod's deletion seen on the watch
+	// GracePeriod is the Pod's deletionGracePeriodSeconds; PreStop says a container had a
+	// preStop hook; Killed says a container was still running at the end of the grace period
+	// and was killed (exit code 137 after the grace period).
+	GracePeriod int64
+	PreStop     bool
+	Killed      bool
+}
+
+// Rollout is everything readyspan observed about one rollout. The tracer fills it; Build turns
+// it into spans.
+type Rollout struct {
+	Workload   Workload
+	Kind       Kind
+	Generation int64  // metadata.generation of the change
+	Revision   string // deployment.kubernetes.io/revision, or the ControllerRevision name
+	Strategy   Strategy
+	Replicas   int32 // desired replicas after the change (DaemonSet: desired number scheduled)
+	// Start is the change: the audit log's request time, the watch receive time of the new
+	// generation, the managedFields time of the update.
+	Start phases.Times
+	// Complete is when the controller's verdict was seen on the watch (or the failure, pause
+	// or newer change, for the other outcomes).
+	Complete     phases.Times
+	Outcome      Outcome
+	Reason       string
+	SupersededBy phases.TraceID // set with OutcomeSuperseded
+	Steps        []Step
+	NewPods      []NewPod
+	OldPods      []OldPod
+}
+
+// TraceIDFor derives a rollout's trace ID from its workload's UID and the generation that
+// started it, so a restarted or standby readyspan produces the same ID.
+func TraceIDFor(workloadUID string, generation int64) phases.TraceID {
+	return phases.TraceIDFor(workloadUID + "/rollout/" + strconv.FormatInt(generation, 10))
+}
+
+// RootSpanIDFor is the span ID of a rollout's root span (Pod traces link to it).
+func RootSpanIDFor(workloadUID string, generation int64) phases.SpanID {
+	return phases.SpanIDFor(rolloutKey(workloadUID, generation), RootSpanName)
+}
+
+func rolloutKey(workloadUID string, generation int64) string {
+	return workloadUID + "/rollout/" + strconv.FormatInt(generation, 10)
+}
+
+// Progress is the state of the rollouts in progress, for gauges.
+type Progress struct {
+	// InProgress counts rollouts by "workload kind/rollout kind" ("Deployment/update").
+	InProgress map[string]int
+	// PastDeadline counts, by workload kind, rollouts past their progress deadline.
+	PastDeadline map[string]int
+	// LongestWithoutStep is, by workload kind, the longest time since a rollout's last step.
+	LongestWithoutStep map[string]time.Duration
+}
