@@ -40,16 +40,20 @@ type AuditEntry struct {
 // relevant reports whether the entry is a successful client write readyspan can use: a change
 // of a Deployment, or the creation of a named Pod.
 func (a *AuditEntry) relevant() bool {
-	if a.Stage != "ResponseComplete" || a.ObjectRef == nil || a.ObjectRef.Name == "" || a.ObjectRef.Subresource != "" {
+	if a.Stage != "ResponseComplete" || a.ObjectRef == nil || a.ObjectRef.Name == "" {
 		return false
 	}
 	if a.ResponseStatus == nil || a.ResponseStatus.Code < 200 || a.ResponseStatus.Code > 299 {
 		return false
 	}
 	switch {
-	case a.ObjectRef.Resource == "deployments" && a.ObjectRef.APIGroup == "apps":
+	case a.ObjectRef.APIGroup == "apps" && (a.ObjectRef.Resource == "deployments" || a.ObjectRef.Resource == "statefulsets" || a.ObjectRef.Resource == "daemonsets"):
+		// A change of the workload itself, or of its scale (kubectl scale).
+		if a.ObjectRef.Subresource != "" && a.ObjectRef.Subresource != "scale" {
+			return false
+		}
 		return a.Verb == "create" || a.Verb == "update" || a.Verb == "patch"
-	case a.ObjectRef.Resource == "pods" && a.ObjectRef.APIGroup == "":
+	case a.ObjectRef.Resource == "pods" && a.ObjectRef.APIGroup == "" && a.ObjectRef.Subresource == "":
 		return a.Verb == "create"
 	}
 	return false

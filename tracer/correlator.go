@@ -49,6 +49,11 @@ type Config struct {
 	// asynchronously; they can arrive after the status that completes the trace). Zero
 	// exports at once, as replay and explain do.
 	Settle time.Duration
+	// Rollouts receives one trace per workload rollout; nil traces none.
+	Rollouts RolloutSink
+	// RolloutStuckAfter: a rollout without the controller's verdict this long is exported as
+	// failed.
+	RolloutStuckAfter time.Duration
 }
 
 func (c *Config) defaults() {
@@ -63,6 +68,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.RolloutStuckAfter <= 0 {
+		c.RolloutStuckAfter = DefaultRolloutStuckAfter
 	}
 }
 
@@ -124,6 +132,7 @@ type Correlator struct {
 	// unknownShapes holds the (reason, shape) of unknown message formats already logged.
 	unknownShapes map[string]bool
 	now           time.Time // the latest time seen, for replay without a clock
+	rollouts      *rollouts
 }
 
 // New returns a Correlator exporting to sink.
@@ -135,7 +144,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Correlator{
+	c := &Correlator{
 		cfg: cfg, sink: sink, stats: stats, log: log,
 		pods:          map[types.UID]*podState{},
 		done:          map[types.UID]struct{}{},
@@ -151,6 +160,8 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		audit:         map[string][]*AuditEntry{},
 		unknownShapes: map[string]bool{},
 	}
+	c.rollouts = newRollouts(cfg, cfg.Rollouts, stats, c.auditFor)
+	return c
 }
 
 // resumes reports whether a Pod already Ready at first sight became Ready after the previous
@@ -191,9 +202,17 @@ func (c *Correlator) Handle(d Delta) {
 		c.handlePod(&d, o)
 	case *appsv1.ReplicaSet:
 		c.handleReplicaSet(&d, o)
+		c.rollouts.handleReplicaSet(&d, o)
 		c.retryPendingScale()
 	case *appsv1.Deployment:
 		c.handleDeployment(&d, o)
+		c.rollouts.handleWorkload(&d, deploymentView(o))
+	case *appsv1.StatefulSet:
+		c.rollouts.handleWorkload(&d, statefulSetView(o))
+	case *appsv1.DaemonSet:
+		c.rollouts.handleWorkload(&d, daemonSetView(o))
+	case *appsv1.ControllerRevision:
+		c.rollouts.handleRevision(&d, o)
 	case *corev1.Event:
 		c.handleEvent(&d, fromCoreEvent(o, d.watchTime()))
 	case *eventsv1.Event:
@@ -209,6 +228,7 @@ func (c *Correlator) Handle(d Delta) {
 }
 
 func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
+	c.rollouts.handlePod(d, p)
 	if _, done := c.done[p.UID]; done {
 		if d.Type == Deleted {
 			delete(c.done, p.UID)
@@ -295,7 +315,13 @@ func (c *Correlator) handleEvent(d *Delta, e *event) {
 	}
 	switch e.Regarding.Kind {
 	case "Deployment":
-		if !c.handleDeploymentEvent(e) && !seen {
+		known := c.rollouts.handleEvent(e)
+		if (!c.handleDeploymentEvent(e) || !known) && !seen {
+			c.unparsed(e)
+		}
+		return
+	case "StatefulSet", "DaemonSet":
+		if !c.rollouts.handleEvent(e) && !seen {
 			c.unparsed(e)
 		}
 		return
@@ -485,6 +511,7 @@ func (c *Correlator) Tick(now time.Time) {
 	}
 	c.stats.InPhase(counts)
 	c.prune(now)
+	c.rollouts.tick(now)
 }
 
 // orphanAfter is how long events about a Pod readyspan never sees (another namespace's, one the
@@ -530,6 +557,7 @@ func (c *Correlator) Flush(outcome phases.Outcome) {
 	for _, ps := range c.sortedPods() {
 		c.finish(ps, outcome, ps.failureReason, c.now)
 	}
+	c.rollouts.flush()
 }
 
 func (c *Correlator) sortedPods() []*podState {
@@ -587,6 +615,7 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	for _, w := range TimeWarnings(tr) {
 		c.log.Warn("Trace marked "+phases.AttrInconsistent, "problem", w)
 	}
+	c.rollouts.podTrace(tr)
 	c.sink.Export(tr)
 }
 

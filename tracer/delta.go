@@ -16,6 +16,10 @@ const (
 	ResourceEvents         Resource = "events"
 	ResourceEndpointSlices Resource = "endpointslices"
 	ResourceServices       Resource = "services"
+	// Rollouts of StatefulSets and DaemonSets, and their revisions.
+	ResourceStatefulSets        Resource = "statefulsets"
+	ResourceDaemonSets          Resource = "daemonsets"
+	ResourceControllerRevisions Resource = "controllerrevisions"
 	// ResourceAudit is the kube-apiserver audit log, when readyspan is given one.
 	ResourceAudit Resource = "audit"
 )

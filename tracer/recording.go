@@ -33,8 +33,9 @@ import (
 // of the initial list. Recordings without "recv" (captured with curl ?watch=1) are replayed in
 // resourceVersion order with object and event timestamps only.
 //
-// Streams: pods, replicasets, deployments, services, endpointslices, events.core.v1 and
-// events.events.k8s.io.v1 (both views of the same Events; duplicates are dropped by UID).
+// Streams: pods, replicasets, deployments, statefulsets, daemonsets, controllerrevisions,
+// services, endpointslices, events.core.v1 and events.events.k8s.io.v1 (both views of the same
+// Events; duplicates are dropped by UID).
 
 // Stream is one recorded stream: a resource read through one API.
 type Stream string
@@ -43,6 +44,9 @@ const (
 	StreamPods           Stream = "pods"
 	StreamReplicaSets    Stream = "replicasets"
 	StreamDeployments    Stream = "deployments"
+	StreamStatefulSets   Stream = "statefulsets"
+	StreamDaemonSets     Stream = "daemonsets"
+	StreamRevisions      Stream = "controllerrevisions"
 	StreamServices       Stream = "services"
 	StreamEndpointSlices Stream = "endpointslices"
 	StreamEventsCore     Stream = "events.core.v1"
@@ -51,7 +55,7 @@ const (
 
 // snapshotOrder is the order list snapshots are fed in: owners and Services before Pods, events
 // before Pods so a Pod completed by its snapshot already has them.
-var snapshotOrder = []Stream{StreamDeployments, StreamReplicaSets, StreamServices, StreamEventsCore, StreamEventsV1, StreamEndpointSlices, StreamPods}
+var snapshotOrder = []Stream{StreamDeployments, StreamStatefulSets, StreamDaemonSets, StreamRevisions, StreamReplicaSets, StreamServices, StreamEventsCore, StreamEventsV1, StreamEndpointSlices, StreamPods}
 
 func (s Stream) resource() Resource {
 	switch s {
@@ -61,6 +65,12 @@ func (s Stream) resource() Resource {
 		return ResourceReplicaSets
 	case StreamDeployments:
 		return ResourceDeployments
+	case StreamStatefulSets:
+		return ResourceStatefulSets
+	case StreamDaemonSets:
+		return ResourceDaemonSets
+	case StreamRevisions:
+		return ResourceControllerRevisions
 	case StreamServices:
 		return ResourceServices
 	case StreamEndpointSlices:
@@ -77,6 +87,12 @@ func (s Stream) newObject() runtime.Object {
 		return &appsv1.ReplicaSet{}
 	case StreamDeployments:
 		return &appsv1.Deployment{}
+	case StreamStatefulSets:
+		return &appsv1.StatefulSet{}
+	case StreamDaemonSets:
+		return &appsv1.DaemonSet{}
+	case StreamRevisions:
+		return &appsv1.ControllerRevision{}
 	case StreamServices:
 		return &corev1.Service{}
 	case StreamEndpointSlices:
@@ -98,6 +114,12 @@ func StreamFor(obj runtime.Object) (Stream, bool) {
 		return StreamReplicaSets, true
 	case *appsv1.Deployment:
 		return StreamDeployments, true
+	case *appsv1.StatefulSet:
+		return StreamStatefulSets, true
+	case *appsv1.DaemonSet:
+		return StreamDaemonSets, true
+	case *appsv1.ControllerRevision:
+		return StreamRevisions, true
 	case *corev1.Service:
 		return StreamServices, true
 	case *discoveryv1.EndpointSlice:

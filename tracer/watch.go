@@ -92,6 +92,12 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 		w.add(f, ResourceEndpointSlices, &discoveryv1.EndpointSlice{}, listOf(slices.List), slices.Watch)
 		svcs := client.CoreV1().Services(ns)
 		w.add(f, ResourceServices, &corev1.Service{}, listOf(svcs.List), svcs.Watch)
+		sts := client.AppsV1().StatefulSets(ns)
+		w.add(f, ResourceStatefulSets, &appsv1.StatefulSet{}, listOf(sts.List), sts.Watch)
+		dss := client.AppsV1().DaemonSets(ns)
+		w.add(f, ResourceDaemonSets, &appsv1.DaemonSet{}, listOf(dss.List), dss.Watch)
+		crs := client.AppsV1().ControllerRevisions(ns)
+		w.add(f, ResourceControllerRevisions, &appsv1.ControllerRevision{}, listOf(crs.List), crs.Watch)
 		w.factories = append(w.factories, f)
 	}
 	return w
@@ -325,6 +331,32 @@ func Transform(obj any) (any, error) {
 		}
 		m.SetManagedFields(slim)
 	}
+	// Workloads keep what rollouts read of their template and annotations (slimWorkload);
+	// everything else keeps no annotation.
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		slimWorkload(o, &o.Spec.Template, &o.ObjectMeta)
+		return obj, nil
+	case *appsv1.StatefulSet:
+		slimWorkload(o, &o.Spec.Template, &o.ObjectMeta)
+		o.Spec.VolumeClaimTemplates = nil
+		return obj, nil
+	case *appsv1.DaemonSet:
+		slimWorkload(o, &o.Spec.Template, &o.ObjectMeta)
+		return obj, nil
+	case *appsv1.ReplicaSet:
+		rev, ok := o.Annotations[annDeploymentRevision]
+		o.Annotations = nil
+		if ok {
+			o.Annotations = map[string]string{annDeploymentRevision: rev}
+		}
+		o.Spec.Template = corev1.PodTemplateSpec{}
+		return obj, nil
+	case *appsv1.ControllerRevision:
+		o.Annotations = nil
+		o.Data = runtime.RawExtension{} // the whole template again: rollouts need only the revision
+		return obj, nil
+	}
 	m.SetAnnotations(nil)
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -340,10 +372,6 @@ func Transform(obj any) (any, error) {
 				list[i].VolumeMounts, list[i].Resources, list[i].AllocatedResources, list[i].User = nil, nil, nil, nil
 			}
 		}
-	case *appsv1.ReplicaSet:
-		o.Spec.Template = corev1.PodTemplateSpec{}
-	case *appsv1.Deployment:
-		o.Spec.Template = corev1.PodTemplateSpec{}
 	case *discoveryv1.EndpointSlice:
 		for i := range o.Endpoints {
 			o.Endpoints[i].Hints, o.Endpoints[i].DeprecatedTopology = nil, nil
@@ -365,8 +393,14 @@ func slimContainers(cs []corev1.Container) {
 		if c.LivenessProbe != nil {
 			keep.LivenessProbe = &corev1.Probe{}
 		}
-		if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-			keep.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{}}
+		if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil) {
+			keep.Lifecycle = &corev1.Lifecycle{}
+			if c.Lifecycle.PostStart != nil {
+				keep.Lifecycle.PostStart = &corev1.LifecycleHandler{}
+			}
+			if c.Lifecycle.PreStop != nil {
+				keep.Lifecycle.PreStop = &corev1.LifecycleHandler{} // rollouts say whether a preStop hook ran
+			}
 		}
 		*c = keep
 	}

@@ -223,6 +223,10 @@ func TestWatcherDropsSecrets(t *testing.T) {
 		pod,
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, UID: "uid-web", Annotations: lastApplied, ManagedFields: managed}, Spec: appsv1.DeploymentSpec{Template: template}},
 		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1234", Namespace: ns, UID: "uid-web-1234", Annotations: lastApplied, ManagedFields: managed}, Spec: appsv1.ReplicaSetSpec{Template: template}},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns, UID: "uid-db", Annotations: lastApplied, ManagedFields: managed}, Spec: appsv1.StatefulSetSpec{Template: template}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns, UID: "uid-agent", Annotations: lastApplied, ManagedFields: managed}, Spec: appsv1.DaemonSetSpec{Template: template}},
+		&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "agent-5d4f", Namespace: ns, UID: "uid-agent-rev", Annotations: lastApplied, ManagedFields: managed},
+			Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"metadata":{"annotations":{"template":"` + leak + `template-annotation"}}}}}`)}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, UID: "uid-svc", Annotations: lastApplied, ManagedFields: managed}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}},
 		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web-1.18c4465277242435", Namespace: ns, UID: "uid-event", Annotations: lastApplied}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web-1", Namespace: ns, UID: "uid-web-1"}, Reason: "Pulling"},
 		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-abcde", Namespace: ns, UID: "uid-slice", Annotations: lastApplied, ManagedFields: managed}, AddressType: discoveryv1.AddressTypeIPv4},
@@ -262,8 +266,11 @@ func TestWatcherDropsSecrets(t *testing.T) {
 		if m := markers(t, o); len(m) > 0 {
 			t.Errorf("%s: secret material got past the transform: %v", r, m)
 		}
-		if a := o.(metav1.Object).GetAnnotations(); len(a) > 0 {
-			t.Errorf("%s: annotations kept: %v", r, a)
+		// Only what rollouts read of a workload's annotations and template is kept.
+		for k := range o.(metav1.Object).GetAnnotations() {
+			if k != annTemplateHash && k != annTemplateRestart && k != annDeploymentRevision {
+				t.Errorf("%s: annotation %s kept", r, k)
+			}
 		}
 	}
 

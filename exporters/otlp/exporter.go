@@ -13,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
 )
 
 // Defaults for Config.
@@ -54,7 +55,7 @@ type Exporter struct {
 	log   *slog.Logger
 	res   resources
 
-	queue    chan *phases.Trace
+	queue    chan []phases.Span // one trace's spans
 	mu       sync.Mutex
 	closed   bool
 	started  bool
@@ -82,7 +83,7 @@ func NewWithExporter(exp sdktrace.SpanExporter, cfg Config, stats Stats, log *sl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: resources{}, queue: make(chan *phases.Trace, cfg.QueueSize), done: make(chan struct{})}
+	return &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: resources{}, queue: make(chan []phases.Span, cfg.QueueSize), done: make(chan struct{})}
 }
 
 func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
@@ -138,8 +139,14 @@ func hasScheme(s string) bool {
 	return false
 }
 
-// Export queues a trace. It never blocks: with the queue full the trace is dropped and counted.
-func (e *Exporter) Export(t *phases.Trace) {
+// Export queues a Pod's trace. It never blocks: with the queue full the trace is dropped and
+// counted.
+func (e *Exporter) Export(t *phases.Trace) { e.enqueue(t.Spans) }
+
+// ExportRollout queues a rollout's trace, like Export.
+func (e *Exporter) ExportRollout(t *rollout.Trace) { e.enqueue(t.Spans) }
+
+func (e *Exporter) enqueue(t []phases.Span) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -166,7 +173,7 @@ func (e *Exporter) Start(ctx context.Context) {
 
 func (e *Exporter) loop(ctx context.Context) {
 	defer close(e.done)
-	batch := make([]*phases.Trace, 0, DefaultBatchSize)
+	batch := make([][]phases.Span, 0, DefaultBatchSize)
 	for {
 		t, ok := <-e.queue
 		if !ok {
@@ -191,10 +198,10 @@ func (e *Exporter) loop(ctx context.Context) {
 
 // send exports one batch, retrying with exponential backoff while the backend is unreachable,
 // up to GiveUpAfter; then the batch is dropped and counted.
-func (e *Exporter) send(ctx context.Context, batch []*phases.Trace) {
+func (e *Exporter) send(ctx context.Context, batch [][]phases.Span) {
 	var spans []sdktrace.ReadOnlySpan
 	for _, t := range batch {
-		spans = append(spans, ReadOnlySpans(t, e.res)...)
+		spans = append(spans, readOnly(t, e.res)...)
 	}
 	backoff := e.cfg.InitialBackoff
 	if backoff <= 0 {

@@ -35,9 +35,13 @@ func (r resources) get(service string) *resource.Resource {
 // ReadOnlySpans converts a reconstructed trace to SDK spans with its deterministic IDs and
 // its observed (not current) times.
 func ReadOnlySpans(t *phases.Trace, res resources) []sdktrace.ReadOnlySpan {
-	stubs := make(tracetest.SpanStubs, 0, len(t.Spans))
-	for i := range t.Spans {
-		s := &t.Spans[i]
+	return readOnly(t.Spans, res)
+}
+
+func readOnly(spans []phases.Span, res resources) []sdktrace.ReadOnlySpan {
+	stubs := make(tracetest.SpanStubs, 0, len(spans))
+	for i := range spans {
+		s := &spans[i]
 		sc := trace.NewSpanContext(trace.SpanContextConfig{
 			TraceID:    trace.TraceID(s.TraceID),
 			SpanID:     trace.SpanID(s.SpanID),
@@ -70,6 +74,12 @@ func ReadOnlySpans(t *phases.Trace, res resources) []sdktrace.ReadOnlySpan {
 		}
 		for _, e := range s.Events {
 			stub.Events = append(stub.Events, sdktrace.Event{Name: e.Name, Time: e.Time, Attributes: attributes(e.Attrs)})
+		}
+		for _, l := range s.Links {
+			stub.Links = append(stub.Links, sdktrace.Link{
+				SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID(l.TraceID), SpanID: trace.SpanID(l.SpanID), TraceFlags: trace.FlagsSampled}),
+				Attributes:  attributes(l.Attrs),
+			})
 		}
 		stubs = append(stubs, stub)
 	}

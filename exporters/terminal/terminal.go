@@ -132,6 +132,14 @@ type JSONSpan struct {
 	StatusMsg    string         `json:"status_message,omitempty"`
 	Attributes   map[string]any `json:"attributes"`
 	Events       []JSONEvent    `json:"events,omitempty"`
+	Links        []JSONLink     `json:"links,omitempty"`
+}
+
+// JSONLink is a span link in JSON lines.
+type JSONLink struct {
+	TraceID    string         `json:"trace_id"`
+	SpanID     string         `json:"span_id"`
+	Attributes map[string]any `json:"attributes,omitempty"`
 }
 
 // JSONEvent is a span event in JSON lines.
@@ -142,10 +150,12 @@ type JSONEvent struct {
 }
 
 // JSONLines writes one JSON object per span per line.
-func JSONLines(w io.Writer, t *phases.Trace) error {
+func JSONLines(w io.Writer, t *phases.Trace) error { return jsonSpans(w, t.Spans) }
+
+func jsonSpans(w io.Writer, spans []phases.Span) error {
 	enc := json.NewEncoder(w)
-	for i := range t.Spans {
-		s := &t.Spans[i]
+	for i := range spans {
+		s := &spans[i]
 		js := JSONSpan{
 			TraceID:    s.TraceID.String(),
 			SpanID:     s.SpanID.String(),
@@ -163,6 +173,9 @@ func JSONLines(w io.Writer, t *phases.Trace) error {
 		}
 		for _, e := range s.Events {
 			js.Events = append(js.Events, JSONEvent{Name: e.Name, Time: e.Time.UTC().Format(time.RFC3339Nano), Attributes: attrMap(e.Attrs)})
+		}
+		for _, l := range s.Links {
+			js.Links = append(js.Links, JSONLink{TraceID: l.TraceID.String(), SpanID: l.SpanID.String(), Attributes: attrMap(l.Attrs)})
 		}
 		if err := enc.Encode(js); err != nil {
 			return err

@@ -1,0 +1,643 @@
+package tracer
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+)
+
+// RolloutSink receives each finished rollout trace. It must not block.
+type RolloutSink interface {
+	ExportRollout(*rollout.Trace)
+}
+
+// RolloutSinkFunc adapts a function to RolloutSink.
+type RolloutSinkFunc func(*rollout.Trace)
+
+// ExportRollout calls f.
+func (f RolloutSinkFunc) ExportRollout(t *rollout.Trace) { f(t) }
+
+// RolloutStats receives the gauges of rollouts in progress. A Stats that implements it gets them.
+type RolloutStats interface {
+	RolloutProgress(rollout.Progress)
+}
+
+const (
+	// DefaultRolloutStuckAfter: a rollout without the controller's verdict this long after it
+	// began is exported as failed (stuck). Deployments with a progress deadline fail sooner, by
+	// the controller's own verdict.
+	DefaultRolloutStuckAfter = 30 * time.Minute
+	// podTraceWait is how long a rolled-out workload waits for its new Pods' own traces (they
+	// wait for endpoints and late events) and for its old Pods to be gone.
+	podTraceWait = 45 * time.Second
+	// maxStepsKept bounds the scaling steps remembered per workload.
+	maxStepsKept = 2048
+	// goneRetention is how long a deleted Pod is remembered for the rollouts that removed it.
+	goneRetention = time.Hour
+)
+
+// wlPod is what rollouts keep of a Pod a workload controls: the four moments a rollout draws
+// (created, ready, deletion requested, gone) and, once exported, the Pod's own trace.
+type wlPod struct {
+	uid        types.UID
+	name, node string
+	owner      types.UID // the controller: a ReplicaSet, StatefulSet or DaemonSet
+	ownerName  string
+	created    phases.Times
+	ready      phases.Times
+	deleted    phases.Times
+	gone       phases.Times
+	grace      int64
+	preStop    bool
+	killed     bool
+	trace      *phases.Trace
+}
+
+// workloadState is one workload's last observation, its scaling steps, and the rollout in
+// progress, if any.
+type workloadState struct {
+	view       workloadView
+	generation int64
+	steps      []rollout.Step
+	cur        *activeRollout
+}
+
+// activeRollout is a rollout in progress. from bounds what belongs to it: steps and Pods from
+// then on (a newer rollout's from is where it stops).
+type activeRollout struct {
+	obs      rollout.Rollout
+	from     time.Time
+	seenAt   time.Time // receive time of the change, for matching the audit log
+	verdict  phases.Times
+	lastStep time.Time
+}
+
+// rollouts turns workload changes into one trace per rollout. It is fed by the Correlator, in
+// its goroutine, so it shares its determinism.
+type rollouts struct {
+	cfg   Config
+	sink  RolloutSink
+	stats RolloutStats
+	audit func(key string, before time.Time) *AuditEntry
+
+	workloads map[types.UID]*workloadState
+	rsOwner   map[types.UID]types.UID // ReplicaSet → its Deployment
+	rsCreated map[string]time.Time    // "namespace/name" of ReplicaSets and ControllerRevisions → created
+	pods      map[types.UID]*wlPod
+	now       time.Time
+}
+
+func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(string, time.Time) *AuditEntry) *rollouts {
+	r := &rollouts{cfg: cfg, sink: sink, audit: audit,
+		workloads: map[types.UID]*workloadState{}, rsOwner: map[types.UID]types.UID{},
+		rsCreated: map[string]time.Time{}, pods: map[types.UID]*wlPod{}}
+	r.stats, _ = stats.(RolloutStats)
+	return r
+}
+
+func (r *rollouts) workload(uid types.UID) *workloadState {
+	w := r.workloads[uid]
+	if w == nil {
+		w = &workloadState{}
+		r.workloads[uid] = w
+	}
+	return w
+}
+
+func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
+	uid := types.UID(v.ref.UID)
+	recv := d.watchTime()
+	if d.Type == Deleted {
+		if w := r.workloads[uid]; w != nil && w.cur != nil {
+			r.finish(w, rollout.OutcomeFailed, "the "+v.ref.Kind+" was deleted", stampAt(d.Recv), time.Time{}, phases.TraceID{})
+		}
+		delete(r.workloads, uid)
+		return
+	}
+	w := r.workload(uid)
+	switch {
+	case w.generation == 0: // first sight
+		w.view, w.generation = v, v.generation
+		switch {
+		case d.Type == Added && !recv.IsZero():
+			r.start(w, v, rollout.KindCreate, recv)
+		case r.cfg.Backfill || !v.done:
+			// Found rolling out (or explain asks for the latest rollout): the change happened
+			// before readyspan watched, so only its managedFields time is known.
+			r.start(w, v, guessKind(v), time.Time{})
+		}
+	case v.generation > w.generation:
+		prev := w.view
+		w.view, w.generation = v, v.generation
+		if kind, ok := changeKind(prev, v); ok {
+			r.start(w, v, kind, recv)
+		}
+	default:
+		w.view = v
+	}
+	a := w.cur
+	if a == nil || v.observedGeneration < a.obs.Generation {
+		return
+	}
+	if v.revision != "" {
+		a.obs.Revision = v.revision
+	}
+	switch {
+	case v.paused && v.ref.Kind == rollout.Deployment:
+		r.finish(w, rollout.OutcomePaused, "paused", stampAt(recv), time.Time{}, phases.TraceID{})
+		return
+	case v.failure != "":
+		r.finish(w, rollout.OutcomeFailed, v.failure, stampAt(recv), time.Time{}, phases.TraceID{})
+		return
+	case v.done && !a.verdict.Known():
+		a.verdict.Add(recv, phases.SourceWatch)
+		a.verdict.Add(verdictStatusTime(v), phases.SourceStatus)
+	}
+	r.check(w, d.Recv)
+}
+
+// verdictStatusTime is when the status says the rollout completed, to 1 s: a Deployment's
+// Progressing condition's last update; nothing for the other kinds.
+func verdictStatusTime(v workloadView) time.Time {
+	return v.doneAt
+}
+
+// guessKind names a rollout found in progress: its first generation was a creation; a
+// Deployment still at revision 1 was only ever scaled; anything else changed its template.
+func guessKind(v workloadView) rollout.Kind {
+	switch {
+	case v.generation <= 1:
+		return rollout.KindCreate
+	case v.ref.Kind == rollout.Deployment && v.revision == "1":
+		return rollout.KindScale
+	}
+	return rollout.KindUpdate
+}
+
+// changeKind tells what a new generation changed, and whether that starts a rollout: a template
+// change (update; rollback is recognised later, when the new ReplicaSet turns out to be an old
+// one), a restart, or a new replica count. Other spec changes (strategy, pause) do not.
+func changeKind(prev, v workloadView) (rollout.Kind, bool) {
+	switch {
+	case v.templateHash != prev.templateHash:
+		return rollout.KindUpdate, true
+	case v.restartedAt != prev.restartedAt:
+		return rollout.KindRestart, true
+	case v.replicas != prev.replicas && v.ref.Kind != rollout.DaemonSet:
+		return rollout.KindScale, true
+	case prev.paused && !v.paused:
+		return rollout.KindUpdate, true // resumed: what the pause held back rolls out now
+	}
+	return "", false
+}
+
+// start begins a rollout of the workload's current generation; one still in progress is
+// superseded by it.
+func (r *rollouts) start(w *workloadState, v workloadView, kind rollout.Kind, recv time.Time) {
+	a := &activeRollout{seenAt: recv, obs: rollout.Rollout{
+		Workload: v.ref, Kind: kind, Generation: v.generation, Revision: v.revision,
+		Strategy: v.strategy, Replicas: v.replicas,
+	}}
+	a.obs.Start.Add(recv, phases.SourceWatch)
+	if kind == rollout.KindCreate {
+		a.obs.Start.Add(v.created, phases.SourceMetadata)
+	} else {
+		a.obs.Start.Add(v.changed, phases.SourceMetadata)
+	}
+	s, _ := a.obs.Start.Resolve()
+	a.from = s.Time
+	if s.Source == phases.SourceWatch {
+		// The change happened before readyspan saw it, and the controller may have acted on it
+		// before then too.
+		a.from = s.Time.Add(-time.Second)
+	}
+	if w.cur != nil {
+		r.finish(w, rollout.OutcomeSuperseded, "a newer rollout began", s, a.from, rollout.TraceIDFor(v.ref.UID, v.generation))
+	}
+	a.lastStep = s.Time
+	w.cur = a
+}
+
+func stampAt(t time.Time) phases.Stamp {
+	if t.IsZero() {
+		return phases.Stamp{}
+	}
+	return phases.Stamp{Time: t, Source: phases.SourceWatch}
+}
+
+func (r *rollouts) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
+	if d.Type == Deleted {
+		delete(r.rsOwner, rs.UID)
+		delete(r.rsCreated, rs.Namespace+"/"+rs.Name)
+		return
+	}
+	if owner := controllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
+		r.rsOwner[rs.UID] = owner.UID
+	}
+	r.rsCreated[rs.Namespace+"/"+rs.Name] = rs.CreationTimestamp.Time
+}
+
+func (r *rollouts) handleRevision(d *Delta, cr *appsv1.ControllerRevision) {
+	if d.Type == Deleted {
+		delete(r.rsCreated, cr.Namespace+"/"+cr.Name)
+		return
+	}
+	r.rsCreated[cr.Namespace+"/"+cr.Name] = cr.CreationTimestamp.Time
+}
+
+// workloadOf returns the workload that controls a Pod, through its ReplicaSet for a Deployment.
+func (r *rollouts) workloadOf(p *wlPod) (*workloadState, types.UID) {
+	uid := p.owner
+	if d, ok := r.rsOwner[uid]; ok {
+		uid = d
+	}
+	return r.workloads[uid], uid
+}
+
+func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
+	owner := controllerOf(&p.ObjectMeta)
+	if owner == nil || owner.Kind != "ReplicaSet" && owner.Kind != "StatefulSet" && owner.Kind != "DaemonSet" {
+		return
+	}
+	wp := r.pods[p.UID]
+	if wp == nil {
+		if d.Type == Deleted && d.Initial {
+			return
+		}
+		wp = &wlPod{uid: p.UID, name: p.Name, owner: owner.UID, ownerName: owner.Name}
+		wp.created.Add(p.CreationTimestamp.Time, phases.SourceMetadata)
+		if d.Type == Added {
+			wp.created.Add(d.watchTime(), phases.SourceWatch)
+		}
+		r.pods[p.UID] = wp
+	}
+	wp.node = p.Spec.NodeName
+	if c := condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !wp.ready.Known() {
+		wp.ready.Add(d.watchTime(), phases.SourceWatch)
+		wp.ready.Add(c.LastTransitionTime.Time, phases.SourceStatus)
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			wp.preStop = true
+		}
+	}
+	if p.DeletionTimestamp != nil && !wp.deleted.Known() {
+		wp.deleted.Add(d.watchTime(), phases.SourceWatch)
+		if p.DeletionGracePeriodSeconds != nil {
+			wp.grace = *p.DeletionGracePeriodSeconds
+			// deletionTimestamp is the request time plus the grace period.
+			wp.deleted.Add(p.DeletionTimestamp.Add(-time.Duration(wp.grace)*time.Second), phases.SourceMetadata)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		// Killed with SIGKILL: the container did not stop within the grace period.
+		if t := cs.State.Terminated; t != nil && t.ExitCode == 137 && p.DeletionTimestamp != nil {
+			wp.killed = true
+		}
+	}
+	if d.Type == Deleted {
+		wp.gone.Add(d.watchTime(), phases.SourceWatch)
+		if !wp.deleted.Known() {
+			wp.deleted = append(phases.Times(nil), wp.gone...)
+		}
+	}
+	if w, _ := r.workloadOf(wp); w != nil {
+		r.check(w, d.Recv)
+	}
+}
+
+// handleEvent records a controller's scaling step; known is false for a message in a format
+// readyspan does not know.
+func (r *rollouts) handleEvent(e *event) (known bool) {
+	st, ok, known := stepOf(e)
+	if !ok || !known {
+		return known
+	}
+	e.firstStamps(&st.Time)
+	w := r.workload(e.Regarding.UID)
+	at, _ := st.Time.Resolve()
+	for _, s := range w.steps {
+		if s.Message == st.Message && s.Target == st.Target {
+			if prev, _ := s.Time.Resolve(); prev.Time.Equal(at.Time) {
+				return true // the same step again (a later version of its Event)
+			}
+		}
+	}
+	w.steps = append(w.steps, st)
+	if len(w.steps) > maxStepsKept {
+		w.steps = w.steps[len(w.steps)-maxStepsKept:]
+	}
+	if w.cur != nil && at.Time.After(w.cur.lastStep) {
+		w.cur.lastStep = at.Time
+	}
+	return true
+}
+
+// podTrace hands a Pod's finished trace to the rollout that started the Pod, and links the
+// Pod's trace to it.
+func (r *rollouts) podTrace(tr *phases.Trace) {
+	wp := r.pods[types.UID(tr.Pod.UID)]
+	if wp == nil {
+		return
+	}
+	wp.trace = tr
+	w, uid := r.workloadOf(wp)
+	if w == nil || w.cur == nil {
+		return
+	}
+	if c, _ := wp.created.Resolve(); c.Time.Before(w.cur.from) {
+		return
+	}
+	root := &tr.Spans[0]
+	root.Links = append(root.Links, phases.Link{
+		TraceID: rollout.TraceIDFor(string(uid), w.cur.obs.Generation),
+		SpanID:  rollout.RootSpanIDFor(string(uid), w.cur.obs.Generation),
+		Attrs:   []phases.Attr{{Key: rollout.AttrLinkRelation, Value: "rollout"}},
+	})
+}
+
+// check exports the workload's rollout once it is over: the controller's verdict seen, every
+// old Pod gone and every new Pod's trace in (or podTraceWait after the verdict). A rollout
+// without a verdict fails after the stuck deadline.
+func (r *rollouts) check(w *workloadState, now time.Time) {
+	a := w.cur
+	if a == nil {
+		return
+	}
+	if !now.IsZero() && now.After(r.now) {
+		r.now = now
+	}
+	if !a.verdict.Known() {
+		if s, ok := a.obs.Start.Resolve(); ok && !now.IsZero() && now.Sub(s.Time) >= r.cfg.RolloutStuckAfter {
+			r.finish(w, rollout.OutcomeFailed, fmt.Sprintf("stuck: not rolled out after %s", r.cfg.RolloutStuckAfter),
+				stampAt(now), time.Time{}, phases.TraceID{})
+		}
+		return
+	}
+	verdict, _ := a.verdict.Resolve()
+	waited := !now.IsZero() && now.Sub(verdict.Time) >= podTraceWait
+	end := verdict
+	news, olds := r.members(w, a, time.Time{})
+	for _, p := range olds {
+		g, ok := p.gone.Resolve()
+		if !ok && !waited {
+			return
+		}
+		if ok && g.Time.After(end.Time) {
+			end = g
+		}
+	}
+	for _, p := range news {
+		if p.trace == nil && !waited && !p.deleted.Known() {
+			return
+		}
+	}
+	r.finish(w, rollout.OutcomeComplete, "", end, time.Time{}, phases.TraceID{})
+}
+
+// members are the workload's Pods that belong to the rollout: created (new) or deletion
+// requested (old) from its start until the next rollout's.
+func (r *rollouts) members(w *workloadState, a *activeRollout, until time.Time) (news, olds []*wlPod) {
+	uid := types.UID(a.obs.Workload.UID)
+	in := func(t phases.Times) bool {
+		s, ok := t.Resolve()
+		return ok && !s.Time.Before(a.from) && (until.IsZero() || s.Time.Before(until))
+	}
+	for _, p := range r.pods {
+		if _, owner := r.workloadOf(p); owner != uid {
+			continue
+		}
+		if in(p.created) {
+			news = append(news, p)
+		}
+		if in(p.deleted) {
+			olds = append(olds, p)
+		}
+	}
+	byTime := func(ps []*wlPod, t func(*wlPod) phases.Times) {
+		sort.Slice(ps, func(i, j int) bool {
+			a, _ := t(ps[i]).Resolve()
+			b, _ := t(ps[j]).Resolve()
+			if !a.Time.Equal(b.Time) {
+				return a.Time.Before(b.Time)
+			}
+			return ps[i].name < ps[j].name
+		})
+	}
+	byTime(news, func(p *wlPod) phases.Times { return p.created })
+	byTime(olds, func(p *wlPod) phases.Times { return p.deleted })
+	return news, olds
+}
+
+// finish exports the rollout in progress with the outcome. end is when it ended (zero: the
+// latest thing seen); until bounds its members when a newer rollout takes over from then.
+func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason string, end phases.Stamp, until time.Time, supersededBy phases.TraceID) {
+	a := w.cur
+	w.cur = nil
+	if a == nil || r.sink == nil {
+		return
+	}
+	obs := a.obs
+	obs.Outcome, obs.SupersededBy = outcome, supersededBy
+	if outcome != rollout.OutcomeComplete {
+		obs.Reason = reason
+	}
+	obs.Start = append(phases.Times(nil), a.obs.Start...)
+	if e := r.auditOf(a); e != nil {
+		obs.Start.Add(e.RequestReceived, phases.SourceAudit)
+	}
+	if !end.Time.IsZero() {
+		obs.Complete.Add(end.Time, end.Source)
+	}
+	news, olds := r.members(w, a, until)
+	for _, s := range w.steps {
+		at, _ := s.Time.Resolve()
+		if at.Time.Before(a.from) || !until.IsZero() && !at.Time.Before(until) {
+			continue
+		}
+		s.Pods = nil
+		obs.Steps = append(obs.Steps, s)
+	}
+	sort.SliceStable(obs.Steps, func(i, j int) bool {
+		x, _ := obs.Steps[i].Time.Resolve()
+		y, _ := obs.Steps[j].Time.Resolve()
+		return x.Time.Before(y.Time)
+	})
+	matchSteps(obs.Steps, news, olds, obs.Workload.Kind)
+	for _, p := range news {
+		obs.NewPods = append(obs.NewPods, rollout.NewPod{UID: string(p.uid), Name: p.name, Node: p.node,
+			Created: p.created, Ready: p.ready, Trace: p.trace})
+	}
+	for _, p := range olds {
+		obs.OldPods = append(obs.OldPods, rollout.OldPod{UID: string(p.uid), Name: p.name, Deleted: p.deleted,
+			Gone: p.gone, GracePeriod: p.grace, PreStop: p.preStop, Killed: p.killed})
+	}
+	if obs.Kind == rollout.KindUpdate && r.rolledBack(&obs, news) {
+		obs.Kind = rollout.KindRollback
+	}
+	r.sink.ExportRollout(rollout.Build(&obs))
+}
+
+// auditOf finds the client's write that started the rollout in the audit log, if readyspan
+// reads one: its request receive time is the start, to the microsecond.
+func (r *rollouts) auditOf(a *activeRollout) *AuditEntry {
+	if r.audit == nil || a.obs.Kind == rollout.KindCreate && a.seenAt.IsZero() {
+		return nil
+	}
+	res := map[string]string{rollout.Deployment: "deployments", rollout.StatefulSet: "statefulsets", rollout.DaemonSet: "daemonsets"}[a.obs.Workload.Kind]
+	before := a.seenAt
+	if before.IsZero() {
+		s, _ := a.obs.Start.Resolve()
+		before = s.Time.Add(time.Second)
+	}
+	e := r.audit(res+"/"+a.obs.Workload.Namespace+"/"+a.obs.Workload.Name, before)
+	if e == nil || before.Sub(e.RequestReceived) > 10*time.Second {
+		return nil // an older write, not this change
+	}
+	return e
+}
+
+// rolledBack tells an update that went back to an earlier template: its new Pods belong to a
+// ReplicaSet (or ControllerRevision) that existed before the change.
+func (r *rollouts) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
+	s, ok := obs.Start.Resolve()
+	if !ok {
+		return false
+	}
+	var owner string
+	switch obs.Workload.Kind {
+	case rollout.Deployment:
+		for _, st := range obs.Steps {
+			if st.Up {
+				owner = st.Target
+				break
+			}
+		}
+	case rollout.StatefulSet:
+		owner = obs.Revision
+	}
+	if owner == "" && len(news) > 0 && obs.Workload.Kind == rollout.Deployment {
+		owner = news[0].ownerName
+	}
+	created, ok := r.rsCreated[obs.Workload.Namespace+"/"+owner]
+	return ok && created.Before(s.Time.Add(-2*time.Second))
+}
+
+// matchSteps attributes each Pod to the step that created or removed it. A Deployment's step
+// names a ReplicaSet and a count: its new Pods of that ReplicaSet, in creation order, fill the
+// scale-ups in time order, and its removed Pods the scale-downs. A StatefulSet's or DaemonSet's
+// step names the Pod.
+func matchSteps(steps []rollout.Step, news, olds []*wlPod, kind string) {
+	used := map[types.UID]bool{}
+	for i := range steps {
+		s := &steps[i]
+		at, _ := s.Time.Resolve()
+		pool := olds
+		if s.Up {
+			pool = news
+		}
+		want := s.Count()
+		if want < 0 {
+			want = -want
+		}
+		for _, p := range pool {
+			if int32(len(s.Pods)) >= want {
+				break
+			}
+			if used[p.uid] {
+				continue
+			}
+			t := p.created
+			if !s.Up {
+				t = p.deleted
+			}
+			pt, _ := t.Resolve()
+			if pt.Time.Before(at.Time.Add(-time.Second)) {
+				continue
+			}
+			if kind == rollout.Deployment && p.ownerName != s.Target || kind != rollout.Deployment && p.name != s.Target {
+				continue
+			}
+			used[p.uid] = true
+			s.Pods = append(s.Pods, string(p.uid))
+		}
+	}
+}
+
+// tick runs the deadlines and publishes the gauges.
+func (r *rollouts) tick(now time.Time) {
+	if now.After(r.now) {
+		r.now = now
+	}
+	prog := rollout.Progress{InProgress: map[string]int{}, PastDeadline: map[string]int{}, LongestWithoutStep: map[string]time.Duration{}}
+	for _, w := range r.workloads {
+		r.check(w, now)
+		a := w.cur
+		if a == nil {
+			continue
+		}
+		k := a.obs.Workload.Kind
+		prog.InProgress[k+"/"+string(a.obs.Kind)]++
+		s, _ := a.obs.Start.Resolve()
+		if dl := a.obs.Strategy.ProgressDeadlineSeconds; dl > 0 && now.Sub(s.Time) > time.Duration(dl)*time.Second && !a.verdict.Known() {
+			prog.PastDeadline[k]++
+		}
+		if idle := now.Sub(a.lastStep); idle > prog.LongestWithoutStep[k] {
+			prog.LongestWithoutStep[k] = idle
+		}
+	}
+	if r.stats != nil {
+		r.stats.RolloutProgress(prog)
+	}
+	r.prune(now)
+}
+
+// prune forgets Pods gone long ago and placeholder workloads nobody saw.
+func (r *rollouts) prune(now time.Time) {
+	for uid, p := range r.pods {
+		if g, ok := p.gone.Resolve(); ok && now.Sub(g.Time) > goneRetention {
+			delete(r.pods, uid)
+		}
+	}
+	for uid, w := range r.workloads {
+		if w.generation == 0 && len(w.steps) > 0 {
+			if last, _ := w.steps[len(w.steps)-1].Time.Resolve(); now.Sub(last.Time) > goneRetention {
+				delete(r.workloads, uid)
+			}
+		}
+	}
+}
+
+// flush exports every rollout in progress as it stands (explain, the end of a replay): complete
+// if the controller's verdict was seen, else in progress, ending at the latest time seen.
+func (r *rollouts) flush() {
+	uids := make([]string, 0, len(r.workloads))
+	for uid, w := range r.workloads {
+		if w.cur != nil {
+			uids = append(uids, string(uid))
+		}
+	}
+	sort.Strings(uids)
+	for _, uid := range uids {
+		w := r.workloads[types.UID(uid)]
+		if w.cur.verdict.Known() {
+			end, _ := w.cur.verdict.Resolve()
+			_, olds := r.members(w, w.cur, time.Time{})
+			for _, p := range olds {
+				if g, ok := p.gone.Resolve(); ok && g.Time.After(end.Time) {
+					end = g
+				}
+			}
+			r.finish(w, rollout.OutcomeComplete, "", end, time.Time{}, phases.TraceID{})
+			continue
+		}
+		r.finish(w, rollout.OutcomeInProgress, "", phases.Stamp{}, time.Time{}, phases.TraceID{})
+	}
+}

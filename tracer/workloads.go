@@ -1,0 +1,249 @@
+package tracer
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/readyspan/readyspan/rollout"
+)
+
+// Annotations readyspan reads from workloads, and the two it writes into its own cached copies:
+// Transform drops Pod templates (they are large and never read), so it first keeps what a
+// rollout needs of them there.
+const (
+	annDeploymentRevision = "deployment.kubernetes.io/revision"
+	annRestartedAt        = "kubectl.kubernetes.io/restartedAt"
+	annTemplateHash       = "readyspan.dev/template-hash"
+	annTemplateRestart    = "readyspan.dev/template-restarted-at"
+)
+
+// workloadView is one observation of a Deployment, StatefulSet or DaemonSet, in the terms a
+// rollout needs, whatever its kind.
+type workloadView struct {
+	ref                rollout.Workload
+	generation         int64
+	observedGeneration int64
+	templateHash       string // the Pod template without the restartedAt annotation
+	restartedAt        string // the template's kubectl.kubernetes.io/restartedAt
+	replicas           int32
+	paused             bool
+	strategy           rollout.Strategy
+	revision           string
+	// done is the controller's verdict that the current generation rolled out; failure is a
+	// verdict that it cannot (ProgressDeadlineExceeded), with its message.
+	done    bool
+	doneAt  time.Time // when the status says it completed (1 s), where it says
+	failure string
+	created time.Time
+	// changed is the newest managedFields time of a client's write (1 s, apiserver clock).
+	changed time.Time
+	client  string
+	meta    *metav1.ObjectMeta
+}
+
+// viewOf reads a workload; ok is false for other objects.
+func viewOf(obj any) (workloadView, bool) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return deploymentView(o), true
+	case *appsv1.StatefulSet:
+		return statefulSetView(o), true
+	case *appsv1.DaemonSet:
+		return daemonSetView(o), true
+	}
+	return workloadView{}, false
+}
+
+func baseView(kind string, m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) workloadView {
+	v := workloadView{
+		ref:        rollout.Workload{Kind: kind, Name: m.Name, Namespace: m.Namespace, UID: string(m.UID)},
+		generation: m.Generation, created: m.CreationTimestamp.Time, meta: m,
+	}
+	v.templateHash, v.restartedAt = templateSignature(m, tmpl)
+	v.client, v.changed = clientChange(m)
+	return v
+}
+
+func deploymentView(d *appsv1.Deployment) workloadView {
+	v := baseView(rollout.Deployment, &d.ObjectMeta, &d.Spec.Template)
+	v.observedGeneration = d.Status.ObservedGeneration
+	v.replicas = replicasOf(d.Spec.Replicas)
+	v.paused = d.Spec.Paused
+	v.revision = d.Annotations[annDeploymentRevision]
+	v.strategy = rollout.Strategy{Type: string(d.Spec.Strategy.Type), MinReadySeconds: d.Spec.MinReadySeconds, Partition: -1}
+	if d.Spec.ProgressDeadlineSeconds != nil {
+		v.strategy.ProgressDeadlineSeconds = *d.Spec.ProgressDeadlineSeconds
+	}
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		v.strategy.MaxSurge, v.strategy.MaxUnavailable = intOrString(ru.MaxSurge), intOrString(ru.MaxUnavailable)
+	}
+	s := &d.Status
+	var progressing *appsv1.DeploymentCondition
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == appsv1.DeploymentProgressing {
+			progressing = &s.Conditions[i]
+		}
+	}
+	// The deployment controller's own "complete": every replica updated and available, no
+	// old replica left, and (when it tracks progress) Progressing=True NewReplicaSetAvailable.
+	v.done = s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == v.replicas &&
+		s.Replicas == v.replicas && s.AvailableReplicas == v.replicas &&
+		(progressing == nil || progressing.Reason == "NewReplicaSetAvailable")
+	if v.done && progressing != nil {
+		v.doneAt = progressing.LastUpdateTime.Time
+	}
+	if progressing != nil && progressing.Status == corev1.ConditionFalse && progressing.Reason == "ProgressDeadlineExceeded" {
+		v.failure = "ProgressDeadlineExceeded: " + progressing.Message
+	}
+	return v
+}
+
+func statefulSetView(s *appsv1.StatefulSet) workloadView {
+	v := baseView(rollout.StatefulSet, &s.ObjectMeta, &s.Spec.Template)
+	v.observedGeneration = s.Status.ObservedGeneration
+	v.replicas = replicasOf(s.Spec.Replicas)
+	v.revision = s.Status.UpdateRevision
+	v.strategy = rollout.Strategy{Type: string(s.Spec.UpdateStrategy.Type), MinReadySeconds: s.Spec.MinReadySeconds,
+		Partition: -1, PodManagementPolicy: string(s.Spec.PodManagementPolicy)}
+	if v.strategy.PodManagementPolicy == "" {
+		v.strategy.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
+	}
+	want := v.replicas
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		if ru.Partition != nil {
+			v.strategy.Partition = *ru.Partition
+			want = max(0, v.replicas-*ru.Partition)
+		}
+		if ru.MaxUnavailable != nil {
+			v.strategy.MaxUnavailable = intOrString(ru.MaxUnavailable)
+		}
+	}
+	st := &s.Status
+	// The statefulset controller's "rolled out": the update revision is current (or, with a
+	// partition, the Pods at or above it are updated) and every replica ready and available.
+	revisionDone := st.CurrentRevision == st.UpdateRevision || v.strategy.Partition > 0 && st.UpdatedReplicas >= want
+	v.done = st.ObservedGeneration >= s.Generation && revisionDone && st.Replicas == v.replicas &&
+		st.ReadyReplicas == v.replicas && st.AvailableReplicas == v.replicas && st.UpdatedReplicas >= want
+	return v
+}
+
+func daemonSetView(d *appsv1.DaemonSet) workloadView {
+	v := baseView(rollout.DaemonSet, &d.ObjectMeta, &d.Spec.Template)
+	st := &d.Status
+	v.observedGeneration = st.ObservedGeneration
+	v.replicas = st.DesiredNumberScheduled
+	v.strategy = rollout.Strategy{Type: string(d.Spec.UpdateStrategy.Type), MinReadySeconds: d.Spec.MinReadySeconds, Partition: -1}
+	if ru := d.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		v.strategy.MaxSurge, v.strategy.MaxUnavailable = intOrString(ru.MaxSurge), intOrString(ru.MaxUnavailable)
+	}
+	// The daemonset controller's "rolled out" (kubectl rollout status reads the same fields).
+	v.done = st.ObservedGeneration >= d.Generation && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
+		st.NumberAvailable == st.DesiredNumberScheduled && st.NumberUnavailable == 0
+	return v
+}
+
+func replicasOf(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func intOrString(v *intstr.IntOrString) string {
+	if v == nil {
+		return ""
+	}
+	return v.String()
+}
+
+// templateSignature is a hash of the Pod template without its restartedAt annotation, and that
+// annotation: a change of the first is an update, of the second alone a restart. Objects that
+// went through Transform carry both in readyspan's own annotations.
+func templateSignature(m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) (string, string) {
+	if tmpl == nil || len(tmpl.Spec.Containers) == 0 {
+		return m.Annotations[annTemplateHash], m.Annotations[annTemplateRestart]
+	}
+	restartedAt := tmpl.Annotations[annRestartedAt]
+	t := tmpl.DeepCopy()
+	delete(t.Annotations, annRestartedAt)
+	if len(t.Annotations) == 0 {
+		t.Annotations = nil
+	}
+	b, _ := json.Marshal(t) // struct fields in order and map keys sorted: deterministic
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 16), restartedAt
+}
+
+// slimWorkload keeps of a workload's annotations and template only what rollouts read.
+func slimWorkload(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *metav1.ObjectMeta) {
+	hash, restartedAt := templateSignature(om, tmpl)
+	keep := map[string]string{annTemplateHash: hash}
+	if restartedAt != "" {
+		keep[annTemplateRestart] = restartedAt
+	}
+	if r, ok := m.GetAnnotations()[annDeploymentRevision]; ok {
+		keep[annDeploymentRevision] = r
+	}
+	m.SetAnnotations(keep)
+	*tmpl = corev1.PodTemplateSpec{}
+}
+
+// stepOf reads a scaling action from a controller's Event about a workload. ok is false when
+// the event is not one; known is false for a message in a format readyspan does not know.
+//
+//	Deployment  ScalingReplicaSet  "Scaled up replica set web-7d4b9 from 1 to 2"
+//	StatefulSet SuccessfulCreate   "create Pod web-0 in StatefulSet web successful"
+//	            SuccessfulDelete   "delete Pod web-2 in StatefulSet web successful"
+//	DaemonSet   SuccessfulCreate   "Created pod: agent-x7k2p"
+//	            SuccessfulDelete   "Deleted pod: agent-x7k2p"
+func stepOf(e *event) (st rollout.Step, ok, known bool) {
+	st.From, st.To, st.Message = -1, -1, e.Message
+	switch {
+	case e.Regarding.Kind == "Deployment" && e.Reason == "ScalingReplicaSet":
+		var rest string
+		switch {
+		case strings.HasPrefix(e.Message, "Scaled up replica set "):
+			st.Up, rest = true, strings.TrimPrefix(e.Message, "Scaled up replica set ")
+		case strings.HasPrefix(e.Message, "Scaled down replica set "):
+			rest = strings.TrimPrefix(e.Message, "Scaled down replica set ")
+		default:
+			return st, true, false
+		}
+		f := strings.Fields(rest)
+		if len(f) != 5 || f[1] != "from" || f[3] != "to" {
+			return st, true, false
+		}
+		from, err1 := strconv.ParseInt(f[2], 10, 32)
+		to, err2 := strconv.ParseInt(f[4], 10, 32)
+		if err1 != nil || err2 != nil {
+			return st, true, false
+		}
+		st.Target, st.From, st.To = f[0], int32(from), int32(to)
+		return st, true, true
+	case e.Regarding.Kind == "StatefulSet" && (e.Reason == "SuccessfulCreate" || e.Reason == "SuccessfulDelete"):
+		f := strings.Fields(e.Message)
+		if len(f) != 6 || f[1] != "Pod" || f[3] != "in" || f[4] != "StatefulSet" || f[5] != "successful" {
+			return st, true, false
+		}
+		st.Up, st.Target = f[0] == "create", f[2]
+		return st, true, f[0] == "create" || f[0] == "delete"
+	case e.Regarding.Kind == "DaemonSet" && e.Reason == "SuccessfulCreate":
+		name, found := strings.CutPrefix(e.Message, "Created pod: ")
+		st.Up, st.Target = true, name
+		return st, true, found
+	case e.Regarding.Kind == "DaemonSet" && e.Reason == "SuccessfulDelete":
+		name, found := strings.CutPrefix(e.Message, "Deleted pod: ")
+		st.Target = name
+		return st, true, found
+	}
+	return st, false, true
+}
