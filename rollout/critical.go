@@ -138,6 +138,9 @@ func (tl *timeline) latest(floor time.Time) time.Time {
 		if it.start.After(t) {
 			t = it.start
 		}
+		if p := it.newPod; p != nil && p.Trace != nil && len(p.Trace.Spans) > 0 && p.Trace.Spans[0].End.After(t) {
+			t = p.Trace.Spans[0].End // a Pod still starting: as far as its own trace goes
+		}
 	}
 	return t
 }
@@ -252,7 +255,11 @@ func podTime(it *item, add func(int, time.Time, time.Time)) {
 		}
 		return nil
 	}
-	kubelet := merge(phase(phases.PhaseKubelet))
+	// Where the kubelet and status phases overlap (the kubelet phase ends at ContainersReady,
+	// a whole-second status time, after the status phase began at the last container's start)
+	// the time counts as status, as the Gantt draws it.
+	status := merge(phase(phases.PhaseStatus))
+	kubelet := subtract(merge(phase(phases.PhaseKubelet)), status)
 	pulls := intersectAll(merge(spansNamed(p.Trace, "container.image_pull")), kubelet)
 	readiness := subtract(intersectAll(merge(spansNamed(p.Trace, "container.readiness")), kubelet), pulls)
 	rest := subtract(subtract(kubelet, pulls), readiness)
@@ -261,7 +268,7 @@ func podTime(it *item, add func(int, time.Time, time.Time)) {
 	measure(catImagePull, pulls)
 	measure(catReadiness, readiness)
 	measure(catKubeletOther, rest)
-	measure(catStatus, subtract(phase(phases.PhaseStatus), kubelet))
+	measure(catStatus, status)
 	if left := seg.length() - covered; left > 0 {
 		// Gaps the Pod's phases do not cover (their stamps are coarser than the segment's).
 		add(catUntraced, seg.to.Add(-left), seg.to)

@@ -557,7 +557,7 @@ func (c *Correlator) Flush(outcome phases.Outcome) {
 	for _, ps := range c.sortedPods() {
 		c.finish(ps, outcome, ps.failureReason, c.now)
 	}
-	c.rollouts.flush()
+	c.rollouts.flush(c.now)
 }
 
 func (c *Correlator) sortedPods() []*podState {

@@ -348,6 +348,16 @@ func (r *rollouts) podTrace(tr *phases.Trace) {
 		return
 	}
 	wp.trace = tr
+	// The Pod's own trace knows its creation and Ready best (the controller's nanosecond
+	// event stamps, the watch).
+	for _, st := range tr.Pod.Created {
+		wp.created.Add(st.Time, st.Source)
+	}
+	if !wp.ready.Known() {
+		for _, st := range tr.Pod.Ready {
+			wp.ready.Add(st.Time, st.Source)
+		}
+	}
 	w, uid := r.workloadOf(wp)
 	if w == nil || w.cur == nil {
 		return
@@ -381,8 +391,11 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 		}
 		return
 	}
+	if now.IsZero() {
+		return // no clock (a snapshot's objects): flush decides at the end
+	}
 	verdict, _ := a.verdict.Resolve()
-	waited := !now.IsZero() && now.Sub(verdict.Time) >= podTraceWait
+	waited := now.Sub(verdict.Time) >= podTraceWait
 	end := verdict
 	news, olds := r.members(w, a, time.Time{})
 	for _, p := range olds {
@@ -617,7 +630,7 @@ func (r *rollouts) prune(now time.Time) {
 
 // flush exports every rollout in progress as it stands (explain, the end of a replay): complete
 // if the controller's verdict was seen, else in progress, ending at the latest time seen.
-func (r *rollouts) flush() {
+func (r *rollouts) flush(now time.Time) {
 	uids := make([]string, 0, len(r.workloads))
 	for uid, w := range r.workloads {
 		if w.cur != nil {
@@ -638,6 +651,6 @@ func (r *rollouts) flush() {
 			r.finish(w, rollout.OutcomeComplete, "", end, time.Time{}, phases.TraceID{})
 			continue
 		}
-		r.finish(w, rollout.OutcomeInProgress, "", phases.Stamp{}, time.Time{}, phases.TraceID{})
+		r.finish(w, rollout.OutcomeInProgress, "", stampAt(now), time.Time{}, phases.TraceID{})
 	}
 }

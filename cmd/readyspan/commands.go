@@ -6,19 +6,19 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
 )
 
@@ -47,7 +47,15 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log, _ := newLogger(stderr, "warn")
 	var mu sync.Mutex
 	var werr error
-	corr := tracer.New(tf.config(), tracer.SinkFunc(func(t *phases.Trace) {
+	cfg := tf.config()
+	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := out.writeRollout(stdout, t); err != nil && werr == nil {
+			werr = err
+		}
+	})
+	corr := tracer.New(cfg, tracer.SinkFunc(func(t *phases.Trace) {
 		mu.Lock()
 		defer mu.Unlock()
 		if err := out.write(stdout, t); err != nil && werr == nil {
@@ -74,7 +82,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := p.watcher.WaitForSync(syncCtx); err != nil {
 		return fmt.Errorf("watch %s: %w", restCfg.Host, err)
 	}
-	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
+	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck, and a Gantt chart as each rollout ends (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
 	p.loop(ctx)
 	return werr
 }
@@ -86,24 +94,31 @@ func namespacesText(namespaces []string) string {
 	return "namespace " + strings.Join(namespaces, ", ")
 }
 
-// runExplain is `readyspan explain (pod|deployment)/NAME`: a one-shot reconstruction from what
-// the API still holds (objects, conditions, statuses, and events younger than their 1 h TTL).
+// runExplain is `readyspan explain (pod|deployment|statefulset|daemonset)/NAME`: a one-shot
+// reconstruction from what the API still holds (objects, conditions, statuses, and events
+// younger than their 1 h TTL). A workload shows its latest rollout as a Gantt chart.
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("explain", "(pod|deployment)/NAME [-n NS] [flags]", stderr)
+	fs := newFlagSet("explain", "(pod|deployment|statefulset|daemonset)/NAME [-n NS] [flags]", stderr)
 	var kf kubectlFlags
 	var out outputFlag
 	kf.register(fs, false)
 	out.register(fs)
+	withPods := fs.Bool("pods", false, "for a workload, also print the waterfall of each of its current Pods")
+	revision := fs.String("revision", "", "for a workload, the rollout of this revision (only the latest can be rebuilt from the API; older ones from a recording: readyspan replay)")
 	pos, err := parseOutput(fs, args, &out)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("explain needs one argument: pod/NAME or deployment/NAME")
+		return errors.New("explain needs one argument: pod/NAME, deployment/NAME, statefulset/NAME or daemonset/NAME")
 	}
-	kind, name, ok := strings.Cut(pos[0], "/")
+	kindArg, name, ok := strings.Cut(pos[0], "/")
 	if !ok || name == "" {
-		return fmt.Errorf("explain %q: want pod/NAME or deployment/NAME", pos[0])
+		return fmt.Errorf("explain %q: want pod/NAME, deployment/NAME, statefulset/NAME or daemonset/NAME", pos[0])
+	}
+	kind, ok := explainKinds[strings.ToLower(kindArg)]
+	if !ok {
+		return fmt.Errorf("explain %s/%s: kind must be pod, deployment, statefulset or daemonset", kindArg, name)
 	}
 	namespace, err := kf.namespace()
 	if err != nil {
@@ -116,13 +131,18 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := reachable(ctx, client, restCfg.Host); err != nil {
 		return err
 	}
-	deltas, targets, err := explainObjects(ctx, client, namespace, kind, name)
+	deltas, target, err := explainObjects(ctx, client, namespace, kind, name)
 	if err != nil {
 		return err
 	}
 	var traces []*phases.Trace
-	corr := tracer.New(tracer.Config{Backfill: true}, tracer.SinkFunc(func(t *phases.Trace) {
-		if targets[t.Pod.UID] {
+	var rollouts []*rollout.Trace
+	corr := tracer.New(tracer.Config{Backfill: true, Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) {
+		if t.Rollout.Workload.UID == target.workload {
+			rollouts = append(rollouts, t)
+		}
+	})}, tracer.SinkFunc(func(t *phases.Trace) {
+		if target.pods[t.Pod.UID] {
 			traces = append(traces, t)
 		}
 	}), nil, nil)
@@ -130,6 +150,18 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		corr.Handle(d)
 	}
 	corr.Flush(phases.OutcomeInProgress)
+	for _, t := range rollouts {
+		if *revision != "" && t.Rollout.Revision != *revision {
+			return fmt.Errorf("%s %s/%s: the latest rollout is revision %s; only the latest can be rebuilt from what the API holds (record the cluster with readyspan record to keep earlier ones)",
+				strings.ToLower(kind), namespace, name, t.Rollout.Revision)
+		}
+		if err := out.writeRollout(stdout, t); err != nil {
+			return err
+		}
+	}
+	if kind != "Pod" && !*withPods {
+		return nil
+	}
 	sortTraces(traces)
 	for _, t := range traces {
 		for _, w := range tracer.TimeWarnings(t) {
@@ -142,54 +174,24 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// explainObjects lists what a reconstruction needs in the namespace and picks the target Pods:
-// the Pod, or the Pods of the Deployment's current ReplicaSet.
-func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name string) ([]tracer.Delta, map[string]bool, error) {
-	targets := map[string]bool{}
-	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, nil, apiErr("list pods", ns, err)
-	}
-	rss, err := c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, nil, apiErr("list replicasets", ns, err)
-	}
-	deps, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, nil, apiErr("list deployments", ns, err)
-	}
-	switch kind {
-	case "pod", "pods", "po":
-		for _, p := range pods.Items {
-			if p.Name == name {
-				targets[string(p.UID)] = true
-			}
-		}
-		if len(targets) == 0 {
-			return nil, nil, fmt.Errorf("pod %s/%s not found", ns, name)
-		}
-	case "deployment", "deployments", "deploy":
-		var dep *appsv1.Deployment
-		for i := range deps.Items {
-			if deps.Items[i].Name == name {
-				dep = &deps.Items[i]
-			}
-		}
-		if dep == nil {
-			return nil, nil, fmt.Errorf("deployment %s/%s not found", ns, name)
-		}
-		rs := currentReplicaSet(dep, rss.Items)
-		if rs == nil {
-			return nil, nil, fmt.Errorf("deployment %s/%s has no ReplicaSet yet", ns, name)
-		}
-		for _, p := range pods.Items {
-			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == rs.UID {
-				targets[string(p.UID)] = true
-			}
-		}
-	default:
-		return nil, nil, fmt.Errorf("explain %s/%s: kind must be pod or deployment", kind, name)
-	}
+// explainKinds maps what explain accepts (kubectl's names and short names) to a kind.
+var explainKinds = map[string]string{
+	"pod": "Pod", "pods": "Pod", "po": "Pod",
+	"deployment": rollout.Deployment, "deployments": rollout.Deployment, "deploy": rollout.Deployment,
+	"statefulset": rollout.StatefulSet, "statefulsets": rollout.StatefulSet, "sts": rollout.StatefulSet,
+	"daemonset": rollout.DaemonSet, "daemonsets": rollout.DaemonSet, "ds": rollout.DaemonSet,
+}
+
+// explainTarget is what explain prints: a Pod, or a workload's rollout and its current Pods.
+type explainTarget struct {
+	workload string
+	pods     map[string]bool
+}
+
+// explainObjects lists what a reconstruction needs in the namespace and picks the target: the
+// Pod, or the workload and the Pods it controls (a Deployment's through its ReplicaSets).
+func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name string) ([]tracer.Delta, explainTarget, error) {
+	target := explainTarget{pods: map[string]bool{}}
 	var deltas []tracer.Delta
 	add := func(r tracer.Resource, o runtime.Object) {
 		if t, err := tracer.Transform(o); err == nil {
@@ -197,39 +199,113 @@ func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name 
 		}
 		deltas = append(deltas, tracer.Delta{Resource: r, Type: tracer.Added, Object: o, Initial: true})
 	}
-	for i := range deps.Items {
-		add(tracer.ResourceDeployments, &deps.Items[i])
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, target, apiErr("list pods", ns, err)
+	}
+	rss, err := c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, target, apiErr("list replicasets", ns, err)
+	}
+	owners := map[types.UID]bool{} // the workload, and a Deployment's ReplicaSets
+	switch kind {
+	case "Pod":
+		for _, p := range pods.Items {
+			if p.Name == name {
+				target.pods[string(p.UID)] = true
+			}
+		}
+		if len(target.pods) == 0 {
+			return nil, target, fmt.Errorf("pod %s/%s not found", ns, name)
+		}
+	case rollout.Deployment:
+		d, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, target, notFound("deployment", ns, name, err)
+		}
+		target.workload, owners[d.UID] = string(d.UID), true
+		for _, rs := range rss.Items {
+			if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == d.UID {
+				owners[rs.UID] = true
+			}
+		}
+		add(tracer.ResourceDeployments, d)
+	case rollout.StatefulSet:
+		s, err := c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, target, notFound("statefulset", ns, name, err)
+		}
+		target.workload, owners[s.UID] = string(s.UID), true
+		add(tracer.ResourceStatefulSets, s)
+	case rollout.DaemonSet:
+		s, err := c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, target, notFound("daemonset", ns, name, err)
+		}
+		target.workload, owners[s.UID] = string(s.UID), true
+		add(tracer.ResourceDaemonSets, s)
+	}
+	for _, p := range pods.Items {
+		if ref := metav1.GetControllerOf(&p); ref != nil && owners[ref.UID] {
+			target.pods[string(p.UID)] = true
+		}
+	}
+	if kind == "Pod" {
+		// A Pod's chain starts at its Deployment's change.
+		deps, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, target, apiErr("list deployments", ns, err)
+		}
+		for i := range deps.Items {
+			add(tracer.ResourceDeployments, &deps.Items[i])
+		}
+	}
+	if kind == rollout.StatefulSet || kind == rollout.DaemonSet {
+		crs, err := c.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, target, apiErr("list controllerrevisions", ns, err)
+		}
+		for i := range crs.Items {
+			add(tracer.ResourceControllerRevisions, &crs.Items[i])
+		}
 	}
 	for i := range rss.Items {
 		add(tracer.ResourceReplicaSets, &rss.Items[i])
 	}
 	svcs, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, apiErr("list services", ns, err)
+		return nil, target, apiErr("list services", ns, err)
 	}
 	for i := range svcs.Items {
 		add(tracer.ResourceServices, &svcs.Items[i])
 	}
 	evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, apiErr("list events", ns, err)
+		return nil, target, apiErr("list events", ns, err)
 	}
 	for i := range evs.Items {
 		add(tracer.ResourceEvents, &evs.Items[i])
 	}
 	slices, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, apiErr("list endpointslices", ns, err)
+		return nil, target, apiErr("list endpointslices", ns, err)
 	}
 	for i := range slices.Items {
 		add(tracer.ResourceEndpointSlices, &slices.Items[i])
 	}
 	for i := range pods.Items {
-		if targets[string(pods.Items[i].UID)] {
+		if target.pods[string(pods.Items[i].UID)] {
 			add(tracer.ResourcePods, &pods.Items[i])
 		}
 	}
-	return deltas, targets, nil
+	return deltas, target, nil
+}
+
+func notFound(kind, ns, name string, err error) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %s/%s not found", kind, ns, name)
+	}
+	return apiErr("get "+kind, ns, err)
 }
 
 func apiErr(action, ns string, err error) error {
@@ -237,23 +313,6 @@ func apiErr(action, ns string, err error) error {
 		return fmt.Errorf("%s in %s: forbidden: %s", action, ns, oneLine(err))
 	}
 	return fmt.Errorf("%s in %s: %s", action, ns, oneLine(err))
-}
-
-// currentReplicaSet is the Deployment's ReplicaSet with the highest revision.
-func currentReplicaSet(dep *appsv1.Deployment, rss []appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	var best *appsv1.ReplicaSet
-	bestRev := int64(-1)
-	for i := range rss {
-		rs := &rss[i]
-		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != dep.UID {
-			continue
-		}
-		rev, _ := strconv.ParseInt(rs.Annotations["deployment.kubernetes.io/revision"], 10, 64)
-		if rev > bestRev {
-			best, bestRev = rs, rev
-		}
-	}
-	return best
 }
 
 // runRecord is `readyspan record DIR`: writes the watch streams readyspan consumes, one JSON watch
@@ -331,8 +390,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "%s: warning: %v (replaying the rest)\n", prog, le)
 	}
 	var traces []*phases.Trace
+	var rollouts []*rollout.Trace
 	cfg := tf.config()
 	cfg.Backfill, cfg.Settle = true, 0
+	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) })
 	corr := tracer.New(cfg, tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }), nil, nil)
 	for _, w := range tracer.Replay(corr, deltas) {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", prog, w)
@@ -340,6 +401,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sortTraces(traces)
 	for _, t := range traces {
 		if err := out.write(stdout, t); err != nil {
+			return err
+		}
+	}
+	for _, t := range rollouts {
+		if err := out.writeRollout(stdout, t); err != nil {
 			return err
 		}
 	}
@@ -359,6 +425,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	exp.Start(ctx)
 	for _, t := range traces {
 		exp.Export(t)
+	}
+	for _, t := range rollouts {
+		exp.ExportRollout(t)
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/exporters/terminal"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
 )
 
@@ -199,6 +200,18 @@ func (o *outputFlag) validate() error {
 	return fmt.Errorf("unknown output %q: use waterfall or json", o.format)
 }
 
+// writeRollout prints a rollout: its Gantt chart, or its spans as JSON lines.
+func (o *outputFlag) writeRollout(w io.Writer, t *rollout.Trace) error {
+	if o.format == "json" {
+		return terminal.JSONRollout(w, t)
+	}
+	if err := terminal.Gantt(w, t); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
 func (o *outputFlag) write(w io.Writer, t *phases.Trace) error {
 	if o.format == "json" {
 		return terminal.JSONLines(w, t)
@@ -226,19 +239,22 @@ func sortTraces(ts []*phases.Trace) {
 
 // traceFlags tune when a trace is complete.
 type traceFlags struct {
-	stuckAfter time.Duration
-	failAfter  time.Duration
-	backfill   bool
+	stuckAfter        time.Duration
+	failAfter         time.Duration
+	backfill          bool
+	rolloutStuckAfter time.Duration
 }
 
 func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.stuckAfter, "stuck-after", tracer.DefaultStuckAfter, "export a Pod not Ready this long after creation as stuck")
 	fs.DurationVar(&t.failAfter, "fail-after", tracer.DefaultFailAfter, "export a Pod whose failure (ErrImagePull, CrashLoopBackOff…) persists this long as failed")
 	fs.BoolVar(&t.backfill, "backfill", false, "also trace Pods that were already Ready when readyspan started")
+	fs.DurationVar(&t.rolloutStuckAfter, "rollout-stuck-after", tracer.DefaultRolloutStuckAfter, "export a rollout without the controller's verdict this long after it began as failed")
 }
 
 func (t *traceFlags) config() tracer.Config {
-	return tracer.Config{StuckAfter: t.stuckAfter, FailAfter: t.failAfter, Backfill: t.backfill, Settle: 2 * time.Second}
+	return tracer.Config{StuckAfter: t.stuckAfter, FailAfter: t.failAfter, Backfill: t.backfill, Settle: 2 * time.Second,
+		RolloutStuckAfter: t.rolloutStuckAfter}
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {

@@ -41,13 +41,16 @@ func programName(arg0 string) string {
 }
 
 func usage() string {
-	return strings.ReplaceAll(`PROG traces Pod startup: submit, apiserver, controllers, scheduling, kubelet, status.
+	return strings.ReplaceAll(`PROG traces Pod startup (submit, apiserver, controllers, scheduling, kubelet, status) and
+the rollouts of Deployments, StatefulSets and DaemonSets.
 
 Usage:
-  PROG explain  (pod|deployment)/NAME [-n NS] [flags]
-                                    reconstruct from the objects and events still in the API
+  PROG explain  (pod|deployment|statefulset|daemonset)/NAME [-n NS] [flags]
+                                    reconstruct from the objects and events still in the API:
+                                    a Pod's waterfall, a workload's latest rollout as a Gantt chart
   PROG watch    [-n NS | -A] [flags]
-                                    print a waterfall for each Pod as its startup completes
+                                    print a waterfall for each Pod as its startup completes, and a
+                                    Gantt chart for each rollout
   PROG record   DIR [-n NS | -A] [flags]
                                     record the watch streams readyspan consumes into DIR
   PROG replay   DIR [flags]         rebuild the traces of a recording, offline

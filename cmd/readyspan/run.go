@@ -22,6 +22,7 @@ import (
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/leader"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
 )
 
@@ -108,6 +109,17 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if *leaderElect {
 		cfg.ResumeAfter = gate.ResumeAfter() // a replica that may take over traces what turned Ready recently
 	}
+	// Rollout traces have deterministic IDs, so a new leader that exports one again merges with
+	// the first in the backend; only the leader exports them.
+	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) {
+		if !gate.Leading() {
+			return
+		}
+		metrics.ExportRollout(t)
+		exp.ExportRollout(t)
+		log.Debug("Rollout complete", "workload", t.Rollout.Workload.Kind+" "+t.Rollout.Workload.Namespace+"/"+t.Rollout.Workload.Name,
+			"outcome", t.Summary.Outcome, "summary", t.Summary.Sentence, "traceID", t.TraceID.String())
+	})
 	corr := tracer.New(cfg, tracer.SinkFunc(gate.Offer), metrics, log)
 	p := newPipeline(pipelineConfig{
 		client: client, host: restCfg.Host,

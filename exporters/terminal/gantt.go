@@ -3,6 +3,7 @@ package terminal
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -143,7 +144,11 @@ func podBar(s *phases.Span, phaseSpans []*phases.Span, tr *phases.Trace, root *p
 	}
 	b := []rune(strings.Repeat(" ", ganttWidth))
 	mark := map[string]rune{phases.PhaseScheduling: 's', phases.PhaseKubelet: 'k', phases.PhaseStatus: 't'}
-	for _, ph := range phaseSpans {
+	// Kubelet before status: where they overlap, the time is status's (as the critical path
+	// counts it).
+	ordered := append([]*phases.Span(nil), phaseSpans...)
+	sort.SliceStable(ordered, func(i, j int) bool { return mark[ordered[i].Name] == 'k' && mark[ordered[j].Name] != 'k' })
+	for _, ph := range ordered {
 		m, ok := mark[ph.Name]
 		if !ok || !ph.End.After(s.Start) {
 			continue
@@ -170,10 +175,14 @@ func podBar(s *phases.Span, phaseSpans []*phases.Span, tr *phases.Trace, root *p
 			}
 		}
 	}
-	for i := cell(s.Start, root); i <= cell(s.End, root); i++ {
-		if b[i] == ' ' {
-			b[i] = 'm' // Ready, waiting out minReadySeconds (or the status after it)
+	last := cell(s.Start, root)
+	for i, c := range b {
+		if c != ' ' {
+			last = i
 		}
+	}
+	for i := last + 1; i <= cell(s.End, root); i++ {
+		b[i] = 'm' // Ready, waiting out minReadySeconds
 	}
 	return string(b)
 }
