@@ -492,7 +492,7 @@ func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason stri
 		obs.OldPods = append(obs.OldPods, rollout.OldPod{UID: string(p.uid), Name: p.name, Deleted: p.deleted,
 			Gone: p.gone, GracePeriod: p.grace, PreStop: p.preStop, Killed: p.killed})
 	}
-	if obs.Kind == rollout.KindUpdate && r.rolledBack(&obs, news) {
+	if (obs.Kind == rollout.KindUpdate || obs.Kind == rollout.KindRestart) && r.rolledBack(&obs, news) {
 		obs.Kind = rollout.KindRollback
 	}
 	r.sink.ExportRollout(rollout.Build(&obs))

@@ -259,9 +259,15 @@ func TestApiserverSpanAgrees(t *testing.T) {
 // auditIDOfCreate reads the local apiserver's audit log for the create request of one object.
 func (e *Env) auditIDOfCreate(t *testing.T, ns, resource, name string) string {
 	t.Helper()
+	return e.auditIDOf(t, "create", ns, resource, name)
+}
+
+// auditIDOf reads the local apiserver's audit log for the last request of verb on one object.
+func (e *Env) auditIDOf(t *testing.T, verb, ns, resource, name string) string {
+	t.Helper()
 	path := filepath.Join(e.State, "logs", "audit.log")
 	var id string
-	Eventually(t, 30*time.Second, "the audit log's create of "+resource+"/"+name, func() (bool, error) {
+	Eventually(t, 30*time.Second, "the audit log's "+verb+" of "+resource+"/"+name, func() (bool, error) {
 		f, err := os.Open(path)
 		if err != nil {
 			return false, err
@@ -281,7 +287,7 @@ func (e *Env) auditIDOfCreate(t *testing.T, ns, resource, name string) string {
 			if json.Unmarshal(sc.Bytes(), &a) != nil || a.ObjectRef == nil {
 				continue
 			}
-			if a.Stage == "ResponseComplete" && a.Verb == "create" && a.ObjectRef.Resource == resource &&
+			if a.Stage == "ResponseComplete" && a.Verb == verb && a.ObjectRef.Resource == resource &&
 				a.ObjectRef.Namespace == ns && a.ObjectRef.Name == name && a.ObjectRef.Subresource == "" {
 				id = a.AuditID
 			}
