@@ -20,6 +20,7 @@ var fixtures = []struct {
 	{"no Pods", noPods},
 	{"failed", failed},
 	{"StatefulSet", statefulSet},
+	{"early hand-off", earlyHandoff},
 }
 
 // TestBuildSpanTree: one root; every other span's parent is in the trace; a step's Pods hang

@@ -173,8 +173,12 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 			it.start = clampTime(it.start, start, end)
 		}
 	}
+	// limit is where the part of the path already walked begins: an item that enabled a step
+	// stamped up to handoffSlack before the item's end counts only up to that step, so no
+	// instant is counted twice.
+	limit := end
 	add := func(cat int, from, to time.Time) {
-		from, to = clampTime(from, start, end), clampTime(to, start, end)
+		from, to = clampTime(from, start, limit), clampTime(to, start, limit)
 		if to.After(from) {
 			cp.byCategory[cat] += to.Sub(from)
 		}
@@ -217,6 +221,7 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 			add(catControllers, start, t)
 			break
 		}
+		limit = clampTime(t, start, end)
 		add(catControllers, pred.end, t)
 		cur = pred
 	}

@@ -253,6 +253,26 @@ func statefulSet() *Rollout {
 	return r
 }
 
+// earlyHandoff is two waves of an untraced scale from 0 to 2 where the second scale up is
+// stamped 2 ms before the Ready that let the controller take it (the controller's event clock
+// against readyspan's receive time; handoffSlack allows 5 ms). New Pod 1: created 70, Ready
+// 3070; the second scale up at 3068; new Pod 2: created 3118, Ready 6118; verdict at 6130.
+//
+// New Pod 2 is critical (3000 untraced), its step (50 controllers before it), and new Pod 1,
+// which enabled the step: its time counts only up to the step, 3068 − 70 = 2998, or the
+// critical path would hold [3068, 3070] twice.
+//
+//	controllers 12 + 50 + 0 + 50 + 20 = 132; untraced 3000 + 2998 = 5998; total 6130
+func earlyHandoff() *Rollout {
+	r := deployment(KindScale, 2, 2, surgeOne, 6130, OutcomeComplete)
+	r.Steps = []Step{step(20, true, "web-new", 0, 1, uid("new", 1)), step(3068, true, "web-new", 1, 2, uid("new", 2))}
+	r.NewPods = []NewPod{
+		{UID: uid("new", 1), Name: "web-new-1", Created: at(70, phases.SourceEventName), Ready: at(3070, phases.SourceWatch)},
+		{UID: uid("new", 2), Name: "web-new-2", Created: at(3118, phases.SourceEventName), Ready: at(6118, phases.SourceWatch)},
+	}
+	return r
+}
+
 func TestCriticalPath(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -299,6 +319,11 @@ func TestCriticalPath(t *testing.T) {
 			critical: map[string]int{"controllers": 100, "termination": 3000, "untraced": 9000},
 			pods:     []string{uid("new", 1), uid("new", 2), uid("new", 3), uid("old", 1), uid("old", 2), uid("old", 3)},
 			steps:    []int{0, 1, 2, 3, 4, 5}, waves: 3,
+		},
+		{
+			name: "hand-off stamped before the Ready that enabled it", r: earlyHandoff(), duration: 6130 * time.Millisecond,
+			critical: map[string]int{"controllers": 132, "untraced": 5998},
+			pods:     []string{uid("new", 1), uid("new", 2)}, steps: []int{0, 1}, waves: 2,
 		},
 	}
 	for _, tt := range tests {
