@@ -42,11 +42,16 @@ func (r rolloutMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.duration, r.steps, r.inProgress, r.pastDeadline, r.longestWithoutStep}
 }
 
-// init creates every gauge series, so an alert sees 0 rather than nothing.
+// init creates every gauge series, so an alert sees 0 rather than nothing, and the duration
+// series of complete and failed rollouts, which alerts compute increase() over (RolloutSlow,
+// RolloutFailed): a series born with its first rollout would hide that rollout from increase().
 func (r rolloutMetrics) init() {
 	for _, w := range rollout.WorkloadKinds {
 		for _, k := range rollout.Kinds {
 			r.inProgress.WithLabelValues(w, string(k))
+			for _, o := range []rollout.Outcome{rollout.OutcomeComplete, rollout.OutcomeFailed} {
+				r.duration.WithLabelValues(w, string(k), string(o))
+			}
 		}
 		r.pastDeadline.WithLabelValues(w)
 		r.longestWithoutStep.WithLabelValues(w)
