@@ -14,59 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	promexp "github.com/readyspan/readyspan/exporters/prometheus"
+	"github.com/readyspan/readyspan/deploy/internal/exposed"
 )
-
-// exposedSeries returns the series names readyspan's metrics produce, read from the collectors
-// exporters/prometheus registers (their descriptions, so nothing needs to be observed first):
-// a histogram by its _bucket, _count and _sum series, any other metric by its name.
-func exposedSeries(t *testing.T) map[string]bool {
-	t.Helper()
-	reg := &capture{Registerer: prometheus.NewRegistry()}
-	promexp.New(reg, "test")
-	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
-	series := map[string]bool{}
-	for _, c := range reg.collectors {
-		descs := make(chan *prometheus.Desc, 16)
-		go func() { c.Describe(descs); close(descs) }()
-		for d := range descs {
-			m := fqName.FindStringSubmatch(d.String())
-			if m == nil {
-				t.Fatalf("no name in %s", d)
-			}
-			switch c.(type) {
-			case prometheus.Histogram, *prometheus.HistogramVec:
-				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
-					series[m[1]+suffix] = true
-				}
-			default:
-				series[m[1]] = true
-			}
-		}
-	}
-	if len(series) == 0 {
-		t.Fatal("exporters/prometheus registered no metric")
-	}
-	return series
-}
-
-// capture keeps the collectors registered through it.
-type capture struct {
-	prometheus.Registerer
-	collectors []prometheus.Collector
-}
-
-func (c *capture) Register(col prometheus.Collector) error {
-	c.collectors = append(c.collectors, col)
-	return c.Registerer.Register(col)
-}
-
-func (c *capture) MustRegister(cols ...prometheus.Collector) {
-	c.collectors = append(c.collectors, cols...)
-	c.Registerer.MustRegister(cols...)
-}
 
 type panel struct {
 	ID         int     `json:"id"`
@@ -117,7 +66,11 @@ func readDashboard(t *testing.T) dashboard {
 
 func TestDashboard(t *testing.T) {
 	d := readDashboard(t)
-	series := exposedSeries(t)
+	metrics, err := exposed.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := metrics.Series
 	if d.UID == "" || d.Title == "" {
 		t.Errorf("uid %q, title %q: both must be set so re-imports replace the dashboard", d.UID, d.Title)
 	}

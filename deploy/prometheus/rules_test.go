@@ -1,6 +1,7 @@
 // Package prometheus holds readyspan's alerting rules (alerts.yaml) and their tests. It has no
 // Go code of its own: this test keeps the PrometheusRule generated from alerts.yaml identical to
-// it, checks that every alert links to its runbook section, and runs promtool when bin/ has it.
+// it, checks that every alert links to its runbook section and names only metrics readyspan
+// exposes, and runs promtool when bin/ has it.
 //
 //	go test ./deploy/prometheus            # check
 //	go test ./deploy/prometheus -update    # rewrite the PrometheusRule from alerts.yaml
@@ -17,6 +18,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/readyspan/readyspan/deploy/internal/exposed"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated PrometheusRule from alerts.yaml")
@@ -155,6 +160,76 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 				t.Errorf("%s has no case for %s", alertsTestFile, r.name)
 			}
 		})
+	}
+}
+
+// ruleFile is alerts.yaml as Prometheus reads it.
+type ruleFile struct {
+	Groups []struct {
+		Name  string `json:"name"`
+		Rules []struct {
+			Alert       string            `json:"alert"`
+			Expr        string            `json:"expr"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"rules"`
+	} `json:"groups"`
+}
+
+var (
+	metricName  = regexp.MustCompile(`\breadyspan_[a-z_]+\b`)
+	inputSeries = regexp.MustCompile(`(?m)^\s*- series:\s*'([a-zA-Z_:][a-zA-Z0-9_:]*)`)
+)
+
+// TestAlertsUseExposedMetrics: an alert on a renamed or misspelt metric never fires, and
+// promtool cannot tell, since its tests feed whatever series they name. So every readyspan
+// series an expression selects must be one exporters/prometheus registers (a histogram by its
+// _bucket, _count or _sum), every metric an annotation names must be one of its metrics, and so
+// must every series the promtool tests feed.
+func TestAlertsUseExposedMetrics(t *testing.T) {
+	metrics, err := exposed.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(alertsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules ruleFile
+	if err := utilyaml.Unmarshal(data, &rules); err != nil {
+		t.Fatalf("%s: %v", alertsFile, err)
+	}
+	var exprs int
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			names := metricName.FindAllString(r.Expr, -1)
+			if len(names) > 0 {
+				exprs++
+			}
+			for _, n := range names {
+				if !metrics.Series[n] {
+					t.Errorf("alert %s selects %s, which readyspan does not expose", r.Alert, n)
+				}
+			}
+			for key, text := range r.Annotations {
+				for _, n := range metricName.FindAllString(text, -1) {
+					if !metrics.Series[n] && !metrics.Families[n] {
+						t.Errorf("alert %s: annotation %s names %s, which readyspan does not expose", r.Alert, key, n)
+					}
+				}
+			}
+		}
+	}
+	if exprs == 0 {
+		t.Fatalf("no expression in %s names a readyspan metric", alertsFile)
+	}
+	tests, err := os.ReadFile(alertsTestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range inputSeries.FindAllStringSubmatch(string(tests), -1) {
+		if strings.HasPrefix(m[1], "readyspan_") && !metrics.Series[m[1]] {
+			t.Errorf("%s feeds %s, which readyspan does not expose", alertsTestFile, m[1])
+		}
 	}
 }
 
