@@ -117,7 +117,8 @@ spec:
       kubectl readyspan watch
   caveats: |
     readyspan needs get, list and watch on pods, events, replicasets,
-    deployments, services and endpointslices in the namespaces it reads.
+    deployments, statefulsets, daemonsets, controllerrevisions, services and
+    endpointslices in the namespaces it reads.
   platforms:
 {{- range .Archives}}
   - selector:

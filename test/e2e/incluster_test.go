@@ -142,6 +142,7 @@ func TestInClusterManifests(t *testing.T) {
 			"/pods": true, "/events": true, "/services": true,
 			"events.k8s.io/events": true,
 			"apps/deployments":     true, "apps/replicasets": true,
+			"apps/statefulsets": true, "apps/daemonsets": true, "apps/controllerrevisions": true,
 			"discovery.k8s.io/endpointslices": true,
 		}
 		got := map[string]bool{}
