@@ -444,7 +444,7 @@ func waves(r *Rollout, sum *Summary) string {
 	switch {
 	case sum.Waves == 0:
 		if len(r.OldPods) > 0 {
-			return fmt.Sprintf("%d Pods removed", len(r.OldPods))
+			return fmt.Sprintf("%d %s removed", len(r.OldPods), plural(len(r.OldPods), "Pod", "Pods"))
 		}
 		return "no new Pods"
 	case lo == hi:

@@ -442,6 +442,13 @@ func TestSentence(t *testing.T) {
 			"33.1 s, failed (ProgressDeadlineExceeded); 2 waves of 1 (maxSurge 1, maxUnavailable 0); 90% waiting on readiness probes, 6% image pulls"},
 		{"StatefulSet OrderedReady", statefulSet(),
 			"12.1 s; 3 waves of 1 (OrderedReady); 74% Pod startups without a trace, 25% old Pods terminating"},
+		// Only the first old Pod (30 → 2030): termination 2000, controllers 20 + 10 + 3025
+		// (gone → verdict) = 3055 of 5055.
+		{"one Pod removed", func() *Rollout {
+			r := scaleDown()
+			r.Steps[0].To, r.Steps[0].Pods, r.OldPods = 4, r.Steps[0].Pods[:1], r.OldPods[:1]
+			return r
+		}(), "5.1 s; 1 Pod removed (maxSurge 25%, maxUnavailable 25%); 60% controllers reacting, 40% old Pods terminating"},
 		{"superseded", func() *Rollout { r := noPods(); r.Outcome = OutcomeSuperseded; return r }(),
 			"2.0 s, superseded; no new Pods (maxSurge 1, maxUnavailable 0); 100% controllers reacting"},
 		{"Recreate", func() *Rollout { r := noPods(); r.Strategy = Strategy{Type: "Recreate", Partition: -1}; return r }(),
