@@ -169,7 +169,7 @@ func TestBuildSpans(t *testing.T) {
 			AttrRevision: "7", AttrReplicas: int64(6), AttrStrategy: "RollingUpdate", AttrMaxSurge: "1",
 			AttrMaxUnavailable: "0", AttrMinReady: int64(0), AttrDeadline: int64(600), AttrSteps: int64(12),
 			AttrWaves: int64(6), AttrPartition: nil, AttrPodManagement: nil, AttrReason: nil,
-			phases.AttrSourceStart: "audit", phases.AttrPrecisionStart: "1µs", phases.AttrSourceEnd: "watch",
+			phases.AttrSourceStart: "audit", phases.AttrSourceEnd: "watch",
 			"readyspan.rollout.critical.controllers_ms": int64(460), "readyspan.rollout.critical.scheduling_ms": int64(600),
 			"readyspan.rollout.critical.image_pull_ms": int64(6000), "readyspan.rollout.critical.readiness_ms": int64(8400),
 			"readyspan.rollout.critical.kubelet_other_ms": int64(2400), "readyspan.rollout.critical.status_ms": int64(600),
