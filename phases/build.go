@@ -473,13 +473,19 @@ func precision(p point) string {
 	if !p.observed {
 		return "none"
 	}
-	switch p.src {
+	return PrecisionText(p.src)
+}
+
+// PrecisionText is how spans state a source's precision: "1ns", "1us", "1ms", "1s", "receive"
+// (a watch receive time: an upper bound) or "none".
+func PrecisionText(src Source) string {
+	switch src {
 	case SourceWatch:
 		return "receive"
 	case SourceMessage:
 		return "1ms"
 	}
-	d := p.src.Precision()
+	d := src.Precision()
 	switch d {
 	case time.Nanosecond:
 		return "1ns"

@@ -104,6 +104,11 @@ func Build(r *Rollout) *Trace {
 	if !endOK || end.Time.Before(start.Time) {
 		end = phases.Stamp{Time: items.latest(start.Time), Source: phases.SourceDerived}
 	}
+	if start.Time.IsZero() {
+		// Nothing observed the change nor anything after it: a zero-length trace at the end,
+		// rather than one starting in year 1.
+		start = phases.Stamp{Time: end.Time, Source: phases.SourceDerived}
+	}
 	cp := criticalPath(items, start.Time, end.Time)
 	sum := Summary{
 		Kind: r.Kind, WorkloadKind: r.Workload.Kind, Outcome: r.Outcome,
@@ -159,7 +164,7 @@ func Build(r *Rollout) *Trace {
 			{Key: AttrStepFrom, Value: int64(s.From)}, {Key: AttrStepTo, Value: int64(s.To)},
 			{Key: AttrStepMessage, Value: s.Message}, {Key: AttrCritical, Value: cp.steps[i]},
 			{Key: phases.AttrSourceStart, Value: string(at.Source)},
-			{Key: phases.AttrPrecisionStart, Value: at.Source.Precision().String()},
+			{Key: phases.AttrPrecisionStart, Value: phases.PrecisionText(at.Source)},
 		}
 		stepSpan[i] = sp.SpanID
 		t.Spans = append(t.Spans, sp)
@@ -251,9 +256,9 @@ func rootAttrs(r *Rollout, sum *Summary, start, end phases.Stamp) []phases.Attr 
 		{Key: AttrSteps, Value: int64(sum.Steps)}, {Key: AttrWaves, Value: int64(sum.Waves)},
 		{Key: AttrSummary, Value: sum.Sentence},
 		{Key: phases.AttrSourceStart, Value: string(start.Source)},
-		{Key: phases.AttrPrecisionStart, Value: start.Source.Precision().String()},
+		{Key: phases.AttrPrecisionStart, Value: phases.PrecisionText(start.Source)},
 		{Key: phases.AttrSourceEnd, Value: string(end.Source)},
-		{Key: phases.AttrPrecisionEnd, Value: end.Source.Precision().String()},
+		{Key: phases.AttrPrecisionEnd, Value: phases.PrecisionText(end.Source)},
 	}
 	if r.Strategy.MaxSurge != "" {
 		as = append(as, phases.Attr{Key: AttrMaxSurge, Value: r.Strategy.MaxSurge})

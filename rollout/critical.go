@@ -260,14 +260,16 @@ func podTime(it *item, add func(int, time.Time, time.Time)) {
 		}
 		return nil
 	}
-	// Where the kubelet and status phases overlap (the kubelet phase ends at ContainersReady,
-	// a whole-second status time, after the status phase began at the last container's start)
-	// the time counts as status, as the Gantt draws it.
+	// The status phase begins at the last container's start and the kubelet phase ends at
+	// ContainersReady, so they overlap by the wait for readiness. Readiness and pulls are
+	// counted first; what is left of the overlap (ContainersReady is a whole-second status
+	// time) counts as status, as the Gantt draws it.
 	status := merge(phase(phases.PhaseStatus))
-	kubelet := subtract(merge(phase(phases.PhaseKubelet)), status)
+	kubelet := merge(phase(phases.PhaseKubelet))
 	pulls := intersectAll(merge(spansNamed(p.Trace, "container.image_pull")), kubelet)
-	readiness := subtract(intersectAll(merge(spansNamed(p.Trace, "container.readiness")), kubelet), pulls)
-	rest := subtract(subtract(kubelet, pulls), readiness)
+	readiness := subtract(intersectAll(merge(spansNamed(p.Trace, "container.readiness")), merge(append(append([]interval(nil), kubelet...), status...))), pulls)
+	rest := subtract(subtract(subtract(kubelet, status), pulls), readiness)
+	status = subtract(subtract(status, pulls), readiness)
 	measure(catControllers, phase(phases.PhaseControllers))
 	measure(catScheduling, phase(phases.PhaseScheduling))
 	measure(catImagePull, pulls)

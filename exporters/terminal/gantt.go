@@ -169,7 +169,7 @@ func podBar(s *phases.Span, phaseSpans []*phases.Span, tr *phases.Trace, root *p
 				continue
 			}
 			for c := cell(tr.Spans[i].Start, root); c <= cell(tr.Spans[i].End, root); c++ {
-				if b[c] == 'k' {
+				if b[c] == 'k' || b[c] == 't' {
 					b[c] = m
 				}
 			}
