@@ -467,7 +467,7 @@ func TestRolloutStatefulSet(t *testing.T) {
 	d := webDeployment("db", 3)
 	s := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "db"},
-		Spec: appsv1.StatefulSetSpec{Replicas: int32p(3), Selector: d.Spec.Selector, ServiceName: "db", Template: d.Spec.Template},
+		Spec:       appsv1.StatefulSetSpec{Replicas: int32p(3), Selector: d.Spec.Selector, ServiceName: "db", Template: d.Spec.Template},
 	}
 	e.createService(t, ns, service("db"))
 	created, err := e.Kube.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{})
