@@ -2,7 +2,8 @@
 # The demo (make demo): brings the local cluster up if needed, applies deploy/examples/ in the
 # namespace readyspan-demo, labels the node a few seconds later so the unschedulable Pod can be
 # bound, and shows `readyspan watch` waterfalls as the Pods' startups complete (until all seven
-# have or DEMO_SECONDS, default 90, have passed). Then prints where to look next.
+# have or DEMO_SECONDS, default 90, have passed). Then it rolls web out again (a template change)
+# and shows the rollout's Gantt chart, and prints where to look next.
 source "$(dirname "$0")/lib.sh"
 
 ns=readyspan-demo
@@ -25,7 +26,7 @@ watch_log=$LOGS/demo-watch.log
 echo "demo: readyspan watch (waterfalls appear as each Pod's startup completes; failures after 30s)"
 echo
 "$BIN/readyspan" watch --kubeconfig "$KUBECONFIG_FILE" --namespace "$ns" --fail-after 30s --audit-log "$LOGS/audit.log" \
-  --for "$((seconds + 10))s" > >(tee "$watch_log") 2>>"$LOGS/demo-watch.err" &
+  --for "$((seconds + 100))s" > >(tee "$watch_log") 2>>"$LOGS/demo-watch.err" &
 watch_pid=$!
 trap 'kill $watch_pid 2>/dev/null || true' EXIT
 sleep 2
@@ -49,15 +50,27 @@ while [ "$(date +%s)" -lt "$deadline" ] && kill -0 "$watch_pid" 2>/dev/null; do
   [ "$(grep -c "^$ns/.*  trace " "$watch_log" 2>/dev/null)" -ge "$expected" ] && break
   sleep 1
 done
+done_count=$(grep -c "^$ns/.*  trace " "$watch_log" 2>/dev/null || true)
+
+# A rolling update of web: a new template, so three new Pods replace the old ones one wave at a
+# time (maxSurge 1, maxUnavailable 0); the watch prints the rollout as a Gantt chart when it ends.
+echo
+echo "demo: rolling out web again (kubectl set env deployment/web DEMO_REVISION=2)"
+kubectl -n "$ns" set env deployment/web DEMO_REVISION=2 | sed 's/^/demo: /'
+rollout_deadline=$(($(date +%s) + 90))
+while [ "$(date +%s)" -lt "$rollout_deadline" ] && kill -0 "$watch_pid" 2>/dev/null; do
+  grep -q "^deployment $ns/web  rollout update" "$watch_log" 2>/dev/null && break
+  sleep 1
+done
 sleep 1
 kill "$watch_pid" 2>/dev/null || true
 wait "$watch_pid" 2>/dev/null || true
 trap - EXIT
-done_count=$(grep -c "^$ns/.*  trace " "$watch_log" 2>/dev/null || true)
+rollouts=$(grep -c "^deployment $ns/web  rollout update" "$watch_log" 2>/dev/null || true)
 
 cat <<EOF
 
-demo: $done_count of $expected Pod startups traced by \`readyspan watch\` (full output: ${watch_log#"$ROOT"/}).
+demo: $done_count of $expected Pod startups and $rollouts of 1 rolling update traced by \`readyspan watch\` (full output: ${watch_log#"$ROOT"/}).
 The background \`readyspan run\` exports the same traces to Jaeger (failed Pods after its --fail-after,
 2 minutes by default) and their durations to Prometheus. Where to look next:
 
@@ -70,8 +83,11 @@ The background \`readyspan run\` exports the same traces to Jaeger (failed Pods 
   curl -s http://$PROMETHEUS/api/v1/query --data-urlencode 'query=sum by (phase) (readyspan_phase_duration_seconds_count)' | jq -c '.data.result[] | [.metric.phase, .value[1]]'
   curl -s http://$PROMETHEUS/api/v1/query --data-urlencode 'query=histogram_quantile(0.9, sum by (le) (readyspan_image_pull_duration_seconds_bucket))' | jq -c '.data.result'
 
-  # one Deployment's startups, rebuilt from what the API still holds
+  # web's latest rollout as a Gantt chart, rebuilt from what the API still holds (--pods adds each Pod)
   bin/readyspan explain deployment/web -n $ns --kubeconfig .local/kubeconfig
+
+  # rollout durations in Prometheus
+  curl -s http://$PROMETHEUS/api/v1/query --data-urlencode 'query=sum by (workload, kind, outcome) (readyspan_rollout_duration_seconds_count)' | jq -c '.data.result[] | [.metric.workload, .metric.kind, .metric.outcome, .value[1]]'
 
   make cluster-status    # what runs where;   make cluster-down   # stop it all
 EOF
