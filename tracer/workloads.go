@@ -231,7 +231,7 @@ func stepOf(e *event) (st rollout.Step, ok, known bool) {
 		return st, true, true
 	case e.Regarding.Kind == "StatefulSet" && (e.Reason == "SuccessfulCreate" || e.Reason == "SuccessfulDelete"):
 		f := strings.Fields(e.Message)
-		if len(f) != 6 || f[1] != "Pod" || f[3] != "in" || f[4] != "StatefulSet" || f[5] != "successful" {
+		if len(f) != 7 || f[1] != "Pod" || f[3] != "in" || f[4] != "StatefulSet" || f[6] != "successful" {
 			return st, true, false
 		}
 		st.Up, st.Target = f[0] == "create", f[2]

@@ -1,0 +1,343 @@
+package tracer
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+)
+
+// rollingSim is a Deployment web of two replicas rolled from ReplicaSet web-old to web-new by
+// a template change at change ms, one Pod at a time (maxSurge 1, maxUnavailable 0), as the
+// v1.37 controllers do it: each scale-up, its Pod created and Ready 2 s later, then a scale-down
+// and an old Pod deleted (gone 1 s later); the Deployment's completed status at the end.
+type rollingSim struct {
+	*sim
+	dep        *appsv1.Deployment
+	oldRS      *appsv1.ReplicaSet
+	newRS      *appsv1.ReplicaSet
+	oldPods    []string
+	doneMs     int // the completed status
+	lastGoneMs int
+}
+
+func (s *sim) workloadEvent(d *appsv1.Deployment, msg string, ms int) {
+	s.coreEvent(&corev1.ObjectReference{Kind: "Deployment", Namespace: s.ns, Name: d.Name, UID: d.UID, APIVersion: "apps/v1"},
+		"deployment-controller", "", corev1.EventTypeNormal, "ScalingReplicaSet", msg, ms)
+}
+
+// deploymentOf creates a Deployment as s.deployment does, keeping the emitted object apart
+// from the one later versions change.
+func (s *sim) deploymentOf(name string, replicas int32, ms int) *appsv1.Deployment {
+	d := s.deployment(name, replicas, ms)
+	s.deltas[len(s.deltas)-1].Object = d.DeepCopy()
+	return d
+}
+
+// deploymentAt emits a new version of the Deployment, changed by change.
+func (s *sim) deploymentAt(d *appsv1.Deployment, ms int, change func(d *appsv1.Deployment)) {
+	change(d)
+	d.ResourceVersion = s.nextRV()
+	s.emit(ResourceDeployments, Modified, d.DeepCopy(), s.at(ms))
+}
+
+func completeStatus(d *appsv1.Deployment, now metav1.Time) {
+	n := *d.Spec.Replicas
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: now}}}
+}
+
+func newRollingSim(t *testing.T, change int) *rollingSim {
+	s := &rollingSim{sim: newSim(t, "default")}
+	s.dep = s.deploymentOf("web", 2, 0)
+	s.dep.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
+	s.dep.Spec.Template.Spec.Containers = []corev1.Container{{Name: "web", Image: "busybox:1"}}
+	s.oldRS = s.replicaSet(s.dep, "old", 10)
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("web-old-%d", i)
+		s.pod(name, s.oldRS, nil, []container{{name: "web", image: "busybox:1"}}, 20)
+		s.bind(name, 30)
+		s.kubeletStart(name, 40, 50)
+		st := s.run(name, "web", false, false, 0, 60)
+		s.running(name, "web", false, st, st+10, true)
+		s.ready(name, st+20)
+		s.oldPods = append(s.oldPods, name)
+	}
+	s.deploymentAt(s.dep, 1000, func(d *appsv1.Deployment) { completeStatus(d, secs(s.at(1000))) })
+
+	// The change: a new image.
+	s.deploymentAt(s.dep, change, func(d *appsv1.Deployment) {
+		d.Generation = 2
+		d.Spec.Template.Spec.Containers[0].Image = "busybox:2"
+		d.ManagedFields = append(d.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: "Update", Time: ptr.To(secs(s.at(change)))})
+	})
+	first := s.dep.DeepCopy()
+	first.Spec.Replicas = ptr.To(int32(1))
+	s.newRS = s.replicaSet(first, "new", change+5) // "Scaled up replica set web-new from 0 to 1"
+	at := change + 20
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("web-new-%d", i)
+		if i > 0 {
+			s.workloadEvent(s.dep, fmt.Sprintf("Scaled up replica set web-new from %d to %d", i, i+1), at)
+			at += 10
+		}
+		s.pod(name, s.newRS, nil, []container{{name: "web", image: "busybox:2"}}, at)
+		s.bind(name, at+15)
+		s.kubeletStart(name, at+30, at+300)
+		st := s.run(name, "web", false, false, 0, at+320)
+		s.running(name, "web", false, st, st+10, false)
+		s.ready(name, at+2000)
+		at += 2010
+		s.workloadEvent(s.dep, fmt.Sprintf("Scaled down replica set web-old from %d to %d", 2-i, 1-i), at)
+		old := s.oldPods[i]
+		s.update(old, at+10, func(p *corev1.Pod, now metav1.Time) {
+			p.DeletionTimestamp = ptr.To(metav1.NewTime(s.at(at + 10).Add(2 * time.Second).Truncate(time.Second)))
+			p.DeletionGracePeriodSeconds = ptr.To(int64(2))
+		})
+		s.delete(old, at+1000)
+		s.lastGoneMs = at + 1000
+		at += 20
+	}
+	s.doneMs = at + 50
+	s.deploymentAt(s.dep, s.doneMs, func(d *appsv1.Deployment) { completeStatus(d, secs(s.at(s.doneMs))) })
+	return s
+}
+
+// rolloutsOf runs the deltas through a correlator (ticking at each receive time, and once more
+// a minute after the last) and returns the rollouts it exported.
+func rolloutsOf(t *testing.T, deltas []Delta) ([]*rollout.Trace, []*phases.Trace) {
+	t.Helper()
+	var rs []*rollout.Trace
+	var ps []*phases.Trace
+	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(p *phases.Trace) { ps = append(ps, p) }), nil, nil)
+	var last time.Time
+	for _, d := range deltas {
+		c.Tick(d.Recv)
+		c.Handle(d)
+		last = d.Recv
+	}
+	c.Tick(last.Add(time.Minute))
+	c.Flush(phases.OutcomeInProgress) // what is still rolling out
+	return rs, ps
+}
+
+func TestRolloutLive(t *testing.T) {
+	s := newRollingSim(t, 5000)
+	rs, pods := rolloutsOf(t, s.deltas)
+	var update *rollout.Trace
+	for _, r := range rs {
+		if r.Rollout.Generation == 2 {
+			if update != nil {
+				t.Fatal("two rollouts of generation 2")
+			}
+			update = r
+		}
+	}
+	if update == nil {
+		t.Fatalf("no rollout of generation 2 among %d", len(rs))
+	}
+	r := update.Rollout
+	if r.Kind != rollout.KindUpdate || r.Outcome != rollout.OutcomeComplete {
+		t.Errorf("kind %s outcome %s, want update complete", r.Kind, r.Outcome)
+	}
+	root := update.Root()
+	// Start: the watch receive time of generation 2; end: the last old Pod gone (after the
+	// completed status).
+	if want := s.at(5000).Add(s.watchLag); !root.Start.Equal(want) {
+		t.Errorf("start %s, want the receive time of the change %s", root.Start, want)
+	}
+	if want := s.at(s.lastGoneMs).Add(s.watchLag); !root.End.Equal(want) {
+		t.Errorf("end %s, want the last old Pod gone %s", root.End, want)
+	}
+	if len(r.Steps) != 4 {
+		t.Fatalf("%d steps, want 2 scale-ups and 2 scale-downs", len(r.Steps))
+	}
+	for i, st := range r.Steps {
+		if len(st.Pods) != 1 {
+			t.Errorf("step %d (%s) matched %d Pods, want 1", i, st.Message, len(st.Pods))
+		}
+	}
+	if len(r.NewPods) != 2 || len(r.OldPods) != 2 {
+		t.Fatalf("%d new and %d old Pods, want 2 and 2", len(r.NewPods), len(r.OldPods))
+	}
+	for _, p := range r.NewPods {
+		if p.Trace == nil {
+			t.Errorf("new Pod %s without its trace", p.Name)
+		}
+	}
+	for _, o := range r.OldPods {
+		if o.GracePeriod != 2 || !o.Gone.Known() {
+			t.Errorf("old Pod %s: grace %d, gone %v", o.Name, o.GracePeriod, o.Gone)
+		}
+	}
+	// The Pods' own traces link back to the rollout, the old Pods' to none.
+	for _, p := range pods {
+		n := 0
+		for _, l := range p.Root().Links {
+			if l.TraceID == update.TraceID {
+				n++
+			}
+		}
+		want := 0
+		if p.Pod.ReplicaSet == "web-new" {
+			want = 1
+		}
+		if n != want {
+			t.Errorf("Pod %s links to its rollout %d times, want %d", p.Pod.Name, n, want)
+		}
+	}
+	if !update.Summary.CriticalSteps[len(r.Steps)-1] {
+		t.Errorf("the last step is not on the critical path: %v", update.Summary.CriticalSteps)
+	}
+}
+
+// A second change while the first rolls out supersedes it: the first links to the second, and
+// no Pod is a new Pod of both.
+func TestRolloutSuperseded(t *testing.T) {
+	s := newRollingSim(t, 5000)
+	// A scale to 3 in the middle of the update (after the first new Pod is created).
+	mid := 5000 + 1000
+	var deltas []Delta
+	inserted := false
+	for _, d := range s.deltas {
+		if !inserted && d.Recv.After(s.at(mid)) {
+			dep := s.dep.DeepCopy()
+			dep.Generation, dep.Spec.Replicas = 3, ptr.To(int32(3))
+			dep.Status = appsv1.DeploymentStatus{ObservedGeneration: 2}
+			deltas = append(deltas, Delta{Resource: ResourceDeployments, Type: Modified, Object: dep, Recv: s.at(mid)})
+			inserted = true
+		}
+		deltas = append(deltas, d)
+	}
+	rs, _ := rolloutsOf(t, deltas)
+	var first, second *rollout.Trace
+	for _, r := range rs {
+		switch r.Rollout.Generation {
+		case 2:
+			first = r
+		case 3:
+			second = r
+		}
+	}
+	if first == nil || second == nil {
+		t.Fatalf("rollouts %d: want generations 2 and 3", len(rs))
+	}
+	if first.Rollout.Outcome != rollout.OutcomeSuperseded || first.Rollout.SupersededBy != second.TraceID {
+		t.Errorf("first: outcome %s superseded by %s, want superseded by %s", first.Rollout.Outcome, first.Rollout.SupersededBy, second.TraceID)
+	}
+	if l := first.Root().Links; len(l) != 1 || l[0].TraceID != second.TraceID {
+		t.Errorf("the superseded root links to %v", l)
+	}
+	if second.Rollout.Kind != rollout.KindScale {
+		t.Errorf("second kind %s, want scale", second.Rollout.Kind)
+	}
+	if !first.Root().End.Equal(s.at(mid)) {
+		t.Errorf("the superseded rollout ends at %s, want the newer change %s", first.Root().End, s.at(mid))
+	}
+	seen := map[string]int{}
+	for _, r := range []*rollout.Trace{first, second} {
+		for _, p := range r.Rollout.NewPods {
+			seen[p.UID]++
+		}
+	}
+	for uid, n := range seen {
+		if n != 1 {
+			t.Errorf("Pod %s is a new Pod of %d rollouts", uid, n)
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("%d new Pods across both rollouts, want 2", len(seen))
+	}
+}
+
+// The controller's own failure verdict ends a rollout failed, with its reason; pausing ends it
+// paused; no verdict at all fails it after RolloutStuckAfter.
+func TestRolloutVerdicts(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  func(d *appsv1.Deployment)
+		outcome rollout.Outcome
+		reason  string
+	}{
+		{"deadline", func(d *appsv1.Deployment) {
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing,
+				Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "web-new" has timed out progressing.`}}}
+		}, rollout.OutcomeFailed, `ProgressDeadlineExceeded: ReplicaSet "web-new" has timed out progressing.`},
+		{"paused", func(d *appsv1.Deployment) {
+			d.Spec.Paused = true
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2}
+		}, rollout.OutcomePaused, "paused"},
+		{"stuck", func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2} }, rollout.OutcomeFailed, "stuck: not rolled out after 30m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSim(t, "default")
+			d := s.deploymentOf("web", 1, 0)
+			d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "web", Image: "busybox:1"}}
+			s.deploymentAt(d, 1000, func(d *appsv1.Deployment) { completeStatus(d, secs(s.at(1000))) })
+			s.deploymentAt(d, 5000, func(d *appsv1.Deployment) {
+				d.Generation = 2
+				d.Spec.Template.Spec.Containers[0].Image = "busybox:2"
+			})
+			s.deploymentAt(d, 40000, tt.status)
+			var rs []*rollout.Trace
+			c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+			for _, d := range s.deltas {
+				c.Handle(d)
+			}
+			c.Tick(s.at(40000 + 31*60*1000))
+			var got *rollout.Trace
+			for _, r := range rs {
+				if r.Rollout.Generation == 2 {
+					got = r
+				}
+			}
+			if got == nil {
+				t.Fatal("no rollout of generation 2")
+			}
+			if got.Rollout.Outcome != tt.outcome || got.Rollout.Reason != tt.reason {
+				t.Errorf("outcome %s reason %q, want %s %q", got.Rollout.Outcome, got.Rollout.Reason, tt.outcome, tt.reason)
+			}
+		})
+	}
+}
+
+func TestStepOf(t *testing.T) {
+	tests := []struct {
+		kind, reason, msg string
+		ok, known, up     bool
+		target            string
+		from, to          int32
+	}{
+		{"Deployment", "ScalingReplicaSet", "Scaled up replica set web-7d4b9 from 1 to 2", true, true, true, "web-7d4b9", 1, 2},
+		{"Deployment", "ScalingReplicaSet", "Scaled down replica set web-5c6f from 3 to 0", true, true, false, "web-5c6f", 3, 0},
+		{"Deployment", "ScalingReplicaSet", "Scaled sideways replica set web", true, false, false, "", -1, -1},
+		{"Deployment", "DeploymentRollback", "Rolled back", false, true, false, "", -1, -1},
+		{"StatefulSet", "SuccessfulCreate", "create Pod db-0 in StatefulSet db successful", true, true, true, "db-0", -1, -1},
+		{"StatefulSet", "SuccessfulDelete", "delete Pod db-2 in StatefulSet db successful", true, true, false, "db-2", -1, -1},
+		{"StatefulSet", "SuccessfulCreate", "create Claim data-db-0 Pod db-0 in StatefulSet db success", true, false, false, "", -1, -1},
+		{"DaemonSet", "SuccessfulCreate", "Created pod: agent-x7k2p", true, true, true, "agent-x7k2p", -1, -1},
+		{"DaemonSet", "SuccessfulDelete", "Deleted pod: agent-x7k2p", true, true, false, "agent-x7k2p", -1, -1},
+		{"DaemonSet", "SuccessfulDelete", "Removed pod agent-x7k2p", true, false, false, "", -1, -1},
+	}
+	for _, tt := range tests {
+		st, ok, known := stepOf(&event{Regarding: corev1.ObjectReference{Kind: tt.kind}, Reason: tt.reason, Message: tt.msg})
+		if ok != tt.ok || known != tt.known {
+			t.Errorf("%q: ok %v known %v, want %v %v", tt.msg, ok, known, tt.ok, tt.known)
+			continue
+		}
+		if !ok || !known {
+			continue
+		}
+		if st.Up != tt.up || st.Target != tt.target || st.From != tt.from || st.To != tt.to {
+			t.Errorf("%q: %+v", tt.msg, st)
+		}
+	}
+}
