@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
 )
 
 type counts struct {
@@ -123,5 +124,47 @@ func TestExporterDropsWhenQueueFull(t *testing.T) {
 	e.Export(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f"))
 	if st.dropped["shutdown"] != 1 {
 		t.Fatalf("export after shutdown not counted: %v", st.dropped)
+	}
+}
+
+// A rollout goes out like a Pod trace, and span links reach the backend: a rollout's Pod to the
+// Pod's own trace, and back.
+func TestExportRolloutLinks(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 8, 41, 34, 0, time.UTC)
+	r := &rollout.Rollout{Workload: rollout.Workload{Kind: rollout.Deployment, Name: "web", Namespace: "default", UID: "5d3c7a30-0f45-4c36-9e0b-9d1f7d1c2a11"},
+		Kind: rollout.KindUpdate, Generation: 2, Outcome: rollout.OutcomeComplete, Strategy: rollout.Strategy{Partition: -1}}
+	r.Start.Add(t0, phases.SourceWatch)
+	r.Complete.Add(t0.Add(3*time.Second), phases.SourceWatch)
+	np := rollout.NewPod{UID: "9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f", Name: "web-1"}
+	np.Created.Add(t0.Add(50*time.Millisecond), phases.SourceWatch)
+	np.Ready.Add(t0.Add(2*time.Second), phases.SourceWatch)
+	r.NewPods = []rollout.NewPod{np}
+	tr := rollout.Build(r)
+
+	mem := &flaky{}
+	st := &counts{}
+	e := NewWithExporter(mem, Config{}, st, nil)
+	e.Start(context.Background())
+	e.ExportRollout(tr)
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := mem.GetSpans()
+	if len(got) != len(tr.Spans) || st.exported != 1 {
+		t.Fatalf("%d spans (%d traces) reached the backend, want %d spans of 1 trace", len(got), st.exported, len(tr.Spans))
+	}
+	var links int
+	for _, s := range got {
+		if s.Name() != rollout.PodSpanName {
+			continue
+		}
+		for _, l := range s.Links() {
+			if l.SpanContext.TraceID() == [16]byte(phases.TraceIDFor(np.UID)) && l.SpanContext.SpanID() == [8]byte(phases.SpanIDFor(np.UID, phases.RootSpanName)) {
+				links++
+			}
+		}
+	}
+	if links != 1 {
+		t.Errorf("the rollout's Pod span carries %d links to the Pod's trace, want 1", links)
 	}
 }
