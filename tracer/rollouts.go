@@ -91,13 +91,19 @@ type rollouts struct {
 	rsOwner   map[types.UID]types.UID // ReplicaSet → its Deployment
 	rsCreated map[string]time.Time    // "namespace/name" of ReplicaSets and ControllerRevisions → created
 	pods      map[types.UID]*wlPod
+	// byOwner indexes the Pods by their controller (a ReplicaSet, StatefulSet or DaemonSet), and
+	// ownedRS a Deployment's ReplicaSets, so a rollout finds its Pods without scanning them all.
+	byOwner   map[types.UID]map[types.UID]*wlPod
+	ownedRS   map[types.UID]map[types.UID]bool
 	now       time.Time
+	lastPrune time.Time
 }
 
 func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(string, time.Time) *AuditEntry) *rollouts {
 	r := &rollouts{cfg: cfg, sink: sink, audit: audit,
 		workloads: map[types.UID]*workloadState{}, rsOwner: map[types.UID]types.UID{},
-		rsCreated: map[string]time.Time{}, pods: map[types.UID]*wlPod{}}
+		rsCreated: map[string]time.Time{}, pods: map[types.UID]*wlPod{},
+		byOwner: map[types.UID]map[types.UID]*wlPod{}, ownedRS: map[types.UID]map[types.UID]bool{}}
 	r.stats, _ = stats.(RolloutStats)
 	return r
 }
@@ -234,12 +240,22 @@ func stampAt(t time.Time) phases.Stamp {
 
 func (r *rollouts) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
 	if d.Type == Deleted {
+		if dep, ok := r.rsOwner[rs.UID]; ok {
+			delete(r.ownedRS[dep], rs.UID)
+			if len(r.ownedRS[dep]) == 0 {
+				delete(r.ownedRS, dep)
+			}
+		}
 		delete(r.rsOwner, rs.UID)
 		delete(r.rsCreated, rs.Namespace+"/"+rs.Name)
 		return
 	}
 	if owner := controllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
 		r.rsOwner[rs.UID] = owner.UID
+		if r.ownedRS[owner.UID] == nil {
+			r.ownedRS[owner.UID] = map[types.UID]bool{}
+		}
+		r.ownedRS[owner.UID][rs.UID] = true
 	}
 	r.rsCreated[rs.Namespace+"/"+rs.Name] = rs.CreationTimestamp.Time
 }
@@ -277,6 +293,10 @@ func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
 			wp.created.Add(d.watchTime(), phases.SourceWatch)
 		}
 		r.pods[p.UID] = wp
+		if r.byOwner[owner.UID] == nil {
+			r.byOwner[owner.UID] = map[types.UID]*wlPod{}
+		}
+		r.byOwner[owner.UID][p.UID] = wp
 	}
 	wp.node = p.Spec.NodeName
 	if c := condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !wp.ready.Known() {
@@ -423,15 +443,18 @@ func (r *rollouts) members(w *workloadState, a *activeRollout, until time.Time) 
 		s, ok := t.Resolve()
 		return ok && !s.Time.Before(a.from) && (until.IsZero() || s.Time.Before(until))
 	}
-	for _, p := range r.pods {
-		if _, owner := r.workloadOf(p); owner != uid {
-			continue
-		}
-		if in(p.created) {
-			news = append(news, p)
-		}
-		if in(p.deleted) {
-			olds = append(olds, p)
+	owners := []types.UID{uid}
+	for rs := range r.ownedRS[uid] {
+		owners = append(owners, rs)
+	}
+	for _, owner := range owners {
+		for _, p := range r.byOwner[owner] {
+			if in(p.created) {
+				news = append(news, p)
+			}
+			if in(p.deleted) {
+				olds = append(olds, p)
+			}
 		}
 	}
 	byTime := func(ps []*wlPod, t func(*wlPod) phases.Times) {
@@ -612,11 +635,20 @@ func (r *rollouts) tick(now time.Time) {
 	r.prune(now)
 }
 
-// prune forgets Pods gone long ago and placeholder workloads nobody saw.
+// prune forgets Pods gone long ago and placeholder workloads nobody saw, every half minute (it
+// walks every Pod).
 func (r *rollouts) prune(now time.Time) {
+	if now.Sub(r.lastPrune) < 30*time.Second {
+		return
+	}
+	r.lastPrune = now
 	for uid, p := range r.pods {
 		if g, ok := p.gone.Resolve(); ok && now.Sub(g.Time) > goneRetention {
 			delete(r.pods, uid)
+			delete(r.byOwner[p.owner], uid)
+			if len(r.byOwner[p.owner]) == 0 {
+				delete(r.byOwner, p.owner)
+			}
 		}
 	}
 	for uid, w := range r.workloads {
