@@ -145,14 +145,18 @@ func Build(r *Rollout) *Trace {
 	t.Spans = append(t.Spans, root)
 
 	stepSpan := make([]phases.SpanID, len(r.Steps))
+	effects := make([]time.Time, len(r.Steps)) // the last end of the Pods each step caused
+	for _, it := range items.list {
+		if it.step >= 0 && it.step < len(effects) && it.end.After(effects[it.step]) {
+			effects[it.step] = it.end
+		}
+	}
 	for i := range r.Steps {
 		s := &r.Steps[i]
 		at, _ := s.Time.Resolve()
 		effect := at.Time
-		for _, it := range items.list {
-			if it.step == i && it.end.After(effect) {
-				effect = it.end
-			}
+		if effects[i].After(effect) {
+			effect = effects[i]
 		}
 		sp := span(StepSpanName, fmt.Sprintf("step/%d", i), phases.ServiceController, root.SpanID, at.Time, effect)
 		dir := "down"

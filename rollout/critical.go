@@ -194,6 +194,22 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 		return cp
 	}
 	add(catControllers, cur.end, end)
+	// The candidates to have enabled a step, by end (ties: the earlier-starting first when
+	// walking back), so each step's predecessor is a binary search away.
+	known := make([]*item, 0, len(tl.list))
+	order := map[*item]int{}
+	for i, it := range tl.list {
+		order[it] = i
+		if it.endKnown && it.end.After(start) {
+			known = append(known, it)
+		}
+	}
+	sort.SliceStable(known, func(i, j int) bool {
+		if !known[i].end.Equal(known[j].end) {
+			return known[i].end.Before(known[j].end)
+		}
+		return order[known[i]] > order[known[j]]
+	})
 	visited := map[*item]bool{}
 	for cur != nil {
 		visited[cur] = true
@@ -209,12 +225,11 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 			}
 		}
 		var pred *item
-		for _, it := range tl.list {
-			if visited[it] || !it.endKnown || it.end.After(t.Add(handoffSlack)) || !it.end.After(start) {
-				continue
-			}
-			if pred == nil || it.end.After(pred.end) {
-				pred = it
+		bound := t.Add(handoffSlack)
+		for i := sort.Search(len(known), func(i int) bool { return known[i].end.After(bound) }) - 1; i >= 0; i-- {
+			if !visited[known[i]] {
+				pred = known[i]
+				break
 			}
 		}
 		if pred == nil {
