@@ -164,15 +164,9 @@ func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
 		return
 	case v.done && !a.verdict.Known():
 		a.verdict.Add(recv, phases.SourceWatch)
-		a.verdict.Add(verdictStatusTime(v), phases.SourceStatus)
+		a.verdict.Add(v.doneAt, phases.SourceStatus)
 	}
 	r.check(w, d.Recv)
-}
-
-// verdictStatusTime is when the status says the rollout completed, to 1 s: a Deployment's
-// Progressing condition's last update; nothing for the other kinds.
-func verdictStatusTime(v workloadView) time.Time {
-	return v.doneAt
 }
 
 // guessKind names a rollout found in progress: its first generation was a creation; a
