@@ -140,13 +140,19 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 		return true
 	}
 	var rsName string
+	msg := strings.TrimPrefix(e.Message, combinedPrefix)
 	switch {
-	case strings.HasPrefix(e.Message, "Scaled up replica set "):
-		rsName, _, _ = strings.Cut(strings.TrimPrefix(e.Message, "Scaled up replica set "), " ")
-	case strings.HasPrefix(e.Message, "Scaled down replica set "):
+	case strings.HasPrefix(msg, "Scaled up replica set "):
+		rsName, _, _ = strings.Cut(strings.TrimPrefix(msg, "Scaled up replica set "), " ")
+	case strings.HasPrefix(msg, "Scaled down replica set "):
 		return true // scale-downs say nothing about starting Pods
 	default:
 		return false
+	}
+	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
+		// A rewrite of a combined Event: its stamps are its first occurrence's, a different
+		// scale-up; the ReplicaSet's own watch time dates this one.
+		return true
 	}
 	for _, rs := range c.replicaSets {
 		if rs.name != rsName || rs.namespace != e.Namespace {

@@ -3,6 +3,7 @@ package tracer
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -206,9 +207,13 @@ func (r *rollouts) start(w *workloadState, v workloadView, kind rollout.Kind, re
 		Strategy: v.strategy, Replicas: v.replicas,
 	}}
 	a.obs.Start.Add(recv, phases.SourceWatch)
-	if kind == rollout.KindCreate {
+	switch {
+	case kind == rollout.KindCreate:
 		a.obs.Start.Add(v.created, phases.SourceMetadata)
-	} else {
+	case recv.IsZero():
+		// Only without a receive time: the newest client write in managedFields may be an
+		// older one (a scale writes the scale subresource; an undo can remove the entry of the
+		// write it undoes), which would pull a watched change seconds back.
 		a.obs.Start.Add(v.changed, phases.SourceMetadata)
 	}
 	s, _ := a.obs.Start.Resolve()
@@ -219,7 +224,12 @@ func (r *rollouts) start(w *workloadState, v workloadView, kind rollout.Kind, re
 		a.from = s.Time.Add(-time.Second)
 	}
 	if w.cur != nil {
-		r.finish(w, rollout.OutcomeSuperseded, "a newer rollout began", s, a.from, rollout.TraceIDFor(v.ref.UID, v.generation))
+		if end, ok := w.cur.verdict.Resolve(); ok {
+			// Rolled out already (only waiting for its Pods' traces): complete, not superseded.
+			r.finish(w, rollout.OutcomeComplete, "", r.endOf(w, w.cur, end), a.from, phases.TraceID{})
+		} else {
+			r.finish(w, rollout.OutcomeSuperseded, "a newer rollout began", s, a.from, rollout.TraceIDFor(v.ref.UID, v.generation))
+		}
 	}
 	a.lastStep = s.Time
 	w.cur = a
@@ -334,7 +344,14 @@ func (r *rollouts) handleEvent(e *event) (known bool) {
 	if !ok || !known {
 		return known
 	}
-	e.firstStamps(&st.Time)
+	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
+		// A rewrite of a combined (or repeated) Event: its name and eventTime are the first
+		// occurrence's; this one happened at its lastTimestamp, just before it was received.
+		st.Time.Add(e.Last, phases.SourceEventSeconds)
+		st.Time.Add(e.Recv, phases.SourceWatch)
+	} else {
+		e.firstStamps(&st.Time)
+	}
 	w := r.workload(e.Regarding.UID)
 	at, _ := st.Time.Resolve()
 	for _, s := range w.steps {
@@ -427,6 +444,18 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 		}
 	}
 	r.finish(w, rollout.OutcomeComplete, "", end, time.Time{}, phases.TraceID{})
+}
+
+// endOf is when a rolled-out rollout ended: its verdict, or its last old Pod gone after it.
+func (r *rollouts) endOf(w *workloadState, a *activeRollout, verdict phases.Stamp) phases.Stamp {
+	end := verdict
+	_, olds := r.members(w, a, time.Time{})
+	for _, p := range olds {
+		if g, ok := p.gone.Resolve(); ok && g.Time.After(end.Time) {
+			end = g
+		}
+	}
+	return end
 }
 
 // members are the workload's Pods that belong to the rollout: created (new) or deletion
@@ -666,15 +695,8 @@ func (r *rollouts) flush(now time.Time) {
 	sort.Strings(uids)
 	for _, uid := range uids {
 		w := r.workloads[types.UID(uid)]
-		if w.cur.verdict.Known() {
-			end, _ := w.cur.verdict.Resolve()
-			_, olds := r.members(w, w.cur, time.Time{})
-			for _, p := range olds {
-				if g, ok := p.gone.Resolve(); ok && g.Time.After(end.Time) {
-					end = g
-				}
-			}
-			r.finish(w, rollout.OutcomeComplete, "", end, time.Time{}, phases.TraceID{})
+		if end, ok := w.cur.verdict.Resolve(); ok {
+			r.finish(w, rollout.OutcomeComplete, "", r.endOf(w, w.cur, end), time.Time{}, phases.TraceID{})
 			continue
 		}
 		r.finish(w, rollout.OutcomeInProgress, "", stampAt(now), time.Time{}, phases.TraceID{})

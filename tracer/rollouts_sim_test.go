@@ -320,7 +320,9 @@ func TestStepOf(t *testing.T) {
 		{"Deployment", "ScalingReplicaSet", "Scaled down replica set web-5c6f from 3 to 0", true, true, false, "web-5c6f", 3, 0},
 		{"Deployment", "ScalingReplicaSet", "Scaled sideways replica set web", true, false, false, "", -1, -1},
 		{"Deployment", "DeploymentRollback", "Rolled back", false, true, false, "", -1, -1},
+		{"Deployment", "ScalingReplicaSet", "(combined from similar events): Scaled up replica set web-7d4b9 from 4 to 5", true, true, true, "web-7d4b9", 4, 5},
 		{"StatefulSet", "SuccessfulCreate", "create Pod db-0 in StatefulSet db successful", true, true, true, "db-0", -1, -1},
+		{"StatefulSet", "SuccessfulCreate", "Create Pod db-1 in StatefulSet db successful", true, true, true, "db-1", -1, -1},
 		{"StatefulSet", "SuccessfulDelete", "delete Pod db-2 in StatefulSet db successful", true, true, false, "db-2", -1, -1},
 		{"StatefulSet", "SuccessfulCreate", "create Claim data-db-0 Pod db-0 in StatefulSet db success", true, false, false, "", -1, -1},
 		{"DaemonSet", "SuccessfulCreate", "Created pod: agent-x7k2p", true, true, true, "agent-x7k2p", -1, -1},
@@ -339,5 +341,29 @@ func TestStepOf(t *testing.T) {
 		if st.Up != tt.up || st.Target != tt.target || st.From != tt.from || st.To != tt.to {
 			t.Errorf("%q: %+v", tt.msg, st)
 		}
+	}
+}
+
+// A rewrite of a combined Event is a step of its own, at its receive time (its name and
+// eventTime are the first occurrence's).
+func TestCombinedStepTime(t *testing.T) {
+	r := newRollouts(Config{}, nil, noStats{}, nil)
+	first := simAt(0)
+	recv := simAt(12_345)
+	e := &event{UID: "e1", Regarding: corev1.ObjectReference{Kind: "Deployment", UID: "d1"}, Reason: "ScalingReplicaSet",
+		Message: "(combined from similar events): Scaled up replica set web-7d4b9 from 4 to 5", NameTime: first, EventTime: first,
+		First: first.Truncate(time.Second), Last: recv.Truncate(time.Second), Count: 3, Recv: recv}
+	if !r.handleEvent(e) {
+		t.Fatal("a combined ScalingReplicaSet message is a known format")
+	}
+	steps := r.workloads["d1"].steps
+	if len(steps) != 1 {
+		t.Fatalf("%d steps", len(steps))
+	}
+	if at, _ := steps[0].Time.Resolve(); !at.Time.Equal(recv) || at.Source != phases.SourceWatch {
+		t.Errorf("step at %s (%s), want its receive time %s", at.Time, at.Source, recv)
+	}
+	if steps[0].Message != "Scaled up replica set web-7d4b9 from 4 to 5" {
+		t.Errorf("message %q keeps the prefix", steps[0].Message)
 	}
 }

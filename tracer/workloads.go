@@ -201,20 +201,25 @@ func slimWorkload(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *metav1.Obje
 // the event is not one; known is false for a message in a format readyspan does not know.
 //
 //	Deployment  ScalingReplicaSet  "Scaled up replica set web-7d4b9 from 1 to 2"
-//	StatefulSet SuccessfulCreate   "create Pod web-0 in StatefulSet web successful"
+//	StatefulSet SuccessfulCreate   "create Pod web-0 in StatefulSet web successful" (or "Create …")
 //	            SuccessfulDelete   "delete Pod web-2 in StatefulSet web successful"
 //	DaemonSet   SuccessfulCreate   "Created pod: agent-x7k2p"
 //	            SuccessfulDelete   "Deleted pod: agent-x7k2p"
+//
+// After ten such messages about one object within ten minutes, client-go's recorder stops
+// writing new Events and rewrites one, "(combined from similar events): " and the latest
+// message, counting them: each rewrite is one more step.
 func stepOf(e *event) (st rollout.Step, ok, known bool) {
-	st.From, st.To, st.Message = -1, -1, e.Message
+	msg := strings.TrimPrefix(e.Message, combinedPrefix)
+	st.From, st.To, st.Message = -1, -1, msg
 	switch {
 	case e.Regarding.Kind == "Deployment" && e.Reason == "ScalingReplicaSet":
 		var rest string
 		switch {
-		case strings.HasPrefix(e.Message, "Scaled up replica set "):
-			st.Up, rest = true, strings.TrimPrefix(e.Message, "Scaled up replica set ")
-		case strings.HasPrefix(e.Message, "Scaled down replica set "):
-			rest = strings.TrimPrefix(e.Message, "Scaled down replica set ")
+		case strings.HasPrefix(msg, "Scaled up replica set "):
+			st.Up, rest = true, strings.TrimPrefix(msg, "Scaled up replica set ")
+		case strings.HasPrefix(msg, "Scaled down replica set "):
+			rest = strings.TrimPrefix(msg, "Scaled down replica set ")
 		default:
 			return st, true, false
 		}
@@ -230,18 +235,20 @@ func stepOf(e *event) (st rollout.Step, ok, known bool) {
 		st.Target, st.From, st.To = f[0], int32(from), int32(to)
 		return st, true, true
 	case e.Regarding.Kind == "StatefulSet" && (e.Reason == "SuccessfulCreate" || e.Reason == "SuccessfulDelete"):
-		f := strings.Fields(e.Message)
+		// The statefulset controller writes "create Pod …" (v1.37: "Create Pod …").
+		f := strings.Fields(msg)
 		if len(f) != 7 || f[1] != "Pod" || f[3] != "in" || f[4] != "StatefulSet" || f[6] != "successful" {
 			return st, true, false
 		}
-		st.Up, st.Target = f[0] == "create", f[2]
-		return st, true, f[0] == "create" || f[0] == "delete"
+		verb := strings.ToLower(f[0])
+		st.Up, st.Target = verb == "create", f[2]
+		return st, true, verb == "create" || verb == "delete"
 	case e.Regarding.Kind == "DaemonSet" && e.Reason == "SuccessfulCreate":
-		name, found := strings.CutPrefix(e.Message, "Created pod: ")
+		name, found := strings.CutPrefix(msg, "Created pod: ")
 		st.Up, st.Target = true, name
 		return st, true, found
 	case e.Regarding.Kind == "DaemonSet" && e.Reason == "SuccessfulDelete":
-		name, found := strings.CutPrefix(e.Message, "Deleted pod: ")
+		name, found := strings.CutPrefix(msg, "Deleted pod: ")
 		st.Target = name
 		return st, true, found
 	}
