@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
@@ -365,5 +366,46 @@ func TestCombinedStepTime(t *testing.T) {
 	}
 	if steps[0].Message != "Scaled up replica set web-7d4b9 from 4 to 5" {
 		t.Errorf("message %q keeps the prefix", steps[0].Message)
+	}
+}
+
+// What `readyspan record` writes, `readyspan replay` rebuilds into the same rollout traces as
+// the live stream did: the recording keeps every stream rollouts read.
+func TestRolloutRecordReplay(t *testing.T) {
+	s := newRollingSim(t, 5000)
+	live, _ := rolloutsOf(t, s.deltas)
+	dir := t.TempDir()
+	rec := NewRecorder(dir)
+	for _, d := range s.deltas {
+		obj, err := Transform(d.Object.DeepCopyObject()) // as the informers hand them to the recorder
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Object = obj.(runtime.Object)
+		rec.Write(d)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadRecording(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, _ := rolloutsOf(t, loaded)
+	if len(replayed) != len(live) || len(live) == 0 {
+		t.Fatalf("%d rollouts replayed, %d live", len(replayed), len(live))
+	}
+	for i := range live {
+		a, b := live[i], replayed[i]
+		if a.TraceID != b.TraceID || len(a.Spans) != len(b.Spans) || a.Summary.Sentence != b.Summary.Sentence {
+			t.Errorf("rollout %d: live %s %q (%d spans), replayed %s %q (%d spans)", i, a.TraceID, a.Summary.Sentence, len(a.Spans), b.TraceID, b.Summary.Sentence, len(b.Spans))
+			continue
+		}
+		for j := range a.Spans {
+			x, y := a.Spans[j], b.Spans[j]
+			if x.SpanID != y.SpanID || !x.Start.Equal(y.Start) || !x.End.Equal(y.End) {
+				t.Errorf("rollout %d span %s: live %s–%s, replayed %s %s–%s", i, x.Path, x.Start, x.End, y.Path, y.Start, y.End)
+			}
+		}
 	}
 }
