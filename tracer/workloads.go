@@ -49,19 +49,6 @@ type workloadView struct {
 	meta    *metav1.ObjectMeta
 }
 
-// viewOf reads a workload; ok is false for other objects.
-func viewOf(obj any) (workloadView, bool) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return deploymentView(o), true
-	case *appsv1.StatefulSet:
-		return statefulSetView(o), true
-	case *appsv1.DaemonSet:
-		return daemonSetView(o), true
-	}
-	return workloadView{}, false
-}
-
 func baseView(kind string, m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) workloadView {
 	v := workloadView{
 		ref:        rollout.Workload{Kind: kind, Name: m.Name, Namespace: m.Namespace, UID: string(m.UID)},

@@ -58,8 +58,7 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 	for i := range r.NewPods {
 		podTrace[r.NewPods[i].UID] = r.NewPods[i].Trace
 	}
-	var pods func(parent *phases.Span, indent int)
-	pods = func(parent *phases.Span, indent int) {
+	pods := func(parent *phases.Span, indent int) {
 		for _, c := range children[parent.SpanID] {
 			switch c.Name {
 			case rollout.PodSpanName:
