@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/web"
+)
+
+// uiFlags configure the web UI `readyspan run` serves on its metrics port.
+type uiFlags struct {
+	enabled     bool
+	traceURL    string
+	maxRollouts int
+	maxPods     int
+	maxMiB      int
+}
+
+func (u *uiFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&u.enabled, "ui", true, "serve the web UI (recent rollouts and Pod waterfalls) at / on --metrics-addr")
+	registerTraceURL(fs, &u.traceURL)
+	fs.IntVar(&u.maxRollouts, "ui-rollouts", web.DefaultMaxRollouts, "most recent rollout traces the UI keeps")
+	fs.IntVar(&u.maxPods, "ui-pods", web.DefaultMaxPods, "most recent Pod traces the UI keeps")
+	fs.IntVar(&u.maxMiB, "ui-max-mib", web.DefaultMaxBytes>>20, "most memory, in MiB, the UI's traces take; the oldest leave first")
+}
+
+func registerTraceURL(fs *pflag.FlagSet, to *string) {
+	fs.StringVar(to, "trace-ui-url", "", "link each trace to a trace UI: a URL with {trace_id}, e.g. http://localhost:16686/trace/{trace_id}")
+}
+
+func checkTraceURL(u string) error {
+	if u != "" && !strings.Contains(u, "{trace_id}") {
+		return fmt.Errorf("--trace-ui-url %q has no {trace_id} placeholder", u)
+	}
+	return nil
+}
+
+// ring is the UI's ring, or nil with --ui=false.
+func (u *uiFlags) ring() (*web.Ring, error) {
+	if !u.enabled {
+		return nil, nil
+	}
+	if err := checkTraceURL(u.traceURL); err != nil {
+		return nil, err
+	}
+	if u.maxRollouts <= 0 || u.maxPods <= 0 || u.maxMiB <= 0 {
+		return nil, errors.New("--ui-rollouts, --ui-pods and --ui-max-mib must be positive")
+	}
+	return web.NewRing(web.RingConfig{MaxRollouts: u.maxRollouts, MaxPods: u.maxPods, MaxBytes: int64(u.maxMiB) << 20}), nil
+}
+
+// writeReport is -o html: one self-contained page with every trace.
+func writeReport(w io.Writer, title string, pods []*phases.Trace, rollouts []*rollout.Trace) error {
+	return web.WriteReport(w, title, pods, rollouts)
+}
+
+// serveReplay is `replay --listen`: the UI over a recording's traces, until interrupted.
+func serveReplay(ctx context.Context, addr, traceURL string, pods []*phases.Trace, rollouts []*rollout.Trace, stderr io.Writer) error {
+	if err := checkTraceURL(traceURL); err != nil {
+		return err
+	}
+	ring := web.NewRing(web.RingConfig{MaxRollouts: len(rollouts) + 1, MaxPods: len(pods) + 1, MaxBytes: 1 << 40})
+	for _, t := range pods {
+		ring.AddPod(t)
+	}
+	for _, t := range rollouts {
+		ring.AddRollout(t)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on --listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: web.NewServer(ring, traceURL), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "%s: serving %d rollouts and %d Pod traces on http://%s/ (Ctrl-C to stop)\n", prog, len(rollouts), len(pods), hostPort(ln.Addr()))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// hostPort names a listening address the way a browser reaches it: an unspecified host as
+// localhost.
+func hostPort(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}

@@ -1,0 +1,546 @@
+// readyspan's view: the rollout list, a rollout's Gantt chart and a Pod's waterfall. Plain
+// JavaScript, no libraries: the data comes from the JSON API (served) or from the page's own data
+// block (the report), and SVG is built as markup strings so that nothing names a namespace URI.
+(function () {
+  'use strict';
+
+  var cfg = JSON.parse(document.getElementById('rs-data').textContent || '{}');
+  var report = cfg.report || null;
+  var main = document.getElementById('main');
+  var crumbs = document.getElementById('crumbs');
+  var tip = document.getElementById('tip');
+  var fNS = document.getElementById('f-ns');
+  var fWL = document.getElementById('f-wl');
+
+  var ROW = 20; // Gantt row height, px
+  var OVERSCAN = 15; // rows drawn above and below the visible ones
+  var LIST_MAX = 300; // Pod list lines drawn at once
+
+  // Words for the segment and critical-path categories, in legend order.
+  var SEGMENTS = [
+    ['scheduling', 'scheduling'], ['kubelet', 'kubelet (sandbox, create, start)'], ['image_pull', 'image pull'],
+    ['readiness', 'readiness'], ['status', 'status'], ['min_ready', 'minReadySeconds'],
+    ['untraced', 'Pod without a trace'], ['terminating', 'old Pod terminating']
+  ];
+  var SEGMENT_WORDS = {};
+  SEGMENTS.forEach(function (s) { SEGMENT_WORDS[s[0]] = s[1]; });
+
+  function esc(s) {
+    return String(s === undefined || s === null ? '' : s).replace(/[&<>"']/g, function (c) {
+      return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c];
+    });
+  }
+
+  function fmtMs(ms) {
+    if (ms === 0) return '0';
+    if (ms < 1) return ms.toFixed(3) + ' ms';
+    if (ms < 1000) return ms.toFixed(1) + ' ms';
+    if (ms < 60000) return (ms / 1000).toFixed(3) + ' s';
+    var m = Math.floor(ms / 60000);
+    return m + 'm ' + ((ms - m * 60000) / 1000).toFixed(1) + 's';
+  }
+
+  function fmtTime(iso) {
+    var d = new Date(iso);
+    return isNaN(d) ? iso : d.toLocaleString();
+  }
+
+  function traceLink(id) {
+    if (!cfg.traceUI || !id) return '';
+    var url = cfg.traceUI.split('{trace_id}').join(encodeURIComponent(id));
+    return ' · <a href="' + esc(url) + '" target="_blank" rel="noopener noreferrer">open in trace UI</a>';
+  }
+
+  // ---- data: the API, or the report's data block ----
+
+  function api(path) {
+    return fetch(cfg.api + path, { headers: { Accept: 'application/json' } }).then(function (r) {
+      if (r.ok) return r.json();
+      return r.json().then(function (b) { throw new Error(b.error || r.statusText); },
+        function () { throw new Error(r.status + ' ' + r.statusText); });
+    });
+  }
+
+  function fromReport(table, key, what) {
+    var v = report[table][key];
+    return v ? Promise.resolve(v) : Promise.reject(new Error(what + ' is not in this report'));
+  }
+
+  var data = {
+    rollouts: function () { return report ? Promise.resolve(report.rollouts) : api('rollouts'); },
+    pods: function () { return report ? Promise.resolve(report.pods) : api('pods'); },
+    rollout: function (id) {
+      return report ? fromReport('gantts', id, 'rollout ' + id) : api('rollouts/' + encodeURIComponent(id));
+    },
+    pod: function (uid) {
+      return report ? fromReport('views', uid, 'the trace of Pod ' + uid) : api('pods/' + encodeURIComponent(uid));
+    }
+  };
+
+  // ---- routing: #/, #/rollout/ID, #/pod/UID; filters in the query ----
+
+  function route() {
+    var h = location.hash.replace(/^#\/?/, '');
+    var q = '';
+    var i = h.indexOf('?');
+    if (i >= 0) { q = h.slice(i + 1); h = h.slice(0, i); }
+    var params = new URLSearchParams(q);
+    var parts = h.split('/').filter(Boolean).map(decodeURIComponent);
+    return { view: parts[0] || 'list', id: parts[1] || '', ns: params.get('namespace') || '', wl: params.get('workload') || '' };
+  }
+
+  var filter = { ns: '', wl: '' };
+
+  function listHash() {
+    var p = new URLSearchParams();
+    if (filter.ns) p.set('namespace', filter.ns);
+    if (filter.wl) p.set('workload', filter.wl);
+    var q = p.toString();
+    return '#/' + (q ? '?' + q : '');
+  }
+
+  function setOptions(sel, values, current) {
+    var html = '<option value="">all</option>';
+    values.forEach(function (v) {
+      html += '<option value="' + esc(v) + '"' + (v === current ? ' selected' : '') + '>' + esc(v) + '</option>';
+    });
+    sel.innerHTML = html;
+    sel.value = current;
+  }
+
+  function onFilter() {
+    filter.ns = fNS.value;
+    filter.wl = fWL.value;
+    location.hash = listHash();
+  }
+  fNS.addEventListener('change', function () { fWL.value = ''; onFilter(); });
+  fWL.addEventListener('change', onFilter);
+
+  var generation = 0; // a newer navigation makes older renders stale
+
+  function render() {
+    var r = route();
+    var gen = ++generation;
+    hideTip();
+    var done = function (p) { return p.then(function () { }, function (e) { if (gen === generation) showError(e); }); };
+    if (r.view === 'rollout' && r.id) return done(data.rollout(r.id).then(function (v) { if (gen === generation) renderGantt(v); }));
+    if (r.view === 'pod' && r.id) return done(data.pod(r.id).then(function (v) { if (gen === generation) renderPod(v); }));
+    filter.ns = r.ns;
+    filter.wl = r.wl;
+    return done(Promise.all([data.rollouts(), data.pods()]).then(function (res) {
+      if (gen === generation) renderList(res[0] || [], res[1] || []);
+    }));
+  }
+
+  function showError(e) {
+    crumbs.textContent = '';
+    main.innerHTML = '<p class="err" role="alert">' + esc(e && e.message ? e.message : e) + '</p><p><a href="' + listHash() + '">Back to the list</a></p>';
+  }
+
+  function setCrumbs(html) { crumbs.innerHTML = html; }
+
+  // ---- the list ----
+
+  function renderList(rollouts, pods) {
+    document.getElementById('filters').hidden = false;
+    var nss = {}, wls = {};
+    rollouts.forEach(function (r) { nss[r.namespace] = 1; if (!filter.ns || filter.ns === r.namespace) wls[r.workload] = 1; });
+    pods.forEach(function (p) { nss[p.namespace] = 1; if (p.workload && (!filter.ns || filter.ns === p.namespace)) wls[p.workload] = 1; });
+    setOptions(fNS, Object.keys(nss).sort(), filter.ns);
+    setOptions(fWL, Object.keys(wls).sort(), filter.wl);
+    var match = function (ns, wl) { return (!filter.ns || filter.ns === ns) && (!filter.wl || filter.wl === wl); };
+    var rs = rollouts.filter(function (r) { return match(r.namespace, r.workload); });
+    var ps = pods.filter(function (p) { return match(p.namespace, p.workload); });
+    setCrumbs(report ? esc(report.title) : 'recent rollouts and Pods');
+
+    var h = '<h1>Rollouts</h1>';
+    if (!rs.length) {
+      h += '<p class="muted">No rollout ' + (rollouts.length ? 'matches the filters.' : 'yet: one appears when a Deployment, StatefulSet or DaemonSet finishes rolling out.') + '</p>';
+    } else {
+      h += '<table class="list nav" id="rollouts"><thead><tr><th>Workload</th><th>Kind</th><th class="wide">Started</th>' +
+        '<th>Duration</th><th>Outcome</th><th class="wide">Pods</th><th>Critical path</th></tr></thead><tbody>';
+      rs.forEach(function (r) {
+        h += '<tr data-id="' + esc(r.id) + '"><td><a href="#/rollout/' + esc(r.id) + '">' + esc(r.workloadKind.toLowerCase()) + ' ' +
+          esc(r.namespace) + '/' + esc(r.workload) + '</a></td><td>' + esc(r.kind) + '</td><td class="wide">' + esc(fmtTime(r.start)) +
+          '</td><td class="num">' + fmtMs(r.durationMs) + '</td><td><span class="badge o-' + esc(r.outcome) + '">' + esc(r.outcome) +
+          '</span></td><td class="wide num">+' + r.newPods + ' −' + r.oldPods + '</td><td>' + esc(r.sentence) + '</td></tr>';
+      });
+      h += '</tbody></table>';
+    }
+    h += '<h2>Pods</h2>';
+    if (!ps.length) {
+      h += '<p class="muted">No Pod trace ' + (pods.length ? 'matches the filters.' : 'yet.') + '</p>';
+    } else {
+      h += '<table class="list nav" id="pods"><thead><tr><th>Pod</th><th class="wide">Workload</th><th class="wide">Started</th>' +
+        '<th>Duration</th><th>Outcome</th><th class="wide">Error</th></tr></thead><tbody>';
+      ps.slice(0, LIST_MAX).forEach(function (p) {
+        h += '<tr data-uid="' + esc(p.uid) + '"><td><a href="#/pod/' + esc(p.uid) + '">' + esc(p.namespace) + '/' + esc(p.name) +
+          '</a></td><td class="wide">' + esc(p.workload) + '</td><td class="wide">' + esc(fmtTime(p.start)) + '</td><td class="num">' +
+          fmtMs(p.durationMs) + '</td><td><span class="badge o-' + esc(p.outcome) + '">' + esc(p.outcome) + '</span></td><td class="wide err">' +
+          esc(p.error) + '</td></tr>';
+      });
+      h += '</tbody></table>';
+      if (ps.length > LIST_MAX) h += '<p class="note">Showing the newest ' + LIST_MAX + ' of ' + ps.length + ' Pods; the filters narrow the list.</p>';
+    }
+    h += '<p class="hint">Keys: Tab or ↑/↓ to move, Enter to open, Esc to go back.</p>';
+    main.innerHTML = h;
+  }
+
+  // ↑/↓ move between the rows' links of a list.
+  main.addEventListener('keydown', function (ev) {
+    var a = ev.target;
+    if (a.tagName !== 'A' || !a.closest('table.nav')) return;
+    if (ev.key !== 'ArrowDown' && ev.key !== 'ArrowUp') return;
+    var tr = a.closest('tr');
+    var next = ev.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling;
+    if (next && next.querySelector('a')) { next.querySelector('a').focus(); ev.preventDefault(); }
+  });
+
+  // ---- tooltips ----
+
+  function showTip(text, x, y) {
+    tip.textContent = text;
+    tip.hidden = false;
+    var w = tip.offsetWidth, h = tip.offsetHeight;
+    var left = Math.min(x + 12, window.innerWidth - w - 4);
+    var top = y + 16 + h > window.innerHeight ? y - h - 8 : y + 16;
+    tip.style.left = Math.max(4, left) + 'px';
+    tip.style.top = Math.max(4, top) + 'px';
+  }
+
+  function hideTip() { tip.hidden = true; }
+
+  function legend(items) {
+    return '<div class="legend" aria-label="Legend">' + items.map(function (it) {
+      return '<span><i class="sw c-' + esc(it[0]) + '"></i>' + esc(it[1]) + '</span>';
+    }).join('') + '</div>';
+  }
+
+  // ticks draws the time axis of a chart width w (px) for total ms, starting at x0.
+  function ticks(x0, w, total, height, labels) {
+    if (!(total > 0)) total = 1;
+    var target = Math.max(2, Math.floor(w / 90));
+    var raw = total / target;
+    var mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (m) { return m * mag; }).find(function (s) { return s >= raw; });
+    var out = '';
+    for (var t = 0; t <= total + 1e-9; t += step) {
+      var x = x0 + (t / total) * w;
+      out += '<line class="tick" x1="' + x.toFixed(1) + '" x2="' + x.toFixed(1) + '" y1="0" y2="' + height + '"></line>';
+      if (labels && x + 64 <= x0 + w + 8) out += '<text class="ticktext" x="' + (x + 2).toFixed(1) + '" y="12">' + esc(fmtMs(t)) + '</text>';
+    }
+    return out;
+  }
+
+  function layout(el) {
+    var width = Math.max(280, el.clientWidth - 2);
+    var label = width < 600 ? Math.round(width * 0.34) : Math.min(320, Math.round(width * 0.28));
+    return { width: width, label: label, chart: width - label - 24 };
+  }
+
+  // clip shortens a label to fit px (about 7 px a character).
+  function clip(s, px) {
+    var n = Math.max(4, Math.floor(px / 7));
+    return s.length > n ? s.slice(0, n - 1) + '…' : s;
+  }
+
+  // ---- a rollout's Gantt chart, virtualised: only the rows in view are drawn ----
+
+  function renderGantt(v) {
+    document.getElementById('filters').hidden = true;
+    setCrumbs('<a href="' + listHash() + '">rollouts</a> / ' + esc(v.namespace) + '/' + esc(v.workload));
+    var total = v.durationMs > 0 ? v.durationMs : 1;
+    var h = '<h1>' + esc(v.workloadKind.toLowerCase()) + ' ' + esc(v.namespace) + '/' + esc(v.workload) +
+      ' <span class="badge">' + esc(v.kind) + '</span> <span class="badge o-' + esc(v.outcome) + '">' + esc(v.outcome) + '</span></h1>';
+    h += '<p class="meta">' + fmtMs(v.durationMs) + ' · started ' + esc(fmtTime(v.start)) + ' · generation ' + esc(v.generation) +
+      (v.revision ? ' · revision ' + esc(v.revision) : '') + (v.strategy ? ' · ' + esc(v.strategy) : '') + ' · ' + v.newPods + ' new Pods, ' +
+      v.oldPods + ' old · ' + v.steps + ' steps, ' + v.waves + ' waves · trace <code>' + esc(v.id) + '</code>' + traceLink(v.id) + '</p>';
+    h += '<p class="sentence">' + esc(v.sentence) + '</p>';
+    if (v.reason) h += '<p class="err">' + esc(v.reason) + '</p>';
+    var crit = (v.critical || []).filter(function (c) { return c.ms > 0; });
+    var critSum = crit.reduce(function (a, c) { return a + c.ms; }, 0);
+    if (critSum > 0) {
+      h += '<div class="critbar" role="img" aria-label="Critical path by category">' + crit.map(function (c) {
+        return '<div class="c-' + esc(c.name) + '" style="width:' + (100 * c.ms / critSum).toFixed(2) + '%" data-tip="' +
+          esc(c.words + ': ' + fmtMs(c.ms) + ' (' + Math.round(100 * c.ms / critSum) + '% of the critical path)') + '"></div>';
+      }).join('') + '</div>';
+    }
+    h += legend(SEGMENTS.concat([['step', 'step (wave)']])) +
+      '<p class="hint">★ and a shaded row: on the critical path. Click a Pod, or ↑/↓ then Enter, for its waterfall; Esc goes back.</p>';
+    h += '<div class="chart" id="gantt" tabindex="0" role="grid" aria-label="Gantt chart: one row per step and Pod" aria-rowcount="' +
+      v.rows.length + '" data-rows="' + v.rows.length + '"><div class="axis"></div><div class="scroll"><div class="spacer"></div>' +
+      '<div class="win"></div></div></div><div class="detail" id="detail" aria-live="polite"></div>';
+    main.innerHTML = h;
+
+    var chart = document.getElementById('gantt');
+    var axis = chart.querySelector('.axis');
+    var scroll = chart.querySelector('.scroll');
+    var spacer = chart.querySelector('.spacer');
+    var win = chart.querySelector('.win');
+    var detail = document.getElementById('detail');
+    var rows = v.rows;
+    var steps = rows.filter(function (r) { return r.type === 'step'; });
+    var sel = -1;
+    var L;
+
+    spacer.style.height = rows.length * ROW + 'px';
+    scroll.style.height = Math.min(rows.length * ROW + 2, Math.max(200, Math.round(window.innerHeight * 0.7))) + 'px';
+
+    function x(ms) { return L.label + 6 + Math.max(0, Math.min(1, ms / total)) * L.chart; }
+
+    function rowSVG(r, i) {
+      var cls = 'row type-' + r.type + (r.critical ? ' crit' : '') + (i === sel ? ' sel' : '') + (r.type === 'pod' && r.uid ? ' open' : '');
+      var y = i * ROW;
+      var s = '<g class="' + cls + '" data-i="' + i + '"' + (r.uid ? ' data-uid="' + esc(r.uid) + '"' : '') + ' transform="translate(0,' + y + ')">';
+      s += '<rect class="band" x="0" y="0" width="' + L.width + '" height="' + ROW + '"></rect>';
+      var indent = r.type === 'step' ? 4 : 16;
+      var prefix = r.type === 'pod' ? '+ ' : r.type === 'old' ? '− ' : '';
+      if (r.critical) s += '<text class="mark" x="' + (indent - 12 < 0 ? 0 : indent - 12) + '" y="14">★</text>';
+      s += '<text class="label' + (r.type === 'step' ? ' step' : '') + '" x="' + (indent + (r.critical && r.type === 'step' ? 10 : 0)) + '" y="14">' +
+        esc(clip(prefix + r.label + (r.killed ? ' (killed)' : ''), L.label - indent - 4)) + '</text>';
+      if (r.type === 'step') {
+        var x1 = x(r.startMs), x2 = x(r.endMs);
+        s += '<rect class="steptick" x="' + (x1 - 1).toFixed(1) + '" y="3" width="3" height="' + (ROW - 6) + '" data-seg="step"></rect>';
+        if (x2 > x1 + 2) s += '<line class="stepline" x1="' + (x1 + 2).toFixed(1) + '" x2="' + x2.toFixed(1) + '" y1="' + ROW / 2 + '" y2="' + ROW / 2 + '"></line>';
+      } else {
+        (r.segments || []).forEach(function (g, j) {
+          var a = x(g.startMs), b = x(g.endMs);
+          s += '<rect class="seg c-' + esc(g.cat) + (r.killed ? ' killed' : '') + (r.outcome === 'failed' || r.outcome === 'stuck' ? ' error' : '') +
+            '" data-seg="' + j + '" x="' + a.toFixed(1) + '" y="4" width="' + Math.max(1, b - a).toFixed(1) + '" height="' + (ROW - 8) + '"></rect>';
+        });
+        if (r.endUnknown) s += '<text class="open-end" x="' + (x(r.endMs) + 2).toFixed(1) + '" y="14">…</text>';
+      }
+      return s + '</g>';
+    }
+
+    function draw() {
+      L = layout(chart);
+      axis.innerHTML = '<svg width="' + L.width + '" height="18" aria-hidden="true">' + ticks(L.label + 6, L.chart, total, 18, true) + '</svg>';
+      var first = Math.max(0, Math.floor(scroll.scrollTop / ROW) - OVERSCAN);
+      var last = Math.min(rows.length, Math.ceil((scroll.scrollTop + scroll.clientHeight) / ROW) + OVERSCAN);
+      var hgt = (last - first) * ROW;
+      var s = '<svg width="' + L.width + '" height="' + hgt + '" viewBox="0 ' + first * ROW + ' ' + L.width + ' ' + hgt + '">';
+      for (var i = first; i < last; i++) s += rowSVG(rows[i], i);
+      s += ticks(L.label + 6, L.chart, total, hgt, false).replace(/y1="0"/g, 'y1="' + first * ROW + '"').replace(/y2="\d+"/g, 'y2="' + last * ROW + '"');
+      steps.forEach(function (st) {
+        var sx = x(st.startMs).toFixed(1);
+        s += '<line class="wave" x1="' + sx + '" x2="' + sx + '" y1="' + first * ROW + '" y2="' + last * ROW + '"></line>';
+      });
+      s += '</svg>';
+      win.style.top = first * ROW + 'px';
+      win.innerHTML = s;
+    }
+
+    function describe(r) {
+      var kind = r.type === 'step' ? 'step' : r.type === 'old' ? 'old Pod, terminating' : 'new Pod';
+      var t = (r.type === 'step' ? r.label : r.label + ' (' + kind + ')') + '\n+' + fmtMs(r.startMs) + ' for ' + fmtMs(r.endMs - r.startMs) +
+        (r.endUnknown ? ' (end not observed)' : '') + (r.critical ? '\non the critical path' : '');
+      if (r.node) t += '\nnode ' + r.node;
+      if (r.outcome) t += '\noutcome ' + r.outcome;
+      if (r.killed) t += '\nkilled after its grace period';
+      if (r.message) t += '\n' + r.message;
+      return t;
+    }
+
+    function select(i, scrollTo) {
+      if (i < 0 || i >= rows.length) return;
+      sel = i;
+      if (scrollTo) {
+        var top = i * ROW;
+        if (top < scroll.scrollTop) scroll.scrollTop = top;
+        else if (top + ROW > scroll.scrollTop + scroll.clientHeight) scroll.scrollTop = top + ROW - scroll.clientHeight;
+      }
+      draw();
+      var r = rows[i];
+      chart.setAttribute('aria-activedescendant', '');
+      detail.innerHTML = '<p>' + esc(describe(r)).replace(/\n/g, ' · ') + (r.type === 'pod' && r.uid ? ' · <a href="#/pod/' + esc(r.uid) + '">waterfall</a>' : '') + '</p>';
+    }
+
+    function open(i) {
+      var r = rows[i];
+      if (r && r.type === 'pod' && r.uid) location.hash = '#/pod/' + encodeURIComponent(r.uid);
+    }
+
+    scroll.addEventListener('scroll', function () { window.requestAnimationFrame(draw); });
+    win.addEventListener('click', function (ev) {
+      var g = ev.target.closest('g.row');
+      if (!g) return;
+      var i = +g.getAttribute('data-i');
+      select(i, false);
+      open(i);
+    });
+    win.addEventListener('mousemove', function (ev) {
+      var g = ev.target.closest('g.row');
+      if (!g) { hideTip(); return; }
+      var r = rows[+g.getAttribute('data-i')];
+      var t = describe(r);
+      var seg = ev.target.getAttribute('data-seg');
+      if (seg !== null && seg !== 'step' && r.segments && r.segments[+seg]) {
+        var sg = r.segments[+seg];
+        t = (SEGMENT_WORDS[sg.cat] || sg.cat) + ': ' + fmtMs(sg.endMs - sg.startMs) + ' (+' + fmtMs(sg.startMs) + ')\n' + t;
+      }
+      showTip(t, ev.clientX, ev.clientY);
+    });
+    win.addEventListener('mouseleave', hideTip);
+    chart.addEventListener('keydown', function (ev) {
+      var page = Math.max(1, Math.floor(scroll.clientHeight / ROW) - 1);
+      var k = ev.key;
+      if (k === 'ArrowDown') select(sel < 0 ? 0 : Math.min(rows.length - 1, sel + 1), true);
+      else if (k === 'ArrowUp') select(Math.max(0, sel - 1), true);
+      else if (k === 'PageDown') select(Math.min(rows.length - 1, Math.max(0, sel) + page), true);
+      else if (k === 'PageUp') select(Math.max(0, sel - page), true);
+      else if (k === 'Home') select(0, true);
+      else if (k === 'End') select(rows.length - 1, true);
+      else if (k === 'Enter') open(sel);
+      else return;
+      ev.preventDefault();
+    });
+    onResize = draw;
+    draw();
+  }
+
+  // ---- a Pod's waterfall ----
+
+  var PHASE_CAT = { 'container.image_pull': 'image_pull', 'container.image_pull.transfer': 'image_pull', 'container.readiness': 'readiness' };
+
+  function spanCat(s) {
+    if (PHASE_CAT[s.name]) return PHASE_CAT[s.name];
+    if (s.depth === 0) return 'root';
+    return s.phase || 'root';
+  }
+
+  function spanTip(s) {
+    var t = s.label + ' · ' + s.service + '\n+' + fmtMs(s.startMs) + ' for ' + fmtMs(s.durMs);
+    t += '\nstart: ' + (s.sourceStart || '?') + ' (precision ' + (s.precisionStart || '?') + ')';
+    t += '\nend: ' + (s.sourceEnd || '?') + ' (precision ' + (s.precisionEnd || '?') + ')';
+    if (s.notObserved) t += '\nnot observed: derived from its neighbours';
+    if (s.error) t += '\nERROR ' + (s.message || '');
+    (s.events || []).forEach(function (e) { t += '\nevent ' + e.name + ' at +' + fmtMs(e.atMs); });
+    return t;
+  }
+
+  function renderPod(v) {
+    document.getElementById('filters').hidden = true;
+    var back = v.rollout ? '<a href="#/rollout/' + esc(v.rollout) + '">rollout</a> / ' : '';
+    setCrumbs('<a href="' + listHash() + '">list</a> / ' + back + esc(v.namespace) + '/' + esc(v.name));
+    var h = '<h1>' + esc(v.namespace) + '/' + esc(v.name) + ' <span class="badge o-' + esc(v.outcome) + '">' + esc(v.outcome) + '</span></h1>';
+    h += '<p class="meta">' + fmtMs(v.durationMs) + ' · started ' + esc(fmtTime(v.start)) + (v.node ? ' · node ' + esc(v.node) : '') +
+      (v.workload ? ' · ' + esc(v.workload) : '') + ' · trace <code>' + esc(v.traceId) + '</code>' + traceLink(v.traceId) +
+      (v.rollout ? ' · <a href="#/rollout/' + esc(v.rollout) + '">its rollout</a>' : '') + '</p>';
+    if (v.error) h += '<p class="err" role="alert">' + esc(v.error) + '</p>';
+    h += legend([['submit', 'submit'], ['apiserver', 'apiserver'], ['controllers', 'controllers'], ['scheduling', 'scheduling'],
+      ['kubelet', 'kubelet'], ['image_pull', 'image pull'], ['readiness', 'readiness'], ['status', 'status']]) +
+      '<p class="hint">Hover a bar for where its times came from; ✕ marks a failure, ◆ a span event. ↑/↓ select a span, Esc goes back.</p>';
+    h += '<div class="chart" id="waterfall" tabindex="0" role="grid" aria-label="Waterfall: one row per span" aria-rowcount="' + v.spans.length +
+      '" data-rows="' + v.spans.length + '"><div class="axis"></div><div class="body"></div></div><div class="detail" id="detail" aria-live="polite"></div>';
+    main.innerHTML = h;
+    var chart = document.getElementById('waterfall');
+    var body = chart.querySelector('.body');
+    var detail = document.getElementById('detail');
+    var spans = v.spans;
+    var total = v.durationMs > 0 ? v.durationMs : 1;
+    var sel = -1;
+    var L;
+
+    function x(ms) { return L.label + 6 + Math.max(0, Math.min(1, ms / total)) * L.chart; }
+
+    function draw() {
+      L = layout(chart);
+      chart.querySelector('.axis').innerHTML = '<svg width="' + L.width + '" height="18" aria-hidden="true">' + ticks(L.label + 6, L.chart, total, 18, true) + '</svg>';
+      var hgt = spans.length * ROW;
+      var s = '<svg width="' + L.width + '" height="' + hgt + '">' + ticks(L.label + 6, L.chart, total, hgt, false);
+      spans.forEach(function (sp, i) {
+        var cls = 'row span' + (i === sel ? ' sel' : '') + (sp.error ? ' failed' : '');
+        s += '<g class="' + cls + '" data-i="' + i + '" transform="translate(0,' + i * ROW + ')"><rect class="band" x="0" y="0" width="' + L.width + '" height="' + ROW + '"></rect>';
+        var indent = 4 + sp.depth * 12;
+        s += '<text class="label" x="' + indent + '" y="14">' + esc(clip(sp.label, L.label - indent - 4)) + '</text>';
+        var a = x(sp.startMs), b = x(sp.startMs + sp.durMs);
+        s += '<rect class="seg c-' + esc(spanCat(sp)) + (sp.error ? ' error' : '') + '" x="' + a.toFixed(1) + '" y="4" width="' + Math.max(1.5, b - a).toFixed(1) +
+          '" height="' + (ROW - 8) + '"' + (sp.notObserved ? ' fill-opacity="0.35"' : '') + '></rect>';
+        if (sp.error) s += '<text class="errmark" x="' + (Math.max(a, b) + 3).toFixed(1) + '" y="14">✕</text>';
+        (sp.events || []).forEach(function (e) {
+          var ex = x(e.atMs);
+          var warn = /fail|unhealthy|backoff|err|preempt/i.test(e.name);
+          s += '<path class="event' + (warn ? ' warn' : '') + '" d="M' + ex.toFixed(1) + ' 4 l5 6 l-5 6 l-5 -6 z"></path>';
+        });
+        s += '</g>';
+      });
+      body.innerHTML = s + '</svg>';
+    }
+
+    function select(i) {
+      if (i < 0 || i >= spans.length) return;
+      sel = i;
+      draw();
+      var sp = spans[i];
+      var rowsHTML = '<tr><td>span</td><td>' + esc(sp.label) + ' (' + esc(sp.service) + ')</td></tr>' +
+        '<tr><td>time</td><td>+' + fmtMs(sp.startMs) + ' for ' + fmtMs(sp.durMs) + '</td></tr>' +
+        '<tr><td>start</td><td>' + esc(sp.sourceStart) + ', precision ' + esc(sp.precisionStart) + '</td></tr>' +
+        '<tr><td>end</td><td>' + esc(sp.sourceEnd) + ', precision ' + esc(sp.precisionEnd) + '</td></tr>';
+      if (sp.error) rowsHTML += '<tr><td>error</td><td class="err">' + esc(sp.message) + '</td></tr>';
+      (sp.events || []).forEach(function (e) {
+        rowsHTML += '<tr><td>event</td><td>' + esc(e.name) + ' at +' + fmtMs(e.atMs) + (e.attrs ? ' ' + esc(JSON.stringify(e.attrs)) : '') + '</td></tr>';
+      });
+      Object.keys(sp.attrs || {}).sort().forEach(function (k) {
+        rowsHTML += '<tr><td>' + esc(k) + '</td><td>' + esc(sp.attrs[k]) + '</td></tr>';
+      });
+      detail.innerHTML = '<table>' + rowsHTML + '</table>';
+    }
+
+    body.addEventListener('mousemove', function (ev) {
+      var g = ev.target.closest('g.row');
+      if (!g) { hideTip(); return; }
+      showTip(spanTip(spans[+g.getAttribute('data-i')]), ev.clientX, ev.clientY);
+    });
+    body.addEventListener('mouseleave', hideTip);
+    body.addEventListener('click', function (ev) {
+      var g = ev.target.closest('g.row');
+      if (g) select(+g.getAttribute('data-i'));
+    });
+    chart.addEventListener('keydown', function (ev) {
+      if (ev.key === 'ArrowDown') select(sel < 0 ? 0 : Math.min(spans.length - 1, sel + 1));
+      else if (ev.key === 'ArrowUp') select(Math.max(0, sel - 1));
+      else if (ev.key === 'Home') select(0);
+      else if (ev.key === 'End') select(spans.length - 1);
+      else return;
+      ev.preventDefault();
+    });
+    onResize = draw;
+    draw();
+  }
+
+  // Tooltips of plain HTML elements (the critical-path bar).
+  main.addEventListener('mousemove', function (ev) {
+    var t = ev.target.closest && ev.target.closest('[data-tip]');
+    if (t) showTip(t.getAttribute('data-tip'), ev.clientX, ev.clientY);
+  });
+  main.addEventListener('mouseout', function (ev) {
+    if (ev.target.closest && ev.target.closest('[data-tip]')) hideTip();
+  });
+
+  var onResize = null;
+  var resizeQueued = false;
+  window.addEventListener('resize', function () {
+    if (resizeQueued || !onResize) return;
+    resizeQueued = true;
+    window.requestAnimationFrame(function () { resizeQueued = false; if (onResize) onResize(); });
+  });
+
+  // Esc goes back up: a Pod to its rollout or the list, a rollout to the list.
+  document.addEventListener('keydown', function (ev) {
+    if (ev.key !== 'Escape' || ev.target.tagName === 'SELECT') return;
+    var r = route();
+    if (r.view === 'list') return;
+    var a = crumbs.querySelectorAll('a');
+    location.hash = a.length ? a[a.length - 1].getAttribute('href') : listHash();
+  });
+
+  window.addEventListener('hashchange', function () {
+    onResize = null;
+    render().then(function () {
+      var focus = document.getElementById('gantt') || document.getElementById('waterfall') || main;
+      focus.focus({ preventScroll: true });
+    });
+  });
+  render();
+})();

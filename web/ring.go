@@ -1,0 +1,269 @@
+package web
+
+import (
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+)
+
+// Default ring sizes: enough for a day of an ordinary cluster's rollouts and the Pods of its
+// recent ones, in a few tens of MiB at most (a rollout of 1,000 Pods is about 0.5 MiB of view).
+const (
+	DefaultMaxRollouts = 200
+	DefaultMaxPods     = 2000
+	DefaultMaxBytes    = 64 << 20
+)
+
+// entryOverhead approximates what an entry costs besides its JSON and strings: the entry
+// struct, its map slot and its queue slot.
+const entryOverhead = 256
+
+// RingConfig bounds the ring. A zero field takes its default.
+type RingConfig struct {
+	MaxRollouts int
+	MaxPods     int
+	// MaxBytes bounds the views held (see Ring.Bytes); the oldest traces of either kind leave
+	// first when it is exceeded.
+	MaxBytes int64
+}
+
+// Ring holds the most recent Pod and rollout traces as their views, the oldest leaving first.
+// It is safe for concurrent use.
+type Ring struct {
+	cfg      RingConfig
+	mu       sync.RWMutex
+	seq      uint64
+	bytes    int64
+	rollouts queue
+	pods     queue
+}
+
+// entry is one trace's view: the summary the lists filter on and the JSON served for it.
+type entry struct {
+	id      string
+	seq     uint64 // insertion order across both kinds
+	start   time.Time
+	rollout RolloutSummary // rollouts
+	pod     PodSummary     // Pods
+	body    []byte
+	size    int64
+	dead    bool // replaced by a newer entry of the same ID; skipped when it reaches the head
+}
+
+// queue is one kind's entries in insertion order, and by ID.
+type queue struct {
+	max   int
+	byID  map[string]*entry
+	order []*entry
+}
+
+func (q *queue) head() *entry {
+	for len(q.order) > 0 && q.order[0].dead {
+		q.order[0] = nil
+		q.order = q.order[1:]
+	}
+	if len(q.order) == 0 {
+		return nil
+	}
+	return q.order[0]
+}
+
+// NewRing returns an empty ring.
+func NewRing(cfg RingConfig) *Ring {
+	if cfg.MaxRollouts <= 0 {
+		cfg.MaxRollouts = DefaultMaxRollouts
+	}
+	if cfg.MaxPods <= 0 {
+		cfg.MaxPods = DefaultMaxPods
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	return &Ring{cfg: cfg,
+		rollouts: queue{max: cfg.MaxRollouts, byID: map[string]*entry{}},
+		pods:     queue{max: cfg.MaxPods, byID: map[string]*entry{}}}
+}
+
+// AddPod keeps a Pod's trace, replacing an earlier one of the same Pod.
+func (r *Ring) AddPod(t *phases.Trace) {
+	if e := podEntry(t); e != nil {
+		r.add(&r.pods, e)
+	}
+}
+
+// AddRollout keeps a rollout's trace, replacing an earlier one with the same trace ID (a new
+// leader exports a rollout again).
+func (r *Ring) AddRollout(t *rollout.Trace) {
+	if e := rolloutEntry(t); e != nil {
+		r.add(&r.rollouts, e)
+	}
+}
+
+func podEntry(t *phases.Trace) *entry {
+	v := podView(t)
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil // a view holds strings, numbers and booleans only
+	}
+	e := &entry{id: v.UID, start: t.Root().Start, pod: v.PodSummary, body: body}
+	e.size = int64(len(body)) + entryOverhead + int64(len(v.UID)+len(v.TraceID)+len(v.Namespace)+len(v.Name)+
+		len(v.Node)+len(v.Workload)+len(v.Outcome)+len(v.Start)+len(v.Error)+len(v.Rollout))
+	return e
+}
+
+func rolloutEntry(t *rollout.Trace) *entry {
+	v := rolloutView(t)
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	s := v.RolloutSummary
+	e := &entry{id: s.ID, start: t.Root().Start, rollout: s, body: body}
+	e.size = int64(len(body)) + entryOverhead + int64(len(s.ID)+len(s.Namespace)+len(s.Workload)+
+		len(s.WorkloadKind)+len(s.Kind)+len(s.Outcome)+len(s.Reason)+len(s.Start)+len(s.Sentence))
+	return e
+}
+
+func (r *Ring) add(q *queue, e *entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	e.seq = r.seq
+	if old := q.byID[e.id]; old != nil {
+		old.dead = true
+		r.bytes -= old.size
+	}
+	q.byID[e.id] = e
+	q.order = append(q.order, e)
+	r.bytes += e.size
+	if len(q.order) > 2*q.max+16 {
+		q.compact()
+	}
+	for len(q.byID) > q.max {
+		r.evict(q)
+	}
+	for r.bytes > r.cfg.MaxBytes {
+		// The older head of the two leaves; the newest trace always stays.
+		ro, po := r.rollouts.head(), r.pods.head()
+		switch {
+		case ro != nil && (po == nil || ro.seq < po.seq) && ro != e:
+			r.evict(&r.rollouts)
+		case po != nil && po != e:
+			r.evict(&r.pods)
+		default:
+			return
+		}
+	}
+}
+
+func (r *Ring) evict(q *queue) {
+	h := q.head()
+	if h == nil {
+		return
+	}
+	q.order[0] = nil
+	q.order = q.order[1:]
+	delete(q.byID, h.id)
+	r.bytes -= h.size
+}
+
+// compact drops the replaced entries, so re-adding one ID again and again stays bounded.
+func (q *queue) compact() {
+	live := make([]*entry, 0, len(q.byID))
+	for _, e := range q.order {
+		if !e.dead {
+			live = append(live, e)
+		}
+	}
+	q.order = live
+}
+
+// Bytes is what the ring holds: the views' JSON, their summaries' strings and a fixed cost per
+// trace. MaxBytes bounds it.
+func (r *Ring) Bytes() int64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.bytes
+}
+
+// Len is how many rollout and Pod traces the ring holds.
+func (r *Ring) Len() (rollouts, pods int) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.rollouts.byID), len(r.pods.byID)
+}
+
+// Filter narrows the lists: an empty field matches everything.
+type Filter struct {
+	Namespace string
+	Workload  string
+}
+
+func (f Filter) match(namespace, workload string) bool {
+	return (f.Namespace == "" || f.Namespace == namespace) && (f.Workload == "" || f.Workload == workload)
+}
+
+// Rollouts lists the rollouts held, newest first.
+func (r *Ring) Rollouts(f Filter) []RolloutSummary {
+	r.mu.RLock()
+	es := live(r.rollouts.byID, func(e *entry) bool { return f.match(e.rollout.Namespace, e.rollout.Workload) })
+	r.mu.RUnlock()
+	out := make([]RolloutSummary, len(es))
+	for i, e := range es {
+		out[i] = e.rollout
+	}
+	return out
+}
+
+// Pods lists the Pod traces held, newest first.
+func (r *Ring) Pods(f Filter) []PodSummary {
+	r.mu.RLock()
+	es := live(r.pods.byID, func(e *entry) bool { return f.match(e.pod.Namespace, e.pod.Workload) })
+	r.mu.RUnlock()
+	out := make([]PodSummary, len(es))
+	for i, e := range es {
+		out[i] = e.pod
+	}
+	return out
+}
+
+// live is the entries that match, newest start first (ties: the later added first).
+func live(byID map[string]*entry, keep func(*entry) bool) []*entry {
+	var es []*entry
+	for _, e := range byID {
+		if keep(e) {
+			es = append(es, e)
+		}
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if !es[i].start.Equal(es[j].start) {
+			return es[i].start.After(es[j].start)
+		}
+		return es[i].seq > es[j].seq
+	})
+	return es
+}
+
+// Rollout is a rollout's view as JSON, or nil.
+func (r *Ring) Rollout(id string) []byte {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e := r.rollouts.byID[id]; e != nil {
+		return e.body
+	}
+	return nil
+}
+
+// Pod is a Pod's view as JSON, by its UID, or nil.
+func (r *Ring) Pod(uid string) []byte {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e := r.pods.byID[uid]; e != nil {
+		return e.body
+	}
+	return nil
+}

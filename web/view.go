@@ -1,0 +1,297 @@
+package web
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+)
+
+// PodSummary is one line of the Pod list.
+type PodSummary struct {
+	UID        string  `json:"uid"`
+	TraceID    string  `json:"traceId"`
+	Namespace  string  `json:"namespace"`
+	Name       string  `json:"name"`
+	Node       string  `json:"node,omitempty"`
+	Workload   string  `json:"workload,omitempty"` // the Deployment, else the ReplicaSet
+	Outcome    string  `json:"outcome"`
+	Start      string  `json:"start"` // RFC 3339, UTC
+	DurationMs float64 `json:"durationMs"`
+	Error      string  `json:"error,omitempty"`
+	Rollout    string  `json:"rollout,omitempty"` // trace ID of the rollout that started it
+}
+
+// PodView is a Pod's waterfall: every span of its trace, in the trace's order.
+type PodView struct {
+	PodSummary
+	Spans []SpanView `json:"spans"`
+}
+
+// SpanView is one row of a waterfall. Times are milliseconds from the trace's start.
+type SpanView struct {
+	Name    string  `json:"name"`
+	Label   string  `json:"label"` // the name, plus the container's name on container spans
+	Service string  `json:"service"`
+	Depth   int     `json:"depth"`
+	Phase   string  `json:"phase,omitempty"` // the phase the span belongs to, for its colour
+	StartMs float64 `json:"startMs"`
+	DurMs   float64 `json:"durMs"`
+	Error   bool    `json:"error,omitempty"`
+	Message string  `json:"message,omitempty"`
+	// Where the span's start and end came from and how precise they are.
+	SourceStart    string         `json:"sourceStart,omitempty"`
+	SourceEnd      string         `json:"sourceEnd,omitempty"`
+	PrecisionStart string         `json:"precisionStart,omitempty"`
+	PrecisionEnd   string         `json:"precisionEnd,omitempty"`
+	NotObserved    bool           `json:"notObserved,omitempty"`
+	Attrs          map[string]any `json:"attrs,omitempty"`
+	Events         []EventView    `json:"events,omitempty"`
+}
+
+// EventView is a span event (a FailedScheduling attempt, a failed probe).
+type EventView struct {
+	Name  string         `json:"name"`
+	AtMs  float64        `json:"atMs"`
+	Attrs map[string]any `json:"attrs,omitempty"`
+}
+
+// RolloutSummary is one line of the rollout list.
+type RolloutSummary struct {
+	ID           string  `json:"id"` // the rollout's trace ID
+	Namespace    string  `json:"namespace"`
+	Workload     string  `json:"workload"`
+	WorkloadKind string  `json:"workloadKind"`
+	Kind         string  `json:"kind"`
+	Outcome      string  `json:"outcome"`
+	Reason       string  `json:"reason,omitempty"`
+	Start        string  `json:"start"`
+	DurationMs   float64 `json:"durationMs"`
+	Sentence     string  `json:"sentence"`
+	NewPods      int     `json:"newPods"`
+	OldPods      int     `json:"oldPods"`
+	Steps        int     `json:"steps"`
+	Waves        int     `json:"waves"`
+}
+
+// RolloutView is a rollout's Gantt chart: its steps and one row per Pod, new and old, in the
+// order the terminal Gantt prints them (each step, then the Pods it created or removed).
+type RolloutView struct {
+	RolloutSummary
+	Generation int64          `json:"generation"`
+	Revision   string         `json:"revision,omitempty"`
+	Strategy   string         `json:"strategy,omitempty"`
+	Critical   []CriticalView `json:"critical"`
+	Rows       []RowView      `json:"rows"`
+}
+
+// CriticalView is the critical path's time in one category.
+type CriticalView struct {
+	Name  string  `json:"name"`
+	Words string  `json:"words"`
+	Ms    float64 `json:"ms"`
+}
+
+// RowView is one row of a rollout's Gantt: a step, a new Pod or an old one.
+type RowView struct {
+	Type     string  `json:"type"` // step, pod, old
+	Label    string  `json:"label"`
+	UID      string  `json:"uid,omitempty"`
+	Node     string  `json:"node,omitempty"`
+	Step     int     `json:"step"` // the step's index (step rows: its own), -1 for none
+	StartMs  float64 `json:"startMs"`
+	EndMs    float64 `json:"endMs"`
+	Critical bool    `json:"critical,omitempty"`
+	Outcome  string  `json:"outcome,omitempty"`
+	// EndUnknown: the end was not observed (a Pod not yet available, an old Pod not yet gone).
+	EndUnknown bool   `json:"endUnknown,omitempty"`
+	Killed     bool   `json:"killed,omitempty"`
+	Message    string `json:"message,omitempty"`
+	// Segments colour the row by what the Pod was doing.
+	Segments []Segment `json:"segments,omitempty"`
+}
+
+// Segment is a stretch of a row in one category (see Categories).
+type Segment struct {
+	Cat     string  `json:"cat"`
+	StartMs float64 `json:"startMs"`
+	EndMs   float64 `json:"endMs"`
+}
+
+// ms is a duration in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// podView turns a Pod's trace into its waterfall.
+func podView(t *phases.Trace) *PodView {
+	root := t.Root()
+	p := t.Pod
+	v := &PodView{PodSummary: PodSummary{
+		UID: p.UID, TraceID: t.TraceID.String(), Namespace: p.Namespace, Name: p.Name, Node: p.Node,
+		Workload: p.Deployment, Outcome: string(t.Summary.Outcome),
+		Start: rfc3339(root.Start), DurationMs: ms(root.Duration()),
+	}}
+	if v.Workload == "" {
+		v.Workload = p.ReplicaSet
+	}
+	if root.Status == phases.StatusError {
+		v.Error = root.StatusMessage
+	}
+	for _, l := range root.Links {
+		for _, a := range l.Attrs {
+			if a.Key == rollout.AttrLinkRelation && a.Value == "rollout" {
+				v.Rollout = l.TraceID.String()
+			}
+		}
+	}
+	depth := map[phases.SpanID]int{}
+	phaseOf := map[phases.SpanID]string{}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		sv := spanView(s, root.Start)
+		if i > 0 {
+			sv.Depth = depth[s.ParentSpanID] + 1
+			sv.Phase = phaseOf[s.ParentSpanID]
+			if sv.Depth == 1 {
+				sv.Phase = s.Name
+			}
+		}
+		depth[s.SpanID], phaseOf[s.SpanID] = sv.Depth, sv.Phase
+		v.Spans = append(v.Spans, sv)
+	}
+	return v
+}
+
+// spanAttrsShown are the attributes a span row states in its own fields; the rest go to Attrs.
+var spanAttrsShown = map[string]bool{
+	phases.AttrSourceStart: true, phases.AttrSourceEnd: true,
+	phases.AttrPrecisionStart: true, phases.AttrPrecisionEnd: true,
+}
+
+func spanView(s *phases.Span, t0 time.Time) SpanView {
+	sv := SpanView{Name: s.Name, Label: s.Name, Service: s.Service,
+		StartMs: ms(s.Start.Sub(t0)), DurMs: ms(s.Duration()),
+		Error: s.Status == phases.StatusError, Message: s.StatusMessage}
+	if c, ok := s.Attr(phases.AttrContainerName).(string); ok && (s.Name == "container" || s.Name == "container.init" || s.Name == "container.sidecar") {
+		sv.Label += " " + c
+	}
+	sv.SourceStart, _ = s.Attr(phases.AttrSourceStart).(string)
+	sv.SourceEnd, _ = s.Attr(phases.AttrSourceEnd).(string)
+	sv.PrecisionStart, _ = s.Attr(phases.AttrPrecisionStart).(string)
+	sv.PrecisionEnd, _ = s.Attr(phases.AttrPrecisionEnd).(string)
+	if o, ok := s.Attr(phases.AttrObserved).(bool); ok && !o {
+		sv.NotObserved = true
+	}
+	for _, a := range s.Attrs {
+		if spanAttrsShown[a.Key] {
+			continue
+		}
+		if sv.Attrs == nil {
+			sv.Attrs = map[string]any{}
+		}
+		sv.Attrs[a.Key] = a.Value
+	}
+	for _, e := range s.Events {
+		ev := EventView{Name: e.Name, AtMs: ms(e.Time.Sub(t0))}
+		for _, a := range e.Attrs {
+			if ev.Attrs == nil {
+				ev.Attrs = map[string]any{}
+			}
+			ev.Attrs[a.Key] = a.Value
+		}
+		sv.Events = append(sv.Events, ev)
+	}
+	return sv
+}
+
+// rolloutSummary is the list line of a rollout.
+func rolloutSummary(t *rollout.Trace) RolloutSummary {
+	root := t.Root()
+	r := t.Rollout
+	return RolloutSummary{
+		ID: t.TraceID.String(), Namespace: r.Workload.Namespace, Workload: r.Workload.Name,
+		WorkloadKind: r.Workload.Kind, Kind: string(t.Summary.Kind), Outcome: string(t.Summary.Outcome),
+		Reason: r.Reason, Start: rfc3339(root.Start), DurationMs: ms(root.Duration()),
+		Sentence: t.Summary.Sentence, NewPods: len(r.NewPods), OldPods: len(r.OldPods),
+		Steps: t.Summary.Steps, Waves: t.Summary.Waves,
+	}
+}
+
+// rolloutView turns a rollout's trace into its Gantt chart.
+func rolloutView(t *rollout.Trace) *RolloutView {
+	root := t.Root()
+	r := t.Rollout
+	v := &RolloutView{RolloutSummary: rolloutSummary(t), Generation: r.Generation, Revision: r.Revision,
+		Strategy: r.Strategy.Type}
+	for i, c := range rollout.Categories {
+		v.Critical = append(v.Critical, CriticalView{Name: c.Name, Words: c.Words, Ms: ms(t.Summary.Critical[i])})
+	}
+	children := map[phases.SpanID][]*phases.Span{}
+	for i := 1; i < len(t.Spans); i++ {
+		s := &t.Spans[i]
+		children[s.ParentSpanID] = append(children[s.ParentSpanID], s)
+	}
+	podTrace := map[string]*phases.Trace{}
+	for i := range r.NewPods {
+		podTrace[r.NewPods[i].UID] = r.NewPods[i].Trace
+	}
+	at := func(x time.Time) float64 { return ms(x.Sub(root.Start)) }
+	pods := func(parent *phases.Span, step int) {
+		for _, c := range children[parent.SpanID] {
+			row := RowView{UID: attrString(c, phases.AttrPodUID), Label: attrString(c, phases.AttrPodName),
+				Step: step, StartMs: at(c.Start), EndMs: at(c.End), Critical: attrBool(c, rollout.AttrCritical),
+				Node: attrString(c, phases.AttrNodeName), Message: c.StatusMessage}
+			if o, ok := c.Attr(phases.AttrObserved).(bool); ok && !o {
+				row.EndUnknown = true
+			}
+			switch c.Name {
+			case rollout.PodSpanName:
+				row.Type = "pod"
+				row.Outcome = attrString(c, rollout.AttrPodOutcome)
+				row.Segments = podSegments(c, children[c.SpanID], podTrace[row.UID], root.Start)
+			case rollout.TerminateSpanName:
+				row.Type = "old"
+				row.Killed = attrBool(c, rollout.AttrKilled)
+				row.Segments = []Segment{{Cat: CatTerminating, StartMs: row.StartMs, EndMs: row.EndMs}}
+			default:
+				continue
+			}
+			v.Rows = append(v.Rows, row)
+		}
+	}
+	step := 0
+	for _, s := range children[root.SpanID] {
+		if s.Name != rollout.StepSpanName {
+			continue
+		}
+		row := RowView{Type: "step", Label: attrString(s, rollout.AttrStepTarget), Step: step,
+			StartMs: at(s.Start), EndMs: at(s.End), Critical: attrBool(s, rollout.AttrCritical),
+			Message: attrString(s, rollout.AttrStepMessage)}
+		dir := "↑ "
+		if attrString(s, rollout.AttrStepDirection) == "down" {
+			dir = "↓ "
+		}
+		row.Label = dir + row.Label
+		if from, _ := s.Attr(rollout.AttrStepFrom).(int64); from >= 0 {
+			to, _ := s.Attr(rollout.AttrStepTo).(int64)
+			row.Label += " " + strconv.FormatInt(from, 10) + "→" + strconv.FormatInt(to, 10)
+		}
+		v.Rows = append(v.Rows, row)
+		pods(s, step)
+		step++
+	}
+	pods(root, -1) // Pods no step is known to have caused
+	return v
+}
+
+func attrString(s *phases.Span, key string) string {
+	v, _ := s.Attr(key).(string)
+	return v
+}
+
+func attrBool(s *phases.Span, key string) bool {
+	v, _ := s.Attr(key).(bool)
+	return v
+}
