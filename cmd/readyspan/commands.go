@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -100,7 +101,7 @@ func namespacesText(namespaces []string) string {
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("explain", "(pod|deployment|statefulset|daemonset)/NAME [-n NS] [flags]", stderr)
 	var kf kubectlFlags
-	var out outputFlag
+	out := outputFlag{html: true}
 	kf.register(fs, false)
 	out.register(fs)
 	withPods := fs.Bool("pods", false, "for a workload, also print the waterfall of each of its current Pods")
@@ -150,6 +151,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		corr.Handle(d)
 	}
 	corr.Flush(phases.OutcomeInProgress)
+	if out.format == "html" {
+		sortTraces(traces)
+		return writeReport(stdout, "readyspan explain "+pos[0]+" -n "+namespace, traces, rollouts)
+	}
 	for _, t := range rollouts {
 		if *revision != "" && t.Rollout.Revision != *revision {
 			return fmt.Errorf("%s %s/%s: the latest rollout is revision %s; only the latest can be rebuilt from what the API holds (record the cluster with readyspan record to keep earlier ones)",
@@ -368,10 +373,13 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // and optionally exports them over OTLP.
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", "DIR [flags]", stderr)
-	var out outputFlag
+	out := outputFlag{html: true}
 	var tf traceFlags
 	out.register(fs)
 	tf.register(fs)
+	listen := fs.String("listen", "", "serve the web UI over the recording on this address (e.g. :8081) instead of printing")
+	var traceURL string
+	registerTraceURL(fs, &traceURL)
 	var of otlpFlags
 	of.register(fs, "also export the traces to this OTLP endpoint")
 	pos, err := parseOutput(fs, args, &out)
@@ -399,14 +407,23 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "%s: warning: %s\n", prog, w)
 	}
 	sortTraces(traces)
-	for _, t := range traces {
-		if err := out.write(stdout, t); err != nil {
+	switch {
+	case *listen != "":
+		return serveReplay(ctx, *listen, traceURL, traces, rollouts, stderr)
+	case out.format == "html":
+		if err := writeReport(stdout, "readyspan replay "+filepath.Base(filepath.Clean(pos[0])), traces, rollouts); err != nil {
 			return err
 		}
-	}
-	for _, t := range rollouts {
-		if err := out.writeRollout(stdout, t); err != nil {
-			return err
+	default:
+		for _, t := range traces {
+			if err := out.write(stdout, t); err != nil {
+				return err
+			}
+		}
+		for _, t := range rollouts {
+			if err := out.writeRollout(stdout, t); err != nil {
+				return err
+			}
 		}
 	}
 	if of.endpoint == "" {

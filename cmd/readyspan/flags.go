@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -185,17 +186,31 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
-// outputFlag is -o: "waterfall" (default) or "json" (one JSON object per span per line).
-type outputFlag struct{ format string }
+// outputFlag is -o: "waterfall" (default), "json" (one JSON object per span per line) or, for
+// the commands that end (explain, replay), "html" (one self-contained page with every trace).
+type outputFlag struct {
+	format string
+	html   bool // the command accepts html
+}
 
 func (o *outputFlag) register(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.format, "output", "o", "waterfall", "output: waterfall or json (one JSON object per span per line)")
+	help := "output: waterfall or json (one JSON object per span per line)"
+	if o.html {
+		help = "output: waterfall, json (one JSON object per span per line) or html (one self-contained page: rollout Gantt charts, Pod waterfalls)"
+	}
+	fs.StringVarP(&o.format, "output", "o", "waterfall", help)
 }
 
 func (o *outputFlag) validate() error {
-	switch o.format {
-	case "waterfall", "json":
+	switch {
+	case o.format == "waterfall", o.format == "json":
 		return nil
+	case o.format == "html" && o.html:
+		return nil
+	case o.format == "html":
+		return errors.New("-o html writes one page once every trace is known: use it with explain or replay (readyspan run serves the same view live)")
+	case o.html:
+		return fmt.Errorf("unknown output %q: use waterfall, json or html", o.format)
 	}
 	return fmt.Errorf("unknown output %q: use waterfall or json", o.format)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/web"
 )
 
 // runDaemon is `readyspan run`: watch, correlate, export traces and serve metrics.
@@ -41,6 +42,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	leName := fs.String("leader-elect-lease-name", "readyspan", "name of the leader-election Lease")
 	auditLog := fs.String("audit-log", "", "kube-apiserver audit log (JSON lines) to follow: measures the apiserver phase of Deployment changes and bare Pods")
 	stateFile := fs.String("state-file", "", "file where a stopping readyspan records what it exported, so a restart neither loses nor repeats a trace")
+	var uf uiFlags
+	uf.register(fs)
 	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -55,6 +58,10 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	klog.SetSlogLogger(log) // client-go's own lines (leader election, reflectors) in the same format
 	otlpCfg, err := of.config()
+	if err != nil {
+		return err
+	}
+	ui, err := uf.ring()
 	if err != nil {
 		return err
 	}
@@ -112,6 +119,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// Rollout traces have deterministic IDs, so a new leader that exports one again merges with
 	// the first in the backend; only the leader exports them.
 	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) {
+		if ui != nil {
+			ui.AddRollout(t) // every replica shows what it reconstructed, leading or not
+		}
 		if !gate.Leading() {
 			return
 		}
@@ -120,7 +130,14 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		log.Debug("Rollout complete", "workload", t.Rollout.Workload.Kind+" "+t.Rollout.Workload.Namespace+"/"+t.Rollout.Workload.Name,
 			"outcome", t.Summary.Outcome, "summary", t.Summary.Sentence, "traceID", t.TraceID.String())
 	})
-	corr := tracer.New(cfg, tracer.SinkFunc(gate.Offer), metrics, log)
+	sink := tracer.SinkFunc(gate.Offer)
+	if ui != nil {
+		sink = func(t *phases.Trace) {
+			ui.AddPod(t)
+			gate.Offer(t)
+		}
+	}
+	corr := tracer.New(cfg, sink, metrics, log)
 	p := newPipeline(pipelineConfig{
 		client: client, host: restCfg.Host,
 		watch: tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector},
@@ -132,7 +149,11 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	w := p.watcher
 
 	var ready atomic.Bool
-	srv, err := serve(*metricsAddr, reg, w, &ready, log)
+	var uiHandler http.Handler
+	if ui != nil {
+		uiHandler = web.NewServer(ui, uf.traceURL)
+	}
+	srv, err := serve(*metricsAddr, reg, w, &ready, uiHandler, log)
 	if err != nil {
 		return err
 	}
@@ -229,9 +250,13 @@ func parseHeaders(s string) (map[string]string, error) {
 }
 
 // serve starts the metrics and health endpoints. /healthz says the process runs; /readyz says
-// the caches synced and no watch is forbidden.
-func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, log *slog.Logger) (*http.Server, error) {
+// the caches synced and no watch is forbidden. ui, when set, serves everything else: the web UI
+// at / and its API.
+func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, ui http.Handler, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
+	if ui != nil {
+		mux.Handle("/", ui)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprintln(rw, "ok") })
 	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, _ *http.Request) {
