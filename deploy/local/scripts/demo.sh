@@ -74,6 +74,9 @@ demo: $done_count of $expected Pod startups and $rollouts of 1 rolling update tr
 The background \`readyspan run\` exports the same traces to Jaeger (failed Pods after its --fail-after,
 2 minutes by default) and their durations to Prometheus. Where to look next:
 
+  # readyspan's own UI: the rollouts, each as a Gantt chart, and every Pod's waterfall
+  http://$READYSPAN_METRICS/
+
   # traces in Jaeger (trace ID = Pod UID without dashes)
   curl -s 'http://$JAEGER_QUERY/api/traces?service=readyspan&limit=20' | jq -r '.data[] | .traceID + "  " + ([.spans[] | select(.operationName=="pod.startup") | .tags[] | select(.key=="k8s.pod.name") | .value] | join(""))'
   uid=\$(bin/kubectl --kubeconfig .local/kubeconfig -n $ns get pod cold-pull -o jsonpath='{.metadata.uid}' | tr -d -)

@@ -52,6 +52,7 @@ APT_PACKAGES=(
   "runc:runc" "iptables:iptables" "nft:nftables" "conntrack:conntrack" "socat:socat"
   "openssl:openssl" "curl:curl" "jq:jq" "dpkg:busybox-static" "ctr:containerd"
   "/usr/lib/cni/bridge:containernetworking-plugins"
+  "chromium:chromium" # the browser tests of the web UI and the HTML report (make e2e)
 )
 
 mkdir -p "$RUN" "$LOGS" "$ETC"

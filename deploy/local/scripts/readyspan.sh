@@ -21,7 +21,8 @@ do_start() {
   # shellcheck disable=SC2086 # extra flags are words
   start readyspan "$BIN/readyspan" run --kubeconfig "$KUBECONFIG_FILE" --metrics-addr "$READYSPAN_METRICS" \
     --otlp-endpoint "127.0.0.1:$JAEGER_OTLP_GRPC_PORT" --otlp-insecure \
-    --audit-log "$LOGS/audit.log" --state-file "$RUN/readyspan.state" $extra
+    --audit-log "$LOGS/audit.log" --state-file "$RUN/readyspan.state" \
+    --trace-ui-url "http://$JAEGER_QUERY/trace/{trace_id}" $extra
   wait_for readyspan 60 curl -sf "http://$READYSPAN_METRICS/readyz"
   echo "readyspan running (pid $(pid_of readyspan)) ${extra:+with $extra}"
 }

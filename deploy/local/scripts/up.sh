@@ -226,3 +226,4 @@ step_done
 log "local cluster up: node Ready after ${node_ready_at}s, everything healthy after $(elapsed "$T0")s"
 log "  export KUBECONFIG=${KUBECONFIG_FILE#"$ROOT"/}   # or: bin/kubectl --kubeconfig .local/kubeconfig get pods -A"
 log "  Jaeger API http://$JAEGER_QUERY/api/services   Prometheus http://$PROMETHEUS   readyspan http://$READYSPAN_METRICS/metrics"
+log "  readyspan's UI (recent rollouts, Gantt charts, Pod waterfalls) http://$READYSPAN_METRICS/"
