@@ -18,7 +18,7 @@
 
   // Words for the segment and critical-path categories, in legend order.
   var SEGMENTS = [
-    ['scheduling', 'scheduling'], ['kubelet', 'kubelet (sandbox, create, start)'], ['image_pull', 'image pull'],
+    ['controllers', 'controllers reacting'], ['scheduling', 'scheduling'], ['kubelet', 'kubelet (sandbox, create, start)'], ['image_pull', 'image pull'],
     ['readiness', 'readiness'], ['status', 'status'], ['min_ready', 'minReadySeconds'],
     ['untraced', 'Pod without a trace'], ['terminating', 'old Pod terminating']
   ];
