@@ -344,6 +344,8 @@ func TestRolloutDeployment(t *testing.T) {
 			first = s
 		}
 	}
+	t.Logf("rollout start: readyspan %s (%s), the apiserver's first span of the PATCH %s: %v apart",
+		root.StartTime().Format(time.StampMicro), root.StrTag("readyspan.time.source.start"), first.StartTime().Format(time.StampMicro), first.StartTime().Sub(root.StartTime()))
 	if gap := first.StartTime().Sub(root.StartTime()); gap < -rolloutStartTolerance || gap > rolloutStartTolerance {
 		t.Errorf("rollout start %s is %v from the apiserver's first span of the PATCH (%s), tolerance %v",
 			root.StartTime().Format(time.StampMicro), gap, first.StartTime().Format(time.StampMicro), rolloutStartTolerance)
@@ -365,6 +367,7 @@ func TestRolloutDeployment(t *testing.T) {
 	if end.IsZero() {
 		t.Fatal("the test's watch never saw the rollout complete")
 	}
+	t.Logf("rollout end: readyspan %s, the test's own watch %s: %v apart", root.EndTime().Format(time.StampMilli), end.Format(time.StampMilli), root.EndTime().Sub(end))
 	if gap := root.EndTime().Sub(end); gap < -rolloutEndTolerance || gap > rolloutEndTolerance {
 		t.Errorf("rollout end is %v from the test's own watch (%s), tolerance %v", gap, end.Format(time.StampMilli), rolloutEndTolerance)
 	}
