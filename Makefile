@@ -35,9 +35,13 @@ lint: vet ## staticcheck (installed into bin/ on first use)
 bench: ## reconstruction throughput and allocations
 	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./tracer/
 
+# Every fuzz target, a short run each (FUZZTIME); seeds are committed in each package's
+# testdata/fuzz/<target>/ and run by plain `go test` too.
+FUZZTIME ?= 20s
+TRACER_FUZZ := FuzzParsePulledMessage FuzzParseEventName FuzzReadWatch FuzzReadList FuzzParseAuditLine FuzzStepOf FuzzEventMessages FuzzContainerFromFieldPath
 fuzz: ## a short run of every fuzz target
-	$(GO) test -run '^$$' -fuzz FuzzParsePulledMessage -fuzztime 30s ./tracer/
-	$(GO) test -run '^$$' -fuzz FuzzParseEventName -fuzztime 30s ./tracer/
+	@set -e; for f in $(TRACER_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/; done
+	$(GO) test -run '^$$' -fuzz '^FuzzAttributes$$' -fuzztime $(FUZZTIME) ./exporters/otlp/
 
 cluster-build: ## control plane, node, Jaeger, Prometheus into bin/
 	deploy/local/scripts/build.sh

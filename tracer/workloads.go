@@ -214,8 +214,10 @@ func stepOf(e *event) (st rollout.Step, ok, known bool) {
 		if len(f) != 5 || f[1] != "from" || f[3] != "to" {
 			return st, true, false
 		}
-		from, err1 := strconv.ParseInt(f[2], 10, 32)
-		to, err2 := strconv.ParseInt(f[4], 10, 32)
+		// Unsigned: the controller prints replica counts with %d of values never below zero,
+		// and a "-1" here would read as the "not a scale step" sentinel.
+		from, err1 := strconv.ParseUint(f[2], 10, 31)
+		to, err2 := strconv.ParseUint(f[4], 10, 31)
 		if err1 != nil || err2 != nil {
 			return st, true, false
 		}
@@ -233,11 +235,11 @@ func stepOf(e *event) (st rollout.Step, ok, known bool) {
 	case e.Regarding.Kind == "DaemonSet" && e.Reason == "SuccessfulCreate":
 		name, found := strings.CutPrefix(msg, "Created pod: ")
 		st.Up, st.Target = true, name
-		return st, true, found
+		return st, true, found && name != ""
 	case e.Regarding.Kind == "DaemonSet" && e.Reason == "SuccessfulDelete":
 		name, found := strings.CutPrefix(msg, "Deleted pod: ")
 		st.Target = name
-		return st, true, found
+		return st, true, found && name != ""
 	}
 	return st, false, true
 }
