@@ -4,6 +4,9 @@
 package otlp
 
 import (
+	"strings"
+	"unicode/utf8"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
@@ -27,7 +30,7 @@ func (r resources) get(service string) *resource.Resource {
 	if res, ok := r[service]; ok {
 		return res
 	}
-	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service))
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(validUTF8(service)))
 	r[service] = res
 	return res
 }
@@ -56,7 +59,7 @@ func readOnly(spans []phases.Span, res resources) []sdktrace.ReadOnlySpan {
 			})
 		}
 		stub := tracetest.SpanStub{
-			Name:                 s.Name,
+			Name:                 validUTF8(s.Name),
 			SpanContext:          sc,
 			Parent:               parent,
 			SpanKind:             trace.SpanKindInternal,
@@ -70,10 +73,10 @@ func readOnly(spans []phases.Span, res resources) []sdktrace.ReadOnlySpan {
 		case phases.StatusOK:
 			stub.Status = sdktrace.Status{Code: codes.Ok}
 		case phases.StatusError:
-			stub.Status = sdktrace.Status{Code: codes.Error, Description: s.StatusMessage}
+			stub.Status = sdktrace.Status{Code: codes.Error, Description: validUTF8(s.StatusMessage)}
 		}
 		for _, e := range s.Events {
-			stub.Events = append(stub.Events, sdktrace.Event{Name: e.Name, Time: e.Time, Attributes: attributes(e.Attrs)})
+			stub.Events = append(stub.Events, sdktrace.Event{Name: validUTF8(e.Name), Time: e.Time, Attributes: attributes(e.Attrs)})
 		}
 		for _, l := range s.Links {
 			stub.Links = append(stub.Links, sdktrace.Link{
@@ -89,18 +92,29 @@ func readOnly(spans []phases.Span, res resources) []sdktrace.ReadOnlySpan {
 func attributes(as []phases.Attr) []attribute.KeyValue {
 	out := make([]attribute.KeyValue, 0, len(as))
 	for _, a := range as {
+		k := validUTF8(a.Key)
 		switch v := a.Value.(type) {
 		case string:
-			out = append(out, attribute.String(a.Key, v))
+			out = append(out, attribute.String(k, validUTF8(v)))
 		case int64:
-			out = append(out, attribute.Int64(a.Key, v))
+			out = append(out, attribute.Int64(k, v))
 		case int:
-			out = append(out, attribute.Int(a.Key, v))
+			out = append(out, attribute.Int(k, v))
 		case float64:
-			out = append(out, attribute.Float64(a.Key, v))
+			out = append(out, attribute.Float64(k, v))
 		case bool:
-			out = append(out, attribute.Bool(a.Key, v))
+			out = append(out, attribute.Bool(k, v))
 		}
 	}
 	return out
+}
+
+// validUTF8 replaces invalid UTF-8 with U+FFFD. OTLP's protobuf strings must be valid UTF-8:
+// one bad byte (a container's termination message, an Event written over protobuf) makes the
+// whole request fail to marshal, and with it every other trace of the batch.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }

@@ -1,0 +1,124 @@
+package otlp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+
+	"github.com/readyspan/readyspan/phases"
+)
+
+// FuzzAttributes builds OTLP spans from arbitrary names, attribute keys and values: every
+// attribute of a supported type reaches the span, and every string is valid UTF-8, as OTLP's
+// protobuf requires (one invalid string fails the whole request).
+func FuzzAttributes(f *testing.F) {
+	f.Add("k8s.pod.name", "web-6d4f8c7b9-x7k2p", int64(3), 1.5, true)
+	f.Add("", "", int64(-1), 0.0, false)
+	f.Add("message", "Back-off \xff\xfe pulling", int64(1<<62), -1e308, true)
+	f.Add("名前", "ウェブ", int64(0), 0.5, false)
+	f.Fuzz(func(t *testing.T, key, s string, i int64, fl float64, b bool) {
+		tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
+		sp := &tr.Spans[0]
+		sp.Name, sp.Status, sp.StatusMessage = s, phases.StatusError, s
+		extra := []phases.Attr{{Key: key, Value: s}, {Key: key, Value: i}, {Key: key, Value: fl}, {Key: key, Value: b}, {Key: key, Value: int(i)}}
+		sp.Attrs = append(sp.Attrs, extra...)
+		sp.Events = append(sp.Events, phases.Event{Name: s, Time: sp.Start, Attrs: extra})
+		want := len(sp.Attrs)
+		got := readOnly(tr.Spans, resources{})
+		if len(got) != len(tr.Spans) {
+			t.Fatalf("%d spans built from %d", len(got), len(tr.Spans))
+		}
+		root := got[0]
+		if n := len(root.Attributes()); n != want {
+			t.Fatalf("%d attributes on the span, want %d", n, want)
+		}
+		check := func(what, v string) {
+			if !utf8.ValidString(v) {
+				t.Fatalf("%s is not valid UTF-8: %q", what, v)
+			}
+		}
+		check("name", root.Name())
+		check("status", root.Status().Description)
+		for _, e := range root.Events() {
+			check("event name", e.Name)
+			for _, kv := range e.Attributes {
+				check("event attribute key", string(kv.Key))
+				if kv.Value.Type() == attribute.STRING {
+					check("event attribute", kv.Value.AsString())
+				}
+			}
+		}
+		for _, kv := range root.Attributes() {
+			check("attribute key", string(kv.Key))
+			if kv.Value.Type() == attribute.STRING {
+				check("attribute", kv.Value.AsString())
+			}
+		}
+	})
+}
+
+// TestInvalidUTF8ReachesTheBackend sends a trace holding invalid UTF-8 to a real OTLP/HTTP
+// exporter: before validUTF8, the request failed to marshal ("string field contains invalid
+// UTF-8") and the batch was retried until dropped.
+func TestInvalidUTF8ReachesTheBackend(t *testing.T) {
+	var bodies int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		bodies++
+	}))
+	defer srv.Close()
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(srv.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
+	tr.Spans[0].Attrs = append(tr.Spans[0].Attrs, phases.Attr{Key: "message", Value: "exit \xff\xfe"})
+	tr.Spans[0].Events = append(tr.Spans[0].Events, phases.Event{Name: "Failed \xc3", Time: tr.Spans[0].Start})
+	if err := exp.ExportSpans(context.Background(), readOnly(tr.Spans, resources{})); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	if bodies != 1 {
+		t.Fatalf("backend got %d requests, want 1", bodies)
+	}
+}
+
+// TestEndpointThatIsNotOTLP points the exporter at a plain HTTP server: each export fails with
+// a one-line error that names the status, and the exporter counts it and keeps the trace.
+func TestEndpointThatIsNotOTLP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "<html>404 page not found</html>", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"http", Config{Protocol: "http", Endpoint: srv.URL, Insecure: true}, "404"},
+		{"grpc", Config{Protocol: "grpc", Endpoint: strings.TrimPrefix(srv.URL, "http://"), Insecure: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exp, err := newSpanExporter(context.Background(), tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5e9)
+			defer cancel()
+			err = exp.ExportSpans(ctx, readOnly(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f").Spans, resources{}))
+			if err == nil {
+				t.Fatal("export to a server that is not OTLP succeeded")
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
+				t.Fatalf("error %q: want one line containing %q", msg, tc.want)
+			}
+			t.Logf("%s: %v", tc.name, err)
+		})
+	}
+}
