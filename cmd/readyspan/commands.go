@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -433,7 +434,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	ocfg.GiveUpAfter = 30 * time.Second
+	// A replay holds every trace it rebuilt until the backend takes it or the minute below ends.
+	ocfg.QueueTraces, ocfg.QueueBytes = len(traces)+len(rollouts)+1, math.MaxInt64
 	st := &replayStats{}
 	exp, err := otlp.New(ctx, ocfg, st, nil)
 	if err != nil {

@@ -46,6 +46,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	uf.register(fs)
 	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	// The OTLP queue's bounds: what readyspan keeps while the backend is down or slow.
+	queueTraces := fs.Int("otlp-queue-traces", otlp.DefaultQueueTraces, "most traces kept for the OTLP backend while it is down or slow; past it the oldest are dropped and counted")
+	queueBytes := fs.Int64("otlp-queue-bytes", otlp.DefaultQueueBytes, "most bytes (estimated OTLP size) of traces kept for the OTLP backend; past it the oldest are dropped and counted")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,6 +68,10 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
+	if *queueTraces <= 0 || *queueBytes <= 0 {
+		return fmt.Errorf("--otlp-queue-traces and --otlp-queue-bytes must be positive, got %d and %d", *queueTraces, *queueBytes)
+	}
+	otlpCfg.QueueTraces, otlpCfg.QueueBytes = *queueTraces, *queueBytes
 	client, restCfg, err := cf.client()
 	if err != nil {
 		return err
@@ -79,6 +86,10 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return fmt.Errorf("set up OTLP exporter: %w", err)
 	}
 	exp.Start(ctx)
+	promexp.RegisterExportBacklog(reg, func() promexp.ExportBacklog {
+		s := exp.Status()
+		return promexp.ExportBacklog{Traces: s.Traces, Bytes: s.Bytes, Failing: !s.FailingSince.IsZero()}
+	})
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -153,7 +164,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if ui != nil {
 		uiHandler = web.NewServer(ui, uf.traceURL)
 	}
-	srv, err := serve(*metricsAddr, reg, w, &ready, uiHandler, log)
+	srv, err := serve(*metricsAddr, reg, w, &ready, exp.Status, uiHandler, log)
 	if err != nil {
 		return err
 	}
@@ -250,25 +261,18 @@ func parseHeaders(s string) (map[string]string, error) {
 }
 
 // serve starts the metrics and health endpoints. /healthz says the process runs; /readyz says
-// the caches synced and no watch is forbidden. ui, when set, serves everything else: the web UI
-// at / and its API.
-func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, ui http.Handler, log *slog.Logger) (*http.Server, error) {
+// the caches synced and no watch is forbidden. A failing OTLP backend does not make readyspan
+// unready (restarting it would lose the queue, and another replica would meet the same
+// backend): /readyz stays 200 and says so on a second line, as the export gauges do. ui, when
+// set, serves everything else: the web UI at / and its API.
+func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, export func() otlp.Status, ui http.Handler, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if ui != nil {
 		mux.Handle("/", ui)
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprintln(rw, "ok") })
-	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, _ *http.Request) {
-		if p := w.Problem(); p != "" || !ready.Load() {
-			if p == "" {
-				p = "caches not synced yet"
-			}
-			http.Error(rw, "not ready: "+p, http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(rw, "ok")
-	})
+	mux.HandleFunc("/readyz", readyz(w.Problem, ready, export))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", addr, err)
@@ -280,6 +284,25 @@ func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atom
 		}
 	}()
 	return srv, nil
+}
+
+// readyz answers /readyz: 503 with the reason until the caches synced or while a watch is
+// forbidden; else 200 "ok", plus a line on the export while the OTLP backend is failing.
+func readyz(problem func() string, ready *atomic.Bool, export func() otlp.Status) http.HandlerFunc {
+	return func(rw http.ResponseWriter, _ *http.Request) {
+		if p := problem(); p != "" || !ready.Load() {
+			if p == "" {
+				p = "caches not synced yet"
+			}
+			http.Error(rw, "not ready: "+p, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(rw, "ok")
+		if s := export(); !s.FailingSince.IsZero() {
+			fmt.Fprintf(rw, "export failing for %s, %d traces (%d bytes) queued: %s\n",
+				time.Since(s.FailingSince).Round(time.Second), s.Traces, s.Bytes, s.LastError)
+		}
+	}
 }
 
 // identity names this replica on the Lease: its Pod name, else the host name.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,12 +19,31 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultQueueSize  = 4096
-	DefaultBatchSize  = 64
-	DefaultMaxBackoff = 30 * time.Second
-	// DefaultGiveUpAfter bounds how long one batch is retried while the backend is down before
-	// it is dropped (and counted): the queue behind it must keep moving.
-	DefaultGiveUpAfter = 5 * time.Minute
+	// DefaultQueueTraces and DefaultQueueBytes bound what waits for the backend. Measured
+	// (TestQueueCostMeasured): a bare Pod's trace is 9 spans, ~3.0 KB by the estimate the byte
+	// bound counts (queueBytes) and ~6.1 KB of heap while queued, 2.0 heap bytes per estimated
+	// byte; a Deployment Pod with an init container and a Service has ~25 spans, ~8 KB. So
+	// 32 MiB of estimate holds ~4 000–10 000 traces (a 5-minute outage at 13–35 Pod startups
+	// per second) in ≤ ~70 MiB of heap, inside the manifests' 256Mi limit next to the
+	// informers' share; the count bound caps a queue of small traces.
+	DefaultQueueTraces = 10000
+	DefaultQueueBytes  = 32 << 20
+	DefaultBatchSize   = 64
+	DefaultMaxBackoff  = 30 * time.Second
+	// attemptTimeout bounds one export request: a backend that hangs is a failing backend.
+	attemptTimeout = 10 * time.Second
+)
+
+// Drop reasons, as counted by Stats.TraceDropped.
+const (
+	// DropExportFailed: the queue was over its bound while the backend was failing, so the
+	// oldest trace was dropped to make room.
+	DropExportFailed = "export_failed"
+	// DropQueueFull: the queue was over its bound with the backend answering (a burst faster
+	// than the backend takes it); the oldest trace was dropped.
+	DropQueueFull = "queue_full"
+	// DropShutdown: still queued when Shutdown's deadline ran out, or exported after Shutdown.
+	DropShutdown = "shutdown"
 )
 
 // Config selects the OTLP endpoint. Empty fields are left to the standard OTEL_EXPORTER_OTLP_*
@@ -34,10 +54,13 @@ type Config struct {
 	Insecure bool
 	Headers  map[string]string
 
-	QueueSize   int
-	GiveUpAfter time.Duration
-	// InitialBackoff is the first retry delay (default 1s), doubled up to 30s.
+	// QueueTraces and QueueBytes bound the traces waiting for the backend, by count and by
+	// their estimated OTLP size; past either, the oldest are dropped (and counted).
+	QueueTraces int
+	QueueBytes  int64
+	// InitialBackoff is the first retry delay (default 1s), doubled up to MaxBackoff (30s).
 	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
 }
 
 // Stats receives the exporter's outcomes, for readyspan's self metrics.
@@ -47,7 +70,27 @@ type Stats interface {
 	ExportError()
 }
 
-// Exporter queues traces and sends them to an OTLP backend.
+// Status is the exporter's state now: what waits for the backend and whether it is failing.
+type Status struct {
+	Traces int
+	Bytes  int64
+	// FailingSince is the first failure of the current run of failed attempts; zero while the
+	// backend answers.
+	FailingSince time.Time
+	LastError    string
+}
+
+// queued is one trace waiting for the backend.
+type queued struct {
+	spans []phases.Span
+	bytes int64
+	// sending: part of an export attempt now, so not dropped to make room until the attempt
+	// ends (it may succeed, and a trace must not be counted both dropped and exported).
+	sending bool
+}
+
+// Exporter queues traces and sends them to an OTLP backend. The queue is bounded by count and
+// by bytes; past the bound the oldest traces are dropped, each counted once.
 type Exporter struct {
 	cfg   Config
 	exp   sdktrace.SpanExporter
@@ -55,11 +98,17 @@ type Exporter struct {
 	log   *slog.Logger
 	res   resources
 
-	queue    chan []phases.Span // one trace's spans
-	mu       sync.Mutex
-	closed   bool
-	started  bool
-	done     chan struct{}
+	mu      sync.Mutex
+	queue   []*queued // oldest first
+	bytes   int64
+	status  Status
+	closed  bool
+	started bool
+	wake    chan struct{} // a trace was queued or Shutdown began
+	flush   chan struct{} // closed by Shutdown: retry now, not at the end of the backoff
+	stop    chan struct{} // Shutdown's deadline ran out: stop sending
+	done    chan struct{}
+
 	stopOnce sync.Once
 }
 
@@ -74,16 +123,23 @@ func New(ctx context.Context, cfg Config, stats Stats, log *slog.Logger) (*Expor
 
 // NewWithExporter wraps any span exporter (tests use an in-memory one).
 func NewWithExporter(exp sdktrace.SpanExporter, cfg Config, stats Stats, log *slog.Logger) *Exporter {
-	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = DefaultQueueSize
+	if cfg.QueueTraces <= 0 {
+		cfg.QueueTraces = DefaultQueueTraces
 	}
-	if cfg.GiveUpAfter <= 0 {
-		cfg.GiveUpAfter = DefaultGiveUpAfter
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
+	}
+	if cfg.InitialBackoff <= 0 {
+		cfg.InitialBackoff = time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: resources{}, queue: make(chan []phases.Span, cfg.QueueSize), done: make(chan struct{})}
+	return &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: resources{},
+		wake: make(chan struct{}, 1), flush: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
@@ -139,25 +195,55 @@ func hasScheme(s string) bool {
 	return false
 }
 
-// Export queues a Pod's trace. It never blocks: with the queue full the trace is dropped and
-// counted.
+// Export queues a Pod's trace. It never blocks: over the queue's bound the oldest trace is
+// dropped and counted.
 func (e *Exporter) Export(t *phases.Trace) { e.enqueue(t.Spans) }
 
 // ExportRollout queues a rollout's trace, like Export.
 func (e *Exporter) ExportRollout(t *rollout.Trace) { e.enqueue(t.Spans) }
 
-func (e *Exporter) enqueue(t []phases.Span) {
+func (e *Exporter) enqueue(spans []phases.Span) {
+	q := &queued{spans: spans, bytes: queueBytes(spans)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		e.stats.TraceDropped("shutdown")
+		e.stats.TraceDropped(DropShutdown)
 		return
 	}
+	e.queue = append(e.queue, q)
+	e.bytes += q.bytes
+	e.makeRoom()
+	e.status.Traces, e.status.Bytes = len(e.queue), e.bytes
 	select {
-	case e.queue <- t:
+	case e.wake <- struct{}{}:
 	default:
-		e.stats.TraceDropped("queue_full")
 	}
+}
+
+// makeRoom drops the oldest traces not in an export attempt until the queue is within its
+// bounds. The newest trace always stays, even alone over the byte bound. Called with mu held.
+func (e *Exporter) makeRoom() {
+	reason := DropQueueFull
+	if !e.status.FailingSince.IsZero() {
+		reason = DropExportFailed
+	}
+	for i := 0; i < len(e.queue)-1 && (len(e.queue) > e.cfg.QueueTraces || e.bytes > e.cfg.QueueBytes); {
+		if e.queue[i].sending {
+			i++
+			continue
+		}
+		e.bytes -= e.queue[i].bytes
+		e.queue[i] = nil
+		e.queue = append(e.queue[:i], e.queue[i+1:]...)
+		e.stats.TraceDropped(reason)
+	}
+}
+
+// Status reports what waits for the backend and whether exports are failing.
+func (e *Exporter) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.status
 }
 
 // Start runs the send loop until Shutdown.
@@ -168,107 +254,193 @@ func (e *Exporter) Start(ctx context.Context) {
 		return
 	}
 	e.started = true
-	go e.loop(ctx)
+	go e.loop()
 }
 
-func (e *Exporter) loop(ctx context.Context) {
+// loop sends the oldest traces in batches. A failed batch stays at the head of the queue and is
+// tried again after an exponential backoff, with whatever newer traces fit in the batch by
+// then; only the queue's bound ever drops a trace.
+func (e *Exporter) loop() {
 	defer close(e.done)
-	batch := make([][]phases.Span, 0, DefaultBatchSize)
-	for {
-		t, ok := <-e.queue
-		if !ok {
-			return
-		}
-		batch = append(batch[:0], t)
-	fill:
-		for len(batch) < DefaultBatchSize {
-			select {
-			case t, ok := <-e.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, t)
-			default:
-				break fill
-			}
-		}
-		e.send(ctx, batch)
-	}
-}
-
-// send exports one batch, retrying with exponential backoff while the backend is unreachable,
-// up to GiveUpAfter; then the batch is dropped and counted.
-func (e *Exporter) send(ctx context.Context, batch [][]phases.Span) {
-	var spans []sdktrace.ReadOnlySpan
-	for _, t := range batch {
-		spans = append(spans, readOnly(t, e.res)...)
-	}
 	backoff := e.cfg.InitialBackoff
-	if backoff <= 0 {
-		backoff = time.Second
-	}
-	start := time.Now()
-	for attempt := 1; ; attempt++ {
-		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		err := e.exp.ExportSpans(sendCtx, spans)
-		cancel()
+	flush := e.flush
+	for {
+		batch := e.nextBatch()
+		if batch == nil {
+			return
+		}
+		err := e.send(batch)
 		if err == nil {
-			for range batch {
-				e.stats.TraceExported()
-			}
-			return
-		}
-		e.stats.ExportError()
-		if attempt == 1 || attempt%10 == 0 {
-			e.log.Warn("OTLP export failed, retrying", "err", err, "traces", len(batch), "attempt", attempt)
-		}
-		if time.Since(start) > e.cfg.GiveUpAfter || e.isClosed() && ctx.Err() != nil {
-			e.log.Error("Dropping traces after OTLP export kept failing", "err", err, "traces", len(batch), "retriedFor", time.Since(start).Round(time.Second))
-			for range batch {
-				e.stats.TraceDropped("export_failed")
-			}
-			return
+			backoff = e.cfg.InitialBackoff
+			continue
 		}
 		select {
 		case <-time.After(backoff):
-		case <-ctx.Done():
-			if e.isClosed() {
-				for range batch {
-					e.stats.TraceDropped("shutdown")
-				}
-				return
-			}
+		case <-flush:
+			flush = nil // one immediate retry at Shutdown, then the backoff again
+		case <-e.stop:
 		}
-		if backoff *= 2; backoff > DefaultMaxBackoff {
-			backoff = DefaultMaxBackoff
+		if backoff *= 2; backoff > e.cfg.MaxBackoff {
+			backoff = e.cfg.MaxBackoff
 		}
 	}
 }
 
-func (e *Exporter) isClosed() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closed
+// nextBatch waits for queued traces and marks the oldest DefaultBatchSize as being sent. It
+// returns nil when the exporter stops: closed with nothing left, or out of time.
+func (e *Exporter) nextBatch() []*queued {
+	for {
+		e.mu.Lock()
+		if len(e.queue) > 0 {
+			select {
+			case <-e.stop:
+				e.dropQueued()
+				e.mu.Unlock()
+				return nil
+			default:
+			}
+			n := min(len(e.queue), DefaultBatchSize)
+			batch := make([]*queued, n)
+			copy(batch, e.queue[:n])
+			for _, q := range batch {
+				q.sending = true
+			}
+			e.mu.Unlock()
+			return batch
+		}
+		closed := e.closed
+		e.mu.Unlock()
+		if closed {
+			return nil
+		}
+		select {
+		case <-e.wake:
+		case <-e.stop:
+		}
+	}
 }
 
-// Shutdown stops accepting traces, sends what is queued (until ctx ends) and closes the
-// connection. It is safe to call more than once, and before Start (queued traces are dropped).
+// dropQueued counts what is still queued as dropped at shutdown. Called with mu held.
+func (e *Exporter) dropQueued() {
+	for range e.queue {
+		e.stats.TraceDropped(DropShutdown)
+	}
+	if len(e.queue) > 0 {
+		e.log.Error("Dropping queued traces at shutdown: the OTLP backend did not take them in time", "traces", len(e.queue))
+	}
+	e.queue, e.bytes = nil, 0
+	e.status.Traces, e.status.Bytes = 0, 0
+}
+
+// send makes one export attempt of a batch. On success the batch leaves the queue; on failure
+// it stays (a trace dropped meanwhile to make room is already counted).
+func (e *Exporter) send(batch []*queued) error {
+	var spans []sdktrace.ReadOnlySpan
+	for _, q := range batch {
+		spans = append(spans, readOnly(q.spans, e.res)...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
+	go func() {
+		select {
+		case <-e.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := e.exp.ExportSpans(ctx, spans)
+	cancel()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, q := range batch {
+		q.sending = false
+	}
+	if err != nil {
+		e.stats.ExportError()
+		msg := strings.Join(strings.Fields(err.Error()), " ") // a backend's HTML error page on one line
+		if e.status.FailingSince.IsZero() {
+			e.status.FailingSince = time.Now()
+			e.log.Warn("OTLP export failing; keeping traces in the queue and retrying with backoff", "err", msg, "queuedTraces", len(e.queue), "queuedBytes", e.bytes)
+		} else if msg != e.status.LastError {
+			e.log.Warn("OTLP export still failing", "err", msg, "failingFor", time.Since(e.status.FailingSince).Round(time.Second), "queuedTraces", len(e.queue), "queuedBytes", e.bytes)
+		}
+		e.status.LastError = msg
+		e.makeRoom() // the bound may have been passed while the batch was protected
+		e.status.Traces, e.status.Bytes = len(e.queue), e.bytes
+		return err
+	}
+	// The batch is still the head of the queue: only makeRoom removes traces, and never one
+	// being sent, and new traces go to the tail.
+	for i, q := range e.queue[:len(batch)] {
+		e.bytes -= q.bytes
+		e.queue[i] = nil
+		e.stats.TraceExported()
+	}
+	e.queue = e.queue[len(batch):]
+	if !e.status.FailingSince.IsZero() {
+		e.log.Info("OTLP export recovered", "failedFor", time.Since(e.status.FailingSince).Round(time.Second), "queuedTraces", len(e.queue))
+		e.status.FailingSince, e.status.LastError = time.Time{}, ""
+	}
+	e.status.Traces, e.status.Bytes = len(e.queue), e.bytes
+	return nil
+}
+
+// Shutdown stops accepting traces, sends what is queued (until ctx ends; what is left then is
+// counted as dropped) and closes the connection. It is safe to call more than once, and before
+// Start (queued traces are then counted as dropped).
 func (e *Exporter) Shutdown(ctx context.Context) error {
 	var err error
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
 		e.closed = true
 		started := e.started
-		close(e.queue)
+		close(e.flush)
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+		if !started {
+			e.dropQueued()
+		}
 		e.mu.Unlock()
 		if started {
 			select {
 			case <-e.done:
 			case <-ctx.Done():
+				close(e.stop)
+				<-e.done
 				err = errors.Join(err, fmt.Errorf("flush traces: %w", ctx.Err()))
 			}
 		}
 		err = errors.Join(err, e.exp.Shutdown(ctx))
 	})
 	return err
+}
+
+// queueBytes estimates a trace's OTLP size: the strings it carries plus a fixed cost per span,
+// event, link and attribute (IDs, times, tags). It is what the byte bound counts.
+func queueBytes(spans []phases.Span) int64 {
+	n := int64(0)
+	for i := range spans {
+		s := &spans[i]
+		n += 64 + int64(len(s.Name)+len(s.Service)+len(s.StatusMessage)) + attrBytes(s.Attrs)
+		for _, ev := range s.Events {
+			n += 24 + int64(len(ev.Name)) + attrBytes(ev.Attrs)
+		}
+		for _, l := range s.Links {
+			n += 40 + attrBytes(l.Attrs)
+		}
+	}
+	return n
+}
+
+func attrBytes(as []phases.Attr) int64 {
+	n := int64(0)
+	for _, a := range as {
+		n += 12 + int64(len(a.Key))
+		if v, ok := a.Value.(string); ok {
+			n += int64(len(v))
+		}
+	}
+	return n
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -103,27 +102,6 @@ func TestExporterRetriesUntilBackendIsUp(t *testing.T) {
 		if !services[want] {
 			t.Errorf("no span with service.name %q (have %v)", want, services)
 		}
-	}
-}
-
-func TestExporterDropsWhenQueueFull(t *testing.T) {
-	st := &counts{}
-	e := NewWithExporter(&tracetest.InMemoryExporter{}, Config{QueueSize: 2}, st, nil)
-	for i := 0; i < 5; i++ { // not started: nothing drains the queue
-		e.Export(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f"))
-	}
-	if st.dropped["queue_full"] != 3 {
-		t.Fatalf("dropped %v, want 3 queue_full", st.dropped)
-	}
-	if err := e.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Shutdown(context.Background()); err != nil {
-		t.Fatal("second Shutdown:", err)
-	}
-	e.Export(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f"))
-	if st.dropped["shutdown"] != 1 {
-		t.Fatalf("export after shutdown not counted: %v", st.dropped)
 	}
 }
 
