@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
+	"github.com/readyspan/readyspan/access"
 	"github.com/readyspan/readyspan/exporters/otlp"
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/leader"
@@ -49,6 +49,12 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// The OTLP queue's bounds: what readyspan keeps while the backend is down or slow.
 	queueTraces := fs.Int("otlp-queue-traces", otlp.DefaultQueueTraces, "most traces kept for the OTLP backend while it is down or slow; past it the oldest are dropped and counted")
 	queueBytes := fs.Int64("otlp-queue-bytes", otlp.DefaultQueueBytes, "most bytes (estimated OTLP size) of traces kept for the OTLP backend; past it the oldest are dropped and counted")
+	// Who may read --metrics-addr: anyone who can reach it (default; see the NetworkPolicy), or
+	// over TLS whoever the apiserver says may GET the path.
+	var acc access.Config
+	fs.BoolVar(&acc.Secure, "metrics-secure", false, "serve --metrics-addr over TLS and let only callers the apiserver authorizes (TokenReview, SubjectAccessReview for GET on the path) read /metrics; /healthz and /readyz stay open")
+	fs.StringVar(&acc.CertFile, "metrics-tls-cert-file", "", "with --metrics-secure: the serving certificate (default: a self-signed one made at start)")
+	fs.StringVar(&acc.KeyFile, "metrics-tls-key-file", "", "with --metrics-secure: the serving certificate's key")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -159,12 +165,17 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	})
 	w := p.watcher
 
+	acc.Open = []string{"/healthz", "/readyz"}
+	guard, err := access.New(acc, client, log)
+	if err != nil {
+		return err
+	}
 	var ready atomic.Bool
 	var uiHandler http.Handler
 	if ui != nil {
 		uiHandler = web.NewServer(ui, uf.traceURL)
 	}
-	srv, err := serve(*metricsAddr, reg, w, &ready, exp.Status, uiHandler, log)
+	srv, err := serve(*metricsAddr, guard, reg, w, &ready, exp.Status, uiHandler, log)
 	if err != nil {
 		return err
 	}
@@ -264,8 +275,8 @@ func parseHeaders(s string) (map[string]string, error) {
 // the caches synced and no watch is forbidden. A failing OTLP backend does not make readyspan
 // unready (restarting it would lose the queue, and another replica would meet the same
 // backend): /readyz stays 200 and says so on a second line, as the export gauges do. ui, when
-// set, serves everything else: the web UI at / and its API.
-func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, export func() otlp.Status, ui http.Handler, log *slog.Logger) (*http.Server, error) {
+// set, serves everything else: the web UI at / and its API (behind the same guard as /metrics).
+func serve(addr string, guard *access.Guard, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, export func() otlp.Status, ui http.Handler, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if ui != nil {
 		mux.Handle("/", ui)
@@ -273,11 +284,11 @@ func serve(addr string, reg *prometheus.Registry, w *tracer.Watcher, ready *atom
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprintln(rw, "ok") })
 	mux.HandleFunc("/readyz", readyz(w.Problem, ready, export))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := guard.Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("Metrics server stopped", "err", err)
