@@ -31,6 +31,7 @@ components=(
   "prometheus|tools/prometheus|github.com/prometheus/prometheus/cmd/prometheus|v0.316.0|"
   "promtool|tools/prometheus|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|"
   "jaeger|tools/jaeger|github.com/jaegertracing/jaeger/cmd/jaeger|v1.76.0|"
+  "kwok|tools/kwok|sigs.k8s.io/kwok/cmd/kwok|v0.8.0|"
 )
 
 want=("$@")
