@@ -1,0 +1,275 @@
+// Package report turns what one run of the scale test bed recorded (the load driver's Ready
+// times, the OTLP receiver's receive times, /proc samples of readyspan and of the bare baseline,
+// counters from readyspan's and the apiserver's /metrics) into the figures of docs/scale.md: a
+// Report, written as JSON and as a table.
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/readyspan/readyspan/test/scale/procstat"
+)
+
+// Level is the load one run applied.
+type Level struct {
+	Nodes    int     `json:"nodes"`     // fake (KWOK) nodes
+	Pods     int     `json:"pods"`      // Pods that exist at the end (Deployments × replicas)
+	Startups int     `json:"startups"`  // Pods started: Pods × (1 + rolls)
+	Rate     float64 `json:"rate"`      // Pod startups per second asked of the driver
+	Replicas int     `json:"replicas"`  // per Deployment
+	Rolls    int     `json:"rolls"`     // rollouts of each Deployment after its creation
+	Settle   string  `json:"settle"`    // readyspan's settle time, taken off the export lag
+	Duration string  `json:"duration"`  // the load phase, first create to last Ready
+	Started  string  `json:"started"`   // RFC 3339
+	Machine  string  `json:"machine"`   // cores and memory, for comparing runs
+	Complete bool    `json:"complete"`  // every started Pod was seen Ready before the deadline
+	Missing  int     `json:"missing"`   // Pods started but never seen Ready
+	Sustain  float64 `json:"sustained"` // Pods Ready per second over the load phase
+}
+
+// PodTimes is what the load driver saw of one Pod on its own watch.
+type PodTimes struct {
+	UID     string    `json:"uid"`
+	Ready   time.Time `json:"ready"`            // Ready=True first seen
+	Serving time.Time `json:"serving,omitzero"` // its address first ready in an EndpointSlice
+}
+
+// Summary is a distribution's nearest-rank percentiles, in milliseconds for JSON.
+type Summary struct {
+	N     int     `json:"n"`
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+	MinMs float64 `json:"min_ms"`
+}
+
+// Summarize returns the nearest-rank p50, p99, min and max of ds (zero for none).
+func Summarize(ds []time.Duration) Summary {
+	if len(ds) == 0 {
+		return Summary{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return Summary{N: len(s), P50ms: ms(rank(s, 0.50)), P99ms: ms(rank(s, 0.99)), MaxMs: ms(s[len(s)-1]), MinMs: ms(s[0])}
+}
+
+// rank is the nearest-rank percentile of sorted s: the smallest value with at least q of the
+// values at or below it.
+func rank(s []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	if i < 0 {
+		i = 0
+	}
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+
+// Lag is the export lag of every Pod with a trace: the trace's receive time less the Pod's
+// Ready time on the driver's watch (from Serving instead when fromServing and known) less settle,
+// the time readyspan waits on purpose for late events. Missing lists the Pods with no trace.
+func Lag(pods []PodTimes, received map[string]time.Time, settle time.Duration, fromServing bool) (lags []time.Duration, missing []string) {
+	for _, p := range pods {
+		if p.Ready.IsZero() {
+			continue
+		}
+		got, ok := received[TraceID(p.UID)]
+		if !ok {
+			missing = append(missing, p.UID)
+			continue
+		}
+		from := p.Ready
+		if fromServing && p.Serving.After(from) {
+			from = p.Serving
+		}
+		lags = append(lags, got.Sub(from)-settle)
+	}
+	sort.Strings(missing)
+	return lags, missing
+}
+
+// TraceID is the trace ID readyspan gives a Pod's trace: its UID without dashes.
+func TraceID(uid string) string { return strings.ReplaceAll(strings.ToLower(uid), "-", "") }
+
+// Sustained is the rate at which Pods turned Ready: Pods after the first over the time from the
+// first to the last Ready (0 for fewer than two).
+func Sustained(pods []PodTimes) float64 {
+	var first, last time.Time
+	n := 0
+	for _, p := range pods {
+		if p.Ready.IsZero() {
+			continue
+		}
+		n++
+		if first.IsZero() || p.Ready.Before(first) {
+			first = p.Ready
+		}
+		if p.Ready.After(last) {
+			last = p.Ready
+		}
+	}
+	if n < 2 || !last.After(first) {
+		return 0
+	}
+	return round(float64(n-1)/last.Sub(first).Seconds(), 2)
+}
+
+// Process is one process's cost over the run.
+type Process struct {
+	CPUSeconds     float64 `json:"cpu_seconds"`               // over the load phase and the export that follows
+	CPUPer1000Pods float64 `json:"cpu_seconds_per_1000_pods"` // CPUSeconds per 1,000 Pod startups
+	CPUCores       float64 `json:"cpu_cores"`                 // CPUSeconds over the wall time
+	RSSIdleMiB     float64 `json:"rss_idle_mib"`              // synced, before the load
+	RSSSteadyMiB   float64 `json:"rss_steady_mib"`            // median after the load, every Pod still cached
+	RSSPeakMiB     float64 `json:"rss_peak_mib"`              // VmHWM
+	BytesPerPod    float64 `json:"bytes_per_cached_pod"`      // (steady − idle) / Pods existing at the end
+}
+
+// Window marks the phases of a run in the samples.
+type Window struct {
+	LoadStart time.Time // the driver's first create
+	LoadEnd   time.Time // every trace received (or the wait for them ended)
+	End       time.Time // the end of the steady-state samples
+}
+
+// Cost computes a Process from its samples: idle RSS from those before LoadStart, CPU between
+// LoadStart and LoadEnd, steady RSS from those after LoadEnd.
+func Cost(samples []procstat.Sample, w Window, startups, pods int) Process {
+	var idle, steady []float64
+	var cpuStart, cpuEnd *procstat.Sample
+	var out Process
+	for i := range samples {
+		s := &samples[i]
+		if s.Finished {
+			continue
+		}
+		out.RSSPeakMiB = math.Max(out.RSSPeakMiB, mib(s.PeakRSS))
+		switch {
+		case s.At.Before(w.LoadStart):
+			idle = append(idle, float64(s.RSS))
+			cpuStart = s
+		case !s.At.After(w.LoadEnd):
+			cpuEnd = s
+		default:
+			steady = append(steady, float64(s.RSS))
+		}
+	}
+	if cpuStart != nil && cpuEnd != nil {
+		out.CPUSeconds = round((cpuEnd.CPU - cpuStart.CPU).Seconds(), 2)
+		if wall := cpuEnd.At.Sub(cpuStart.At).Seconds(); wall > 0 {
+			out.CPUCores = round(out.CPUSeconds/wall, 3)
+		}
+		if startups > 0 {
+			out.CPUPer1000Pods = round(out.CPUSeconds*1000/float64(startups), 3)
+		}
+	}
+	idleRSS, steadyRSS := median(idle), median(steady)
+	out.RSSIdleMiB, out.RSSSteadyMiB = round(idleRSS/(1<<20), 1), round(steadyRSS/(1<<20), 1)
+	out.RSSPeakMiB = round(out.RSSPeakMiB, 1)
+	if pods > 0 && len(idle) > 0 && len(steady) > 0 {
+		out.BytesPerPod = math.Round((steadyRSS - idleRSS) / float64(pods))
+	}
+	return out
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+// Ratio is readyspan's figure over the baseline's (0 when the baseline's is 0).
+func Ratio(readyspan, baseline float64) float64 {
+	if baseline == 0 {
+		return 0
+	}
+	return round(readyspan/baseline, 2)
+}
+
+// Report is one run's figures.
+type Report struct {
+	Level           Level              `json:"level"`
+	ExportLag       Summary            `json:"export_lag"`              // trace received − Ready − settle
+	ExportLagServed Summary            `json:"export_lag_from_serving"` // the same from the address ready in a slice
+	Traces          int                `json:"traces"`                  // distinct Pods' traces received
+	NoTrace         int                `json:"pods_without_trace"`
+	Readyspan       Process            `json:"readyspan"`
+	Baseline        Process            `json:"baseline"`
+	RSSRatio        float64            `json:"rss_steady_ratio"`
+	PeakRatio       float64            `json:"rss_peak_ratio"`
+	CPURatio        float64            `json:"cpu_ratio"`
+	WatchEvents     map[string]float64 `json:"watch_events"` // readyspan_watch_events_total by resource, over the run
+	WatchEventsPerS float64            `json:"watch_events_per_second"`
+	Dropped         map[string]float64 `json:"dropped"`           // readyspan_traces_dropped_total by reason
+	Unparsed        map[string]float64 `json:"unparsed_messages"` // readyspan_unparsed_messages_total by reason
+	ExportErrors    float64            `json:"export_errors"`
+	Requests        map[string]float64 `json:"apiserver_requests"` // dispatched by the apiserver, by flow schema (one per user)
+	Notes           []string           `json:"notes,omitempty"`
+}
+
+// Table writes the report as the table make scale prints.
+func (r *Report) Table(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	l := r.Level
+	fmt.Fprintf(tw, "level\t%d nodes, %d Pods (%d startups: %d rolls), %.0f Pods/s asked, settle %s\n", l.Nodes, l.Pods, l.Startups, l.Rolls, l.Rate, l.Settle)
+	fmt.Fprintf(tw, "load\t%s, %.1f Pods/s sustained, complete %v (missing %d)\n", l.Duration, l.Sustain, l.Complete, l.Missing)
+	fmt.Fprintf(tw, "export lag (Ready → trace received − settle)\tp50 %s  p99 %s  max %s  (n %d, no trace %d)\n",
+		fmtMs(r.ExportLag.P50ms), fmtMs(r.ExportLag.P99ms), fmtMs(r.ExportLag.MaxMs), r.ExportLag.N, r.NoTrace)
+	fmt.Fprintf(tw, "export lag from serving (endpoints ready)\tp50 %s  p99 %s  max %s\n",
+		fmtMs(r.ExportLagServed.P50ms), fmtMs(r.ExportLagServed.P99ms), fmtMs(r.ExportLagServed.MaxMs))
+	fmt.Fprintf(tw, "watch events/s (readyspan)\t%.1f\n", r.WatchEventsPerS)
+	fmt.Fprintf(tw, "dropped / unparsed / export errors\t%s / %s / %.0f\n", fmtMap(r.Dropped), fmtMap(r.Unparsed), r.ExportErrors)
+	fmt.Fprintf(tw, "apiserver requests by user\t%s\n", fmtMap(r.Requests))
+	fmt.Fprintf(tw, "\t\n")
+	fmt.Fprintf(tw, "\treadyspan\tbaseline\tratio\n")
+	fmt.Fprintf(tw, "CPU seconds (load + export)\t%.2f\t%.2f\t%.2f\n", r.Readyspan.CPUSeconds, r.Baseline.CPUSeconds, r.CPURatio)
+	fmt.Fprintf(tw, "CPU seconds per 1,000 Pods\t%.3f\t%.3f\t\n", r.Readyspan.CPUPer1000Pods, r.Baseline.CPUPer1000Pods)
+	fmt.Fprintf(tw, "CPU cores (average)\t%.3f\t%.3f\t\n", r.Readyspan.CPUCores, r.Baseline.CPUCores)
+	fmt.Fprintf(tw, "RSS idle MiB\t%.1f\t%.1f\t\n", r.Readyspan.RSSIdleMiB, r.Baseline.RSSIdleMiB)
+	fmt.Fprintf(tw, "RSS steady MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSSteadyMiB, r.Baseline.RSSSteadyMiB, r.RSSRatio)
+	fmt.Fprintf(tw, "RSS peak MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSPeakMiB, r.Baseline.RSSPeakMiB, r.PeakRatio)
+	fmt.Fprintf(tw, "bytes per cached Pod\t%.0f\t%.0f\t\n", r.Readyspan.BytesPerPod, r.Baseline.BytesPerPod)
+	for _, n := range r.Notes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
+	return tw.Flush()
+}
+
+func fmtMs(v float64) string {
+	return time.Duration(v * float64(time.Millisecond)).Round(time.Millisecond).String()
+}
+
+func fmtMap(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%.0f", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}

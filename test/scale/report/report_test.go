@@ -1,0 +1,147 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/readyspan/readyspan/test/scale/procstat"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func TestSummarize(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []time.Duration
+		want Summary
+	}{
+		{name: "none", want: Summary{}},
+		{name: "one", in: []time.Duration{5 * time.Millisecond}, want: Summary{N: 1, P50ms: 5, P99ms: 5, MaxMs: 5, MinMs: 5}},
+		{
+			// Nearest rank: p50 of 1..100 ms is the 50th value, p99 the 99th; input unsorted.
+			name: "hundred",
+			in: func() []time.Duration {
+				var ds []time.Duration
+				for i := 100; i >= 1; i-- {
+					ds = append(ds, time.Duration(i)*time.Millisecond)
+				}
+				return ds
+			}(),
+			want: Summary{N: 100, P50ms: 50, P99ms: 99, MaxMs: 100, MinMs: 1},
+		},
+		{name: "negative and sub-millisecond", in: []time.Duration{-1500 * time.Microsecond, 250 * time.Microsecond, 3 * time.Millisecond}, want: Summary{N: 3, P50ms: 0.25, P99ms: 3, MaxMs: 3, MinMs: -1.5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Summarize(tt.in); got != tt.want {
+				t.Errorf("Summarize = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLag(t *testing.T) {
+	pods := []PodTimes{
+		{UID: "0b1c2d3e-0000-4000-8000-00000000000a", Ready: at(1000), Serving: at(1200)},
+		{UID: "0b1c2d3e-0000-4000-8000-00000000000b", Ready: at(2000)},                    // no Service
+		{UID: "0b1c2d3e-0000-4000-8000-00000000000c", Ready: at(3000)},                    // no trace
+		{UID: "0b1c2d3e-0000-4000-8000-00000000000d"},                                     // never Ready: not counted
+		{UID: "0B1C2D3E-0000-4000-8000-00000000000E", Ready: at(4000), Serving: at(3900)}, // serving first
+	}
+	received := map[string]time.Time{
+		"0b1c2d3e000040008000000000000000a": {}, // a wrong ID must not match
+		"0b1c2d3e00004000800000000000000a":  at(3500),
+		"0b1c2d3e00004000800000000000000b":  at(4100),
+		"0b1c2d3e00004000800000000000000e":  at(6050),
+	}
+	settle := 2 * time.Second
+	lags, missing := Lag(pods, received, settle, false)
+	want := []time.Duration{500 * time.Millisecond, 100 * time.Millisecond, 50 * time.Millisecond}
+	if len(lags) != len(want) {
+		t.Fatalf("lags = %v, want %v", lags, want)
+	}
+	for i := range want {
+		if lags[i] != want[i] {
+			t.Errorf("lag[%d] = %v, want %v", i, lags[i], want[i])
+		}
+	}
+	if len(missing) != 1 || missing[0] != "0b1c2d3e-0000-4000-8000-00000000000c" {
+		t.Errorf("missing = %v", missing)
+	}
+	served, _ := Lag(pods, received, settle, true)
+	if served[0] != 300*time.Millisecond || served[2] != 50*time.Millisecond {
+		t.Errorf("lags from serving = %v, want 300ms first (serving after Ready) and 50ms last (serving before Ready)", served)
+	}
+}
+
+func TestSustained(t *testing.T) {
+	pods := []PodTimes{{Ready: at(0)}, {Ready: at(500)}, {}, {Ready: at(2000)}, {Ready: at(1000)}, {Ready: at(1500)}}
+	if got := Sustained(pods); got != 2 {
+		t.Errorf("Sustained = %v, want 2 (4 Pods after the first in 2s)", got)
+	}
+	if got := Sustained(pods[:1]); got != 0 {
+		t.Errorf("Sustained of one Pod = %v, want 0", got)
+	}
+}
+
+func TestCost(t *testing.T) {
+	mib := int64(1 << 20)
+	sample := func(ms int, cpu time.Duration, rss, peak int64) procstat.Sample {
+		return procstat.Sample{At: at(ms), CPU: cpu, RSS: rss * mib, PeakRSS: peak * mib}
+	}
+	samples := []procstat.Sample{
+		sample(0, 1*time.Second, 40, 45),
+		sample(1000, 1*time.Second, 42, 45), // idle: last before the load
+		sample(3000, 3*time.Second, 80, 95),
+		sample(11000, 9*time.Second, 90, 120), // last of the load window
+		{At: at(11500), Finished: true},
+		sample(12000, 9*time.Second, 60, 120), // steady
+		sample(13000, 9*time.Second, 62, 120),
+		sample(14000, 9*time.Second, 64, 120),
+	}
+	w := Window{LoadStart: at(2000), LoadEnd: at(11000), End: at(14000)}
+	got := Cost(samples, w, 4000, 2000)
+	want := Process{
+		CPUSeconds: 8, CPUPer1000Pods: 2, CPUCores: 0.8,
+		RSSIdleMiB: 41, RSSSteadyMiB: 62, RSSPeakMiB: 120,
+		BytesPerPod: float64(21*mib) / 2000,
+	}
+	want.BytesPerPod = float64(int64(want.BytesPerPod + 0.5))
+	if got != want {
+		t.Errorf("Cost =\n %+v\nwant\n %+v", got, want)
+	}
+}
+
+func TestRatio(t *testing.T) {
+	if got := Ratio(3, 2); got != 1.5 {
+		t.Errorf("Ratio(3, 2) = %v", got)
+	}
+	if got := Ratio(3, 0); got != 0 {
+		t.Errorf("Ratio(3, 0) = %v, want 0", got)
+	}
+}
+
+func TestTable(t *testing.T) {
+	r := Report{
+		Level:     Level{Nodes: 20, Pods: 100, Startups: 200, Rolls: 1, Rate: 10, Settle: "2s", Duration: "20s", Sustain: 9.5, Complete: true},
+		ExportLag: Summary{N: 200, P50ms: 120, P99ms: 880.4, MaxMs: 1203},
+		Readyspan: Process{CPUSeconds: 3, RSSSteadyMiB: 60},
+		Baseline:  Process{CPUSeconds: 2, RSSSteadyMiB: 50},
+		RSSRatio:  1.2, CPURatio: 1.5,
+		Dropped: map[string]float64{"max_in_flight": 0, "b": 2},
+	}
+	var buf bytes.Buffer
+	if err := r.Table(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"p50 120ms  p99 880ms  max 1.203s", "9.5 Pods/s sustained", "b=2 max_in_flight=0", "RSS steady MiB", "1.20"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
