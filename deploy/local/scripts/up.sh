@@ -7,6 +7,8 @@
 #
 # Environment: READYSPAN_ARGS  extra flags for `readyspan run` (see readyspan.sh)
 #              COLD_BLOB_DELAY per-blob delay of the registry's cold images (default 2s)
+#              KCM_ARGS, SCHEDULER_ARGS  extra flags for kube-controller-manager and kube-scheduler
+#                              (make scale raises their client QPS, as large clusters do)
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "error: the local cluster needs root (network, cgroups, mounts)" >&2; exit 1; }
@@ -136,6 +138,7 @@ start apiserver-relay socat "TCP-LISTEN:$APISERVER_PORT,bind=$NODE_IP,reuseaddr,
 wait_for apiserver-relay 10 curl -sf --max-time 2 --cacert "$PKI/ca.crt" "https://$NODE_IP:$APISERVER_PORT/livez"
 
 step "kube-controller-manager"
+# shellcheck disable=SC2086 # KCM_ARGS is words
 start kube-controller-manager "$BIN/kube-controller-manager" \
   --kubeconfig="$ETC/kube-controller-manager.kubeconfig" \
   --authentication-kubeconfig="$ETC/kube-controller-manager.kubeconfig" \
@@ -144,14 +147,15 @@ start kube-controller-manager "$BIN/kube-controller-manager" \
   --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
   --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
   --use-service-account-credentials=true --controllers='*,-nodeipam' \
-  --service-cluster-ip-range="$SERVICE_CIDR" --v=2
+  --service-cluster-ip-range="$SERVICE_CIDR" --v=2 ${KCM_ARGS:-}
 wait_for kube-controller-manager 60 curl -sfk "https://127.0.0.1:$KCM_PORT/healthz"
 
 step "kube-scheduler"
+# shellcheck disable=SC2086 # SCHEDULER_ARGS is words
 start kube-scheduler "$BIN/kube-scheduler" --kubeconfig="$ETC/kube-scheduler.kubeconfig" \
   --authentication-kubeconfig="$ETC/kube-scheduler.kubeconfig" \
   --authorization-kubeconfig="$ETC/kube-scheduler.kubeconfig" \
-  --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --leader-elect=false --v=2
+  --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --leader-elect=false --v=2 ${SCHEDULER_ARGS:-}
 wait_for kube-scheduler 60 curl -sfk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 
 step "node mount namespace"
