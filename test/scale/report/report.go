@@ -258,13 +258,16 @@ func fmtMs(v float64) string {
 	return time.Duration(v * float64(time.Millisecond)).Round(time.Millisecond).String()
 }
 
+// fmtMap lists the non-zero entries of m by key ("none" if there is none).
 func fmtMap(m map[string]float64) string {
-	if len(m) == 0 {
-		return "none"
-	}
 	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	for k, v := range m {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "none"
 	}
 	sort.Strings(keys)
 	parts := make([]string, len(keys))

@@ -139,7 +139,7 @@ func TestTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"p50 120ms  p99 880ms  max 1.203s", "9.5 Pods/s sustained", "b=2 max_in_flight=0", "RSS steady MiB", "1.20"} {
+	for _, want := range []string{"p50 120ms  p99 880ms  max 1.203s", "9.5 Pods/s sustained", "b=2 / none / 0", "RSS steady MiB", "1.20"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

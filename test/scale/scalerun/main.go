@@ -1,0 +1,442 @@
+// Command scalerun is one load level of the scale test bed (make scale, see docs/scale.md). On a
+// cluster whose fake nodes KWOK manages, it starts `readyspan run` (exporting to an OTLP
+// receiver of its own) and the bare baseline side by side, each as its own user, applies the load
+// driver's Deployments and rollouts, samples both processes from /proc, and writes the report:
+// a table on stdout, the figures as JSON and the per-Pod times as JSON lines.
+//
+//	scalerun --kubeconfig .local/kubeconfig --readyspan bin/readyspan --baseline bin/scale-baseline \
+//	  --nodes 50 --pods 1000 --rate 20 --out .local/scale
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/readyspan/readyspan/test/scale/load"
+	"github.com/readyspan/readyspan/test/scale/otlpsink"
+	"github.com/readyspan/readyspan/test/scale/procstat"
+	"github.com/readyspan/readyspan/test/scale/report"
+	"github.com/readyspan/readyspan/test/scale/scrape"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "scalerun:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	kubeconfig, readyspan, baseline, out          string
+	otlpAddr, readyspanMetrics, baselineReady     string
+	nodes, pods, replicas, rolls, namespaces      int
+	rate                                          float64
+	settle, deadline, steady, idle, exportTimeout time.Duration
+}
+
+func parse() options {
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", ".local/kubeconfig", "the cluster admin's kubeconfig")
+	flag.StringVar(&o.readyspan, "readyspan", "bin/readyspan", "readyspan binary")
+	flag.StringVar(&o.baseline, "baseline", "bin/scale-baseline", "baseline binary (test/scale/baseline)")
+	flag.StringVar(&o.out, "out", ".local/scale", "directory for the report, the per-Pod times and the processes' logs")
+	flag.StringVar(&o.otlpAddr, "otlp-addr", "127.0.0.1:4320", "the receiver readyspan exports to")
+	flag.StringVar(&o.readyspanMetrics, "readyspan-metrics", "127.0.0.1:8080", "readyspan's --metrics-addr")
+	flag.StringVar(&o.baselineReady, "baseline-ready", "127.0.0.1:8081", "the baseline's --ready-addr")
+	flag.IntVar(&o.nodes, "nodes", 50, "fake nodes")
+	flag.IntVar(&o.pods, "pods", 1000, "Pods existing at the end (Deployments × replicas)")
+	flag.IntVar(&o.replicas, "replicas", 10, "replicas per Deployment")
+	flag.IntVar(&o.rolls, "rolls", 1, "rollouts of each Deployment after its creation")
+	flag.IntVar(&o.namespaces, "namespaces", 4, "namespaces the Deployments are spread over")
+	flag.Float64Var(&o.rate, "rate", 20, "Pod startups per second")
+	flag.DurationVar(&o.settle, "settle", 2*time.Second, "readyspan's settle time (tracer.Config.Settle of readyspan run), taken off the lag")
+	flag.DurationVar(&o.deadline, "deadline", 10*time.Minute, "bound on the load phase")
+	flag.DurationVar(&o.idle, "idle", 5*time.Second, "samples after both caches synced, before the load")
+	flag.DurationVar(&o.steady, "steady", 15*time.Second, "samples after every trace arrived, with every Pod still cached")
+	flag.DurationVar(&o.exportTimeout, "export-timeout", 60*time.Second, "how long after the last Ready to wait for missing traces")
+	flag.Parse()
+	return o
+}
+
+func run(ctx context.Context) (err error) {
+	o := parse()
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("make %s: %w", o.out, err)
+	}
+	name := fmt.Sprintf("n%d-p%d-r%g", o.nodes, o.pods, o.rate)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst, cfg.UserAgent = 200, 400, "readyspan-scale-driver"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("make client: %w", err)
+	}
+	step := func(format string, args ...any) {
+		fmt.Printf("scale: %s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+
+	step("watcher users, RBAC and FlowSchemas")
+	if err := load.SetUpWatchers(ctx, client); err != nil {
+		return err
+	}
+	rk, bk := filepath.Join(o.out, "readyspan.kubeconfig"), filepath.Join(o.out, "baseline.kubeconfig")
+	if err := impersonating(o.kubeconfig, load.ReadyspanUser, rk); err != nil {
+		return err
+	}
+	if err := impersonating(o.kubeconfig, load.BaselineUser, bk); err != nil {
+		return err
+	}
+	step("%d fake nodes", o.nodes)
+	if err := load.CreateNodes(ctx, client, o.nodes, 3*time.Minute); err != nil {
+		return fmt.Errorf("fake nodes not Ready (is kwok running?): %w", err)
+	}
+
+	sink := otlpsink.New()
+	if err := sink.Start(o.otlpAddr); err != nil {
+		return err
+	}
+	defer sink.Shutdown()
+	apiBefore, err := apiserverRequests(ctx, cfg)
+	if err != nil {
+		return err
+	}
+
+	step("readyspan and baseline")
+	rs, err := startProcess(filepath.Join(o.out, name+"-readyspan.log"), o.readyspan, "run", "--kubeconfig", rk,
+		"--metrics-addr", o.readyspanMetrics, "--otlp-endpoint", o.otlpAddr, "--otlp-insecure")
+	if err != nil {
+		return err
+	}
+	defer stopProcess(rs)
+	bl, err := startProcess(filepath.Join(o.out, name+"-baseline.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", o.baselineReady)
+	if err != nil {
+		return err
+	}
+	defer stopProcess(bl)
+	for _, url := range []string{"http://" + o.readyspanMetrics + "/readyz", "http://" + o.baselineReady + "/readyz"} {
+		if err := waitHTTP(ctx, url, time.Minute); err != nil {
+			return err
+		}
+	}
+	sampler := newSampler(rs.Process.Pid, bl.Process.Pid)
+	go sampler.run(ctx)
+	time.Sleep(o.idle)
+	rsBefore, err := get(ctx, "http://"+o.readyspanMetrics+"/metrics")
+	if err != nil {
+		return err
+	}
+
+	step("load: %d Pods in Deployments of %d, %d rollouts each, %g Pods/s, %d namespaces", o.pods, o.replicas, o.rolls, o.rate, o.namespaces)
+	var nss []string
+	for i := 0; i < o.namespaces; i++ {
+		nss = append(nss, fmt.Sprintf("scale-%d", i))
+	}
+	driver := load.New(client, load.Config{Namespaces: nss, Pods: o.pods, Replicas: o.replicas, Rolls: o.rolls, Rate: o.rate, Deadline: o.deadline})
+	res, runErr := driver.Run(ctx)
+	if runErr != nil && len(res.Pods) == 0 {
+		return fmt.Errorf("load: %w", runErr)
+	}
+	step("load done: %d of %d Pods Ready in %s; waiting for their traces", len(res.Pods), res.Expected, res.End.Sub(res.Start).Round(time.Millisecond))
+	waitTraces(ctx, sink, res.Pods, o.settle+o.exportTimeout)
+	loadEnd := time.Now()
+	step("steady state for %s", o.steady)
+	time.Sleep(o.steady)
+	rsAfter, err := get(ctx, "http://"+o.readyspanMetrics+"/metrics")
+	if err != nil {
+		return err
+	}
+	apiAfter, err := apiserverRequests(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	end := time.Now()
+	rsSamples, blSamples := sampler.stop()
+
+	r, err := build(o, res, sink, rsBefore, rsAfter, scrape.Diff(apiAfter, apiBefore), rsSamples, blSamples, report.Window{LoadStart: res.Start, LoadEnd: loadEnd, End: end})
+	if err != nil {
+		return err
+	}
+	if runErr != nil {
+		r.Notes = append(r.Notes, "load driver: "+runErr.Error())
+	}
+	if err := writeJSON(filepath.Join(o.out, name+".json"), r); err != nil {
+		return err
+	}
+	if err := writePods(filepath.Join(o.out, name+"-pods.jsonl"), res.Pods, sink.Received()); err != nil {
+		return err
+	}
+	fmt.Println()
+	if err := r.Table(os.Stdout); err != nil {
+		return err
+	}
+	fmt.Printf("\nscale: report %s (per-Pod times in %s)\n", filepath.Join(o.out, name+".json"), name+"-pods.jsonl")
+	return nil
+}
+
+// build assembles the report from what the run recorded.
+func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter string, requests map[string]float64,
+	rsSamples, blSamples []procstat.Sample, w report.Window) (*report.Report, error) {
+	before, err := scrape.Families(scrape.Text(rsBefore))
+	if err != nil {
+		return nil, fmt.Errorf("readyspan metrics before the load: %w", err)
+	}
+	after, err := scrape.Families(scrape.Text(rsAfter))
+	if err != nil {
+		return nil, fmt.Errorf("readyspan metrics after the load: %w", err)
+	}
+	received := sink.Received()
+	lags, missing := report.Lag(res.Pods, received, o.settle, false)
+	served, _ := report.Lag(res.Pods, received, o.settle, true)
+	traces, repeats, _, _ := sink.Counts()
+	startups := len(res.Pods)
+	r := &report.Report{
+		Level: report.Level{
+			Nodes: o.nodes, Pods: o.pods, Startups: res.Expected, Rate: o.rate, Replicas: o.replicas, Rolls: o.rolls,
+			Settle: o.settle.String(), Duration: res.End.Sub(res.Start).Round(time.Millisecond).String(),
+			Started: res.Start.UTC().Format(time.RFC3339), Machine: machine(),
+			Complete: res.Complete, Missing: res.Expected - len(res.Pods), Sustain: report.Sustained(res.Pods),
+		},
+		ExportLag:       report.Summarize(lags),
+		ExportLagServed: report.Summarize(served),
+		Traces:          traces,
+		NoTrace:         len(missing),
+		Readyspan:       report.Cost(rsSamples, w, startups, o.pods),
+		Baseline:        report.Cost(blSamples, w, startups, o.pods),
+		WatchEvents:     scrape.Diff(scrape.ByLabel(after, "readyspan_watch_events_total", "resource", nil), scrape.ByLabel(before, "readyspan_watch_events_total", "resource", nil)),
+		Dropped:         scrape.ByLabel(after, "readyspan_traces_dropped_total", "reason", nil),
+		Unparsed:        scrape.ByLabel(after, "readyspan_unparsed_messages_total", "reason", nil),
+		ExportErrors:    scrape.Sum(scrape.ByLabel(after, "readyspan_export_errors_total", "", nil)),
+		Requests:        requests,
+	}
+	if secs := w.LoadEnd.Sub(w.LoadStart).Seconds(); secs > 0 {
+		r.WatchEventsPerS = float64(int(scrape.Sum(r.WatchEvents)/secs*10)) / 10
+	}
+	r.RSSRatio = report.Ratio(r.Readyspan.RSSSteadyMiB, r.Baseline.RSSSteadyMiB)
+	r.PeakRatio = report.Ratio(r.Readyspan.RSSPeakMiB, r.Baseline.RSSPeakMiB)
+	r.CPURatio = report.Ratio(r.Readyspan.CPUSeconds, r.Baseline.CPUSeconds)
+	if repeats > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d traces received more than once", repeats))
+	}
+	if traces > len(res.Pods) {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d traces of Pods the driver did not see Ready (the previous run's, deleted, stuck)", traces-len(res.Pods)+len(missing)))
+	}
+	return r, nil
+}
+
+// waitTraces returns when every Ready Pod's trace arrived or timeout passed since the call.
+func waitTraces(ctx context.Context, sink *otlpsink.Sink, pods []report.PodTimes, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for i := 0; i < len(pods); {
+		if sink.Has(report.TraceID(pods[i].UID)) {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func machine() string {
+	mem := "?"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
+			mem = fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
+		}
+	}
+	return fmt.Sprintf("%d cores, %s", runtime.NumCPU(), mem)
+}
+
+// impersonating writes a copy of the admin kubeconfig that acts as user (client-go's
+// impersonation): the apiserver authorizes and classifies its requests as that user's.
+func impersonating(adminKubeconfig, user, path string) error {
+	cfg, err := clientcmd.LoadFromFile(adminKubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig %s: %w", adminKubeconfig, err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = user
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// apiserverRequests reads, from the apiserver's /metrics, the requests dispatched for each of
+// the watchers' FlowSchemas.
+func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get apiserver metrics: %w", err)
+	}
+	fams, err := scrape.Families(scrape.Text(string(body)))
+	if err != nil {
+		return nil, fmt.Errorf("apiserver metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, user := range []string{load.ReadyspanUser, load.BaselineUser} {
+		out[user] = scrape.Sum(scrape.ByLabel(fams, "apiserver_flowcontrol_dispatched_requests_total", "flow_schema", map[string]string{"flow_schema": user}))
+	}
+	return out, nil
+}
+
+func startProcess(logPath, bin string, args ...string) (*exec.Cmd, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", logPath, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	return cmd, nil
+}
+
+func stopProcess(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := get(ctx, url); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s: %w", url, timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var sb []byte
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		sb = append(sb, sc.Bytes()...)
+		sb = append(sb, '\n')
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("get %s: %s", url, resp.Status)
+	}
+	return string(sb), sc.Err()
+}
+
+// sampler reads both processes from /proc every second.
+type sampler struct {
+	pids       [2]int
+	mu         sync.Mutex
+	samples    [2][]procstat.Sample
+	done, quit chan struct{}
+}
+
+func newSampler(readyspan, baseline int) *sampler {
+	return &sampler{pids: [2]int{readyspan, baseline}, done: make(chan struct{}), quit: make(chan struct{})}
+}
+
+func (s *sampler) run(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		for i, pid := range s.pids {
+			sm, err := procstat.Read(pid)
+			if err != nil && !sm.Finished {
+				continue
+			}
+			s.mu.Lock()
+			s.samples[i] = append(s.samples[i], sm)
+			s.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *sampler) stop() (readyspan, baseline []procstat.Sample) {
+	close(s.quit)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples[0], s.samples[1]
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// writePods writes, per Pod, the driver's times and the trace's receive time: the raw data of
+// the lag figures.
+func writePods(path string, pods []report.PodTimes, received map[string]time.Time) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	enc := json.NewEncoder(f)
+	for _, p := range pods {
+		line := struct {
+			report.PodTimes
+			Received time.Time `json:"received,omitzero"`
+		}{p, received[report.TraceID(p.UID)]}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
