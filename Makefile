@@ -8,7 +8,7 @@ VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmt-check lint bench fuzz e2e cluster-build cluster-up cluster-down cluster-status demo image clean
+.PHONY: all build test vet fmt-check lint bench fuzz e2e scale cluster-build cluster-up cluster-down cluster-status demo image clean
 
 all: build
 
@@ -60,6 +60,11 @@ demo: cluster-build build ## the README's first command
 
 e2e: cluster-build build ## end to end against the local cluster
 	deploy/local/scripts/e2e.sh
+
+# `make scale`: one load level of the KWOK test bed (docs/scale.md); SCALE_NODES, SCALE_PODS,
+# SCALE_RATE (and SCALE_ROLLS, SCALE_REPLICAS, SCALE_DEADLINE) set it.
+scale: cluster-build build ## readyspan against the bare informers under load, on fake nodes
+	SCALE_NODES='$(SCALE_NODES)' SCALE_PODS='$(SCALE_PODS)' SCALE_RATE='$(SCALE_RATE)' deploy/local/scripts/scale.sh
 
 image: build ## readyspan's container image, built without Docker, pushed to the local registry
 	deploy/image/build.sh
