@@ -51,7 +51,7 @@ log "kwok: managing the nodes annotated kwok.x-k8s.io/node=fake"
 # Fake Pods' IPs come from --cidr: they are only values in the API, nothing routes them.
 start kwok "$BIN/kwok" --kubeconfig "$KUBECONFIG_FILE" \
   --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-  --config "$LOCAL/config/kwok/node-initialize.yaml" \
+  --config "$LOCAL/config/kwok/kwok.yaml" --config "$LOCAL/config/kwok/node-initialize.yaml" \
   --config "$LOCAL/config/kwok/node-heartbeat-with-lease.yaml" \
   --config "$LOCAL/config/kwok/pod-startup.yaml" \
   --node-lease-duration-seconds 40 --cidr 10.200.0.0/16 --server-address 127.0.0.1:10247
