@@ -7,8 +7,9 @@
 #
 # Environment: READYSPAN_ARGS  extra flags for `readyspan run` (see readyspan.sh)
 #              COLD_BLOB_DELAY per-blob delay of the registry's cold images (default 2s)
-#              KCM_ARGS, SCHEDULER_ARGS  extra flags for kube-controller-manager and kube-scheduler
-#                              (make scale raises their client QPS, as large clusters do)
+#              ETCD_ARGS, APISERVER_ARGS, KCM_ARGS, SCHEDULER_ARGS  extra flags for etcd,
+#                              kube-apiserver, kube-controller-manager and kube-scheduler
+#                              (make scale uses them)
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "error: the local cluster needs root (network, cgroups, mounts)" >&2; exit 1; }
@@ -103,15 +104,17 @@ wait_for registry 20 curl -sf "http://$REGISTRY/v2/readyspan/pause/manifests/v1"
 
 step "etcd"
 mkdir -p "$STATE/etcd" && chmod 700 "$STATE/etcd"
+# shellcheck disable=SC2086 # ETCD_ARGS is words
 start etcd "$BIN/etcd" --name "$NODE_NAME" --data-dir "$STATE/etcd" \
   --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
   --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
   --initial-cluster "$NODE_NAME=http://127.0.0.1:$((ETCD_PORT + 1))" \
-  --listen-metrics-urls "http://127.0.0.1:$((ETCD_PORT + 2))"
+  --listen-metrics-urls "http://127.0.0.1:$((ETCD_PORT + 2))" ${ETCD_ARGS:-}
 wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 
 step "kube-apiserver"
+# shellcheck disable=SC2086 # APISERVER_ARGS is words
 # It binds loopback but advertises the node address, where the relay below forwards to it, so
 # the `kubernetes` Service (10.96.0.1) works from Pods through kube-proxy.
 start kube-apiserver "$BIN/kube-apiserver" \
@@ -130,7 +133,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --audit-policy-file="$ETC/audit-policy.yaml" --audit-log-path="$LOGS/audit.log" \
   --audit-log-maxsize=100 --audit-log-maxbackup=1 \
   --tracing-config-file="$ETC/apiserver-tracing.yaml" \
-  --allow-privileged=true --profiling=false --v=2
+  --allow-privileged=true --profiling=false --v=2 ${APISERVER_ARGS:-}
 wait_for kube-apiserver 90 api /readyz
 
 step "apiserver relay ($NODE_IP:$APISERVER_PORT)"

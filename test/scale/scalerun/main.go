@@ -186,6 +186,9 @@ func run(ctx context.Context) (err error) {
 	if err := writePods(filepath.Join(o.out, name+"-pods.jsonl"), res.Pods, sink.Received()); err != nil {
 		return err
 	}
+	if err := writeSamples(filepath.Join(o.out, name+"-samples.jsonl"), rsSamples, blSamples); err != nil {
+		return err
+	}
 	fmt.Println()
 	if err := r.Table(os.Stdout); err != nil {
 		return err
@@ -436,6 +439,31 @@ func writePods(path string, pods []report.PodTimes, received map[string]time.Tim
 		}{p, received[report.TraceID(p.UID)]}
 		if err := enc.Encode(line); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// writeSamples writes both processes' /proc samples, one line per second: the raw data of the
+// CPU and memory figures, and of growth curves within one run.
+func writeSamples(path string, readyspan, baseline []procstat.Sample) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	enc := json.NewEncoder(f)
+	for name, samples := range map[string][]procstat.Sample{"readyspan": readyspan, "baseline": baseline} {
+		for _, s := range samples {
+			line := struct {
+				Process string    `json:"process"`
+				At      time.Time `json:"at"`
+				CPUs    float64   `json:"cpu_seconds"`
+				RSS     int64     `json:"rss_bytes"`
+			}{name, s.At, s.CPU.Seconds(), s.RSS}
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
