@@ -1,0 +1,87 @@
+// Command growth fits the scale test bed's reports (the JSON files scalerun writes, one per
+// load level) with lines: resident memory against the Pods existing, CPU against the Pod
+// startups, for readyspan and the baseline; and prints what those lines give at a size no run
+// here reached. The result is an extrapolation, and says so.
+//
+//	growth -pods 150000 -rate 100 .local/scale/n50-p1000-r20.json .local/scale/n100-p2500-r20.json ...
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/readyspan/readyspan/test/scale/report"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "growth:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	pods := flag.Float64("pods", 150000, "Pods to extrapolate to")
+	rate := flag.Float64("rate", 100, "Pod startups per second to extrapolate to")
+	flag.Parse()
+	var reports []report.Report
+	for _, path := range flag.Args() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var r report.Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		reports = append(reports, r)
+	}
+	if len(reports) < 2 {
+		return fmt.Errorf("need at least two reports, got %d", len(reports))
+	}
+	sort.Slice(reports, func(i, j int) bool { return reports[i].Level.Pods < reports[j].Level.Pods })
+
+	fmt.Println("| nodes | Pods | startups | Pods/s | readyspan RSS MiB | baseline RSS MiB | ratio | readyspan CPU s | baseline CPU s | ratio | readyspan CPU µs/watch event |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	var x, rsRSS, blRSS, st, rsCPU, blCPU []float64
+	for _, r := range reports {
+		events := 0.0
+		for _, v := range r.WatchEvents {
+			events += v
+		}
+		perEvent := 0.0
+		if events > 0 {
+			perEvent = r.Readyspan.CPUSeconds / events * 1e6
+		}
+		fmt.Printf("| %d | %d | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.0f |\n",
+			r.Level.Nodes, r.Level.Pods, r.Level.Startups, r.Level.Sustain,
+			r.Readyspan.RSSSteadyMiB, r.Baseline.RSSSteadyMiB, r.RSSRatio,
+			r.Readyspan.CPUSeconds, r.Baseline.CPUSeconds, r.CPURatio, perEvent)
+		x = append(x, float64(r.Level.Pods))
+		rsRSS, blRSS = append(rsRSS, r.Readyspan.RSSSteadyMiB), append(blRSS, r.Baseline.RSSSteadyMiB)
+		st = append(st, float64(r.Level.Startups))
+		rsCPU, blCPU = append(rsCPU, r.Readyspan.CPUSeconds), append(blCPU, r.Baseline.CPUSeconds)
+	}
+	fmt.Println()
+	for _, f := range []struct {
+		what string
+		l    report.Line
+		unit string
+	}{
+		{"readyspan RSS MiB = a + b·Pods", report.FitLine(x, rsRSS), "MiB"},
+		{"baseline RSS MiB = a + b·Pods", report.FitLine(x, blRSS), "MiB"},
+		{"readyspan CPU s = a + b·startups", report.FitLine(st, rsCPU), "s"},
+		{"baseline CPU s = a + b·startups", report.FitLine(st, blCPU), "s"},
+	} {
+		fmt.Printf("%-34s a %.3g  b %.4g  (R² %.3f, %d points)\n", f.what, f.l.Intercept, f.l.Slope, f.l.R2, f.l.N)
+	}
+	rs, bl := report.FitLine(x, rsRSS), report.FitLine(x, blRSS)
+	rc, bc := report.FitLine(st, rsCPU), report.FitLine(st, blCPU)
+	fmt.Printf("\nEXTRAPOLATION (beyond every measured size) to %.0f Pods and %.0f Pod startups/s:\n", *pods, *rate)
+	fmt.Printf("  readyspan RSS %.0f MiB, baseline %.0f MiB\n", rs.At(*pods), bl.At(*pods))
+	fmt.Printf("  readyspan CPU %.2f cores, baseline %.2f cores (the slope: CPU seconds per startup, times the rate)\n", rc.Slope**rate, bc.Slope**rate)
+	return nil
+}
