@@ -214,6 +214,7 @@ type Report struct {
 	NoTrace         int                `json:"pods_without_trace"`
 	Readyspan       Process            `json:"readyspan"`
 	Baseline        Process            `json:"baseline"`
+	BaselineProto   *Process           `json:"baseline_protobuf,omitempty"` // the same informers over protobuf, when run
 	RSSRatio        float64            `json:"rss_steady_ratio"`
 	PeakRatio       float64            `json:"rss_peak_ratio"`
 	CPURatio        float64            `json:"cpu_ratio"`
@@ -248,6 +249,9 @@ func (r *Report) Table(w io.Writer) error {
 	fmt.Fprintf(tw, "RSS steady MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSSteadyMiB, r.Baseline.RSSSteadyMiB, r.RSSRatio)
 	fmt.Fprintf(tw, "RSS peak MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSPeakMiB, r.Baseline.RSSPeakMiB, r.PeakRatio)
 	fmt.Fprintf(tw, "bytes per cached Pod\t%.0f\t%.0f\t\n", r.Readyspan.BytesPerPod, r.Baseline.BytesPerPod)
+	if p := r.BaselineProto; p != nil {
+		fmt.Fprintf(tw, "baseline over protobuf\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\t\t\n", p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", n)
 	}

@@ -48,6 +48,7 @@ func main() {
 type options struct {
 	kubeconfig, readyspan, baseline, out          string
 	otlpAddr, readyspanMetrics, baselineReady     string
+	protoBaseline                                 bool
 	nodes, pods, replicas, rolls, namespaces      int
 	rate                                          float64
 	settle, deadline, steady, idle, exportTimeout time.Duration
@@ -62,6 +63,7 @@ func parse() options {
 	flag.StringVar(&o.otlpAddr, "otlp-addr", "127.0.0.1:4320", "the receiver readyspan exports to")
 	flag.StringVar(&o.readyspanMetrics, "readyspan-metrics", "127.0.0.1:8080", "readyspan's --metrics-addr")
 	flag.StringVar(&o.baselineReady, "baseline-ready", "127.0.0.1:8081", "the baseline's --ready-addr")
+	flag.BoolVar(&o.protoBaseline, "protobuf-baseline", false, "also run the baseline over protobuf (a third watcher, as the baseline's user)")
 	flag.IntVar(&o.nodes, "nodes", 50, "fake nodes")
 	flag.IntVar(&o.pods, "pods", 1000, "Pods existing at the end (Deployments × replicas)")
 	flag.IntVar(&o.replicas, "replicas", 10, "replicas per Deployment")
@@ -134,12 +136,23 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer stopProcess(bl)
-	for _, url := range []string{"http://" + o.readyspanMetrics + "/readyz", "http://" + o.baselineReady + "/readyz"} {
+	ready := []string{"http://" + o.readyspanMetrics + "/readyz", "http://" + o.baselineReady + "/readyz"}
+	pids := []int{rs.Process.Pid, bl.Process.Pid}
+	if o.protoBaseline {
+		const addr = "127.0.0.1:8082"
+		bp, err := startProcess(filepath.Join(o.out, name+"-baseline-protobuf.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", addr, "--protobuf")
+		if err != nil {
+			return err
+		}
+		defer stopProcess(bp)
+		ready, pids = append(ready, "http://"+addr+"/readyz"), append(pids, bp.Process.Pid)
+	}
+	for _, url := range ready {
 		if err := waitHTTP(ctx, url, time.Minute); err != nil {
 			return err
 		}
 	}
-	sampler := newSampler(rs.Process.Pid, bl.Process.Pid)
+	sampler := newSampler(pids...)
 	go sampler.run(ctx)
 	time.Sleep(o.idle)
 	rsBefore, err := get(ctx, "http://"+o.readyspanMetrics+"/metrics")
@@ -171,11 +184,16 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	end := time.Now()
-	rsSamples, blSamples := sampler.stop()
-
-	r, err := build(o, res, sink, rsBefore, rsAfter, scrape.Diff(apiAfter, apiBefore), rsSamples, blSamples, report.Window{LoadStart: res.Start, LoadEnd: loadEnd, End: end})
+	samples := sampler.stop()
+	rsSamples, blSamples := samples[0], samples[1]
+	window := report.Window{LoadStart: res.Start, LoadEnd: loadEnd, End: end}
+	r, err := build(o, res, sink, rsBefore, rsAfter, scrape.Diff(apiAfter, apiBefore), rsSamples, blSamples, window)
 	if err != nil {
 		return err
+	}
+	if len(samples) > 2 {
+		p := report.Cost(samples[2], window, len(res.Pods), o.pods)
+		r.BaselineProto = &p
 	}
 	if runErr != nil {
 		r.Notes = append(r.Notes, "load driver: "+runErr.Error())
@@ -371,16 +389,16 @@ func get(ctx context.Context, url string) (string, error) {
 	return string(sb), sc.Err()
 }
 
-// sampler reads both processes from /proc every second.
+// sampler reads the processes from /proc every second.
 type sampler struct {
-	pids       [2]int
+	pids       []int
 	mu         sync.Mutex
-	samples    [2][]procstat.Sample
+	samples    [][]procstat.Sample
 	done, quit chan struct{}
 }
 
-func newSampler(readyspan, baseline int) *sampler {
-	return &sampler{pids: [2]int{readyspan, baseline}, done: make(chan struct{}), quit: make(chan struct{})}
+func newSampler(pids ...int) *sampler {
+	return &sampler{pids: pids, samples: make([][]procstat.Sample, len(pids)), done: make(chan struct{}), quit: make(chan struct{})}
 }
 
 func (s *sampler) run(ctx context.Context) {
@@ -407,12 +425,13 @@ func (s *sampler) run(ctx context.Context) {
 	}
 }
 
-func (s *sampler) stop() (readyspan, baseline []procstat.Sample) {
+// stop ends the sampling and returns the samples of each process, in newSampler's order.
+func (s *sampler) stop() [][]procstat.Sample {
 	close(s.quit)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.samples[0], s.samples[1]
+	return s.samples
 }
 
 func writeJSON(path string, v any) error {
