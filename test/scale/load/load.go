@@ -51,6 +51,7 @@ type Result struct {
 	Pods       []report.PodTimes
 	Actions    int // creates and rolls made
 	Skipped    int // turns at which every Deployment was still rolling out
+	Failed     int // creates and rolls that failed after their retries (an overloaded apiserver)
 	Complete   bool
 }
 
@@ -130,7 +131,7 @@ func (d *Driver) Run(ctx context.Context) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := action(ctx); err != nil {
+			if err := retry(ctx, action); err != nil {
 				d.mu.Lock()
 				errs = append(errs, err)
 				d.mu.Unlock()
@@ -138,23 +139,44 @@ func (d *Driver) Run(ctx context.Context) (Result, error) {
 		}()
 	}
 	wg.Wait()
+	var err error
 	if len(errs) > 0 {
-		return res, fmt.Errorf("%d of %d creates and rolls failed, first: %w", len(errs), res.Actions, errs[0])
+		// Each failed create or roll started no Pods: wait for the others.
+		res.Failed = len(errs)
+		res.Expected -= len(errs) * d.cfg.Replicas
+		err = fmt.Errorf("%d of %d creates and rolls failed, first: %w", len(errs), res.Actions, errs[0])
 	}
 	// Wait for every started Pod to be Ready.
 	poll := time.NewTicker(100 * time.Millisecond)
 	defer poll.Stop()
 	for {
 		if d.readyCount() >= res.Expected {
-			res.Complete = true
-			return d.result(res, nil)
+			res.Complete = err == nil
+			return d.result(res, err)
 		}
 		select {
 		case <-ctx.Done():
-			return d.result(res, nil)
+			return d.result(res, err)
 		case <-poll.C:
 		}
 	}
+}
+
+// retry makes up to three attempts at an action, a second apart: on an overloaded cluster a
+// create can time out in the apiserver and succeed on a later try (creates are idempotent here).
+func retry(ctx context.Context, action func(context.Context) error) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = action(ctx); err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+	return err
 }
 
 func (d *Driver) result(res Result, err error) (Result, error) {
@@ -255,7 +277,7 @@ func (d *Driver) create(ctx context.Context, i int) error {
 	if _, err := d.client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create service %s/%s: %w", ns, name, err)
 	}
-	if _, err := d.client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+	if _, err := d.client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create deployment %s/%s: %w", ns, name, err)
 	}
 	return nil
