@@ -7,11 +7,13 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"sort"
+	"time"
 
 	"github.com/readyspan/readyspan/test/scale/report"
 )
@@ -26,7 +28,11 @@ func main() {
 func run() error {
 	pods := flag.Float64("pods", 150000, "Pods to extrapolate to")
 	rate := flag.Float64("rate", 100, "Pod startups per second to extrapolate to")
+	within := flag.String("within", "", "instead: fit one run's RSS against its Pods Ready so far, from PREFIX-samples.jsonl and PREFIX-pods.jsonl")
 	flag.Parse()
+	if *within != "" {
+		return withinRun(*within)
+	}
 	var reports []report.Report
 	for _, path := range flag.Args() {
 		b, err := os.ReadFile(path)
@@ -84,4 +90,77 @@ func run() error {
 	fmt.Printf("  readyspan RSS %.0f MiB, baseline %.0f MiB\n", rs.At(*pods), bl.At(*pods))
 	fmt.Printf("  readyspan CPU %.2f cores, baseline %.2f cores (the slope: CPU seconds per startup, times the rate)\n", rc.Slope**rate, bc.Slope**rate)
 	return nil
+}
+
+// withinRun fits, for one run, each process's RSS against the Pods Ready so far, over the
+// samples from the first Ready to the last: a growth curve from one run with Pods created at a
+// steady pace (no rollouts). Pods created but not Ready yet are cached too, so the slope is an
+// upper bound of the memory per Pod.
+func withinRun(prefix string) error {
+	type sample struct {
+		Process string    `json:"process"`
+		At      time.Time `json:"at"`
+		RSS     int64     `json:"rss_bytes"`
+	}
+	type pod struct {
+		Ready time.Time `json:"ready"`
+	}
+	var samples []sample
+	if err := readLines(prefix+"-samples.jsonl", func(b []byte) error {
+		var s sample
+		err := json.Unmarshal(b, &s)
+		samples = append(samples, s)
+		return err
+	}); err != nil {
+		return err
+	}
+	var ready []time.Time
+	if err := readLines(prefix+"-pods.jsonl", func(b []byte) error {
+		var p pod
+		err := json.Unmarshal(b, &p)
+		ready = append(ready, p.Ready)
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(ready) < 2 {
+		return fmt.Errorf("%s: fewer than two Ready Pods", prefix)
+	}
+	sort.Slice(ready, func(i, j int) bool { return ready[i].Before(ready[j]) })
+	first, last := ready[0], ready[len(ready)-1]
+	xs, ys := map[string][]float64{}, map[string][]float64{}
+	for _, s := range samples {
+		if s.At.Before(first) || s.At.After(last) {
+			continue
+		}
+		n := sort.Search(len(ready), func(i int) bool { return ready[i].After(s.At) })
+		xs[s.Process] = append(xs[s.Process], float64(n))
+		ys[s.Process] = append(ys[s.Process], float64(s.RSS)/(1<<20))
+	}
+	names := make([]string, 0, len(xs))
+	for name := range xs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		l := report.FitLine(xs[name], ys[name])
+		fmt.Printf("%-10s RSS MiB = %.1f + %.5f·(Pods Ready)  R² %.3f over %d samples: %.0f bytes per Pod\n", name, l.Intercept, l.Slope, l.R2, l.N, l.Slope*(1<<20))
+	}
+	return nil
+}
+
+func readLines(path string, each func([]byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		if err := each(sc.Bytes()); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+	return sc.Err()
 }
