@@ -260,7 +260,7 @@ func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter st
 		r.Notes = append(r.Notes, fmt.Sprintf("%d traces received more than once", repeats))
 	}
 	if traces > len(res.Pods) {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d traces of Pods the driver did not see Ready (the previous run's, deleted, stuck)", traces-len(res.Pods)+len(missing)))
+		r.Notes = append(r.Notes, fmt.Sprintf("%d traces of Pods the driver did not see Ready (Ready after it stopped waiting, or never: stuck or deleted)", traces-len(res.Pods)+len(missing)))
 	}
 	return r, nil
 }
