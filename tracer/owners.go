@@ -245,9 +245,14 @@ func (c *Correlator) handleReplicaSetEvent(e *event) bool {
 	if e.Reason != "SuccessfulCreate" {
 		return true
 	}
-	name, ok := strings.CutPrefix(e.Message, "Created pod: ")
+	name, ok := strings.CutPrefix(strings.TrimPrefix(e.Message, combinedPrefix), "Created pod: ")
 	if !ok {
 		return false
+	}
+	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
+		// A rewrite of a combined Event (a ReplicaSet creating more than ten Pods): its name
+		// holds its first occurrence's time, another Pod's. The Pod's own watch time dates it.
+		return true
 	}
 	if ps := c.pods[c.byName[e.Namespace+"/"+name]]; ps != nil {
 		ps.createdEvent = e

@@ -409,3 +409,17 @@ func TestRolloutRecordReplay(t *testing.T) {
 		}
 	}
 }
+
+// A ReplicaSet creating more than ten Pods has its SuccessfulCreate Events combined: the
+// rewrites are a known format, and their name's time (the first occurrence's) dates no Pod.
+func TestCombinedSuccessfulCreate(t *testing.T) {
+	c := New(Config{}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+	e := &event{UID: "e1", Namespace: "default", Regarding: corev1.ObjectReference{Kind: "ReplicaSet", Name: "web-7d4b9"}, Reason: "SuccessfulCreate",
+		Message: "(combined from similar events): Created pod: web-7d4b9-x2x9k", NameTime: simAt(0), Count: 4, Recv: simAt(9000)}
+	if !c.handleReplicaSetEvent(e) {
+		t.Fatal("a combined SuccessfulCreate is a known format")
+	}
+	if len(c.createdBy) != 0 {
+		t.Errorf("the combined Event's first-occurrence time was kept for %v", c.createdBy)
+	}
+}

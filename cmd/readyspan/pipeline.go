@@ -72,7 +72,12 @@ func (p *pipeline) startFor(ctx context.Context, d time.Duration) (context.Conte
 	return ctx, cancel, nil
 }
 
+// deadlineTick is how often the correlator runs its deadlines (a trace's settle time, the
+// endpoints wait, stuck and failed Pods): it is also how late past its settle time a trace can
+// be exported. The scale test bed measured a 1 s tick as most of the export lag.
+const deadlineTick = 200 * time.Millisecond
+
 // loop hands every delta to the tap and the correlator until ctx ends.
 func (p *pipeline) loop(ctx context.Context) {
-	tracer.Loop(ctx, p.watcher.Deltas(), p.cfg.correlator, time.Second, p.cfg.tap)
+	tracer.Loop(ctx, p.watcher.Deltas(), p.cfg.correlator, deadlineTick, p.cfg.tap)
 }
