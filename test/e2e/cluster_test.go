@@ -356,17 +356,26 @@ func TestWebDeployment(t *testing.T) {
 			}
 			e.checkScheduledAt(t, tr, pod)
 
-			// Exactly one trace: searching by the Pod UID finds this trace ID and no other.
+			// Exactly one Pod trace: searching by the Pod UID finds this trace ID and no other
+			// pod.startup (and at most one rollout, the one that created it, names the Pod too).
 			found, err := e.Jaeger.FindTraces(context.Background(), "readyspan", map[string]string{"k8s.pod.uid": string(pod.UID)}, 20)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(found) != 1 || found[0].TraceID != TraceID(string(pod.UID)) {
-				ids := []string{}
-				for _, f := range found {
-					ids = append(ids, f.TraceID)
+			var podTraces, rollouts []string
+			for _, f := range found {
+				switch {
+				case f.Root() != nil:
+					podTraces = append(podTraces, f.TraceID)
+				case f.Find("workload.rollout") != nil:
+					rollouts = append(rollouts, f.TraceID)
 				}
-				t.Errorf("Jaeger has traces %v for Pod %s, want exactly [%s]", ids, pod.UID, TraceID(string(pod.UID)))
+			}
+			if len(podTraces) != 1 || podTraces[0] != TraceID(string(pod.UID)) {
+				t.Errorf("Jaeger has Pod traces %v for Pod %s, want exactly [%s]", podTraces, pod.UID, TraceID(string(pod.UID)))
+			}
+			if len(rollouts) > 1 {
+				t.Errorf("the Pod %s is in %d rollout traces %v, want at most the one that created it", pod.Name, len(rollouts), rollouts)
 			}
 			e.CheckExportedOnce(t, map[string]string{string(pod.UID): pod.Name})
 		})
