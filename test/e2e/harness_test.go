@@ -833,6 +833,12 @@ type CapturedSpan struct {
 // spans (which Jaeger's query API may merge into one) counts twice here.
 func (e *Env) CapturedRoots(t testing.TB) map[string]int {
 	t.Helper()
+	return e.capturedRoots(t, "pod.startup")
+}
+
+// capturedRoots counts, per trace ID, the root spans named name the witness received.
+func (e *Env) capturedRoots(t testing.TB, name string) map[string]int {
+	t.Helper()
 	path := os.Getenv("READYSPAN_E2E_CAPTURE")
 	if path == "" {
 		Missing(t, "READYSPAN_E2E_CAPTURE, the OTLP witness's file (make e2e starts the witness and sets it)")
@@ -850,7 +856,7 @@ func (e *Env) CapturedRoots(t testing.TB) map[string]int {
 		if err := json.Unmarshal(line, &s); err != nil {
 			t.Fatalf("%s line %d: %v", path, i+1, err)
 		}
-		if s.ParentSpanID == "" && s.Name == "pod.startup" {
+		if s.ParentSpanID == "" && s.Name == name {
 			roots[s.TraceID]++
 		}
 	}

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -162,27 +159,6 @@ func links(s *Span) []string {
 		}
 	}
 	return out
-}
-
-// capturedRolloutRoots counts the workload.rollout root spans the OTLP witness received per trace.
-func (e *Env) capturedRolloutRoots(t *testing.T) map[string]int {
-	t.Helper()
-	path := os.Getenv("READYSPAN_E2E_CAPTURE")
-	if path == "" {
-		Missing(t, "READYSPAN_E2E_CAPTURE, the OTLP witness's file (make e2e starts the witness and sets it)")
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read the OTLP witness's capture: %v", err)
-	}
-	roots := map[string]int{}
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		var s CapturedSpan
-		if json.Unmarshal(line, &s) == nil && s.ParentSpanID == "" && s.Name == "workload.rollout" {
-			roots[s.TraceID]++
-		}
-	}
-	return roots
 }
 
 // TestRolloutDeployment updates the template of a 6-replica Deployment (maxSurge 1,
@@ -373,7 +349,7 @@ func TestRolloutDeployment(t *testing.T) {
 	}
 
 	// Exactly once, through a sink that cannot merge duplicates.
-	if n := e.capturedRolloutRoots(t)[tr.TraceID]; n != 1 {
+	if n := e.capturedRoots(t, "workload.rollout")[tr.TraceID]; n != 1 {
 		t.Errorf("the OTLP witness received the rollout's root %d times, want 1", n)
 	}
 }
