@@ -84,6 +84,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 
 	reg := prometheus.NewRegistry()
+	if ui != nil {
+		registerRingMetrics(reg, ui)
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := promexp.New(reg, version)
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/readyspan/readyspan/phases"
@@ -105,4 +106,19 @@ func hostPort(a net.Addr) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// registerRingMetrics exposes the UI ring's size, so what the UI costs shows next to the rest.
+func registerRingMetrics(reg prometheus.Registerer, ring *web.Ring) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readyspan_ui_ring_bytes",
+			Help: "Bytes of trace views the web UI's ring of recent traces holds (bounded by --ui-max-mib)."},
+			func() float64 { return float64(ring.Bytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readyspan_ui_ring_rollouts",
+			Help: "Rollout traces the web UI's ring holds (bounded by --ui-rollouts)."},
+			func() float64 { r, _ := ring.Len(); return float64(r) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readyspan_ui_ring_pods",
+			Help: "Pod traces the web UI's ring holds (bounded by --ui-pods)."},
+			func() float64 { _, p := ring.Len(); return float64(p) }),
+	)
 }
