@@ -8,7 +8,7 @@ VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmt-check lint bench fuzz e2e scale cluster-build cluster-up cluster-down cluster-status demo image clean
+.PHONY: all build test vet fmt-check lint bench fuzz e2e e2e-faults scale cluster-build cluster-up cluster-down cluster-status demo image clean
 
 all: build
 
@@ -28,9 +28,11 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-lint: vet ## staticcheck (installed into bin/ on first use)
+lint: vet ## staticcheck and govulncheck (installed into bin/ on first use)
 	@[ -x $(BIN)/staticcheck ] || GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 	$(BIN)/staticcheck ./...
+	@[ -x $(BIN)/govulncheck ] || GOBIN=$(BIN) $(GO) install golang.org/x/vuln/cmd/govulncheck@v1.9.0
+	$(BIN)/govulncheck ./...
 
 bench: ## reconstruction throughput and allocations
 	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./tracer/
@@ -65,6 +67,9 @@ e2e: cluster-build build ## end to end against the local cluster
 # SCALE_RATE (and SCALE_ROLLS, SCALE_REPLICAS, SCALE_DEADLINE) set it.
 scale: cluster-build build ## readyspan against the bare informers under load, on fake nodes
 	SCALE_NODES='$(SCALE_NODES)' SCALE_PODS='$(SCALE_PODS)' SCALE_RATE='$(SCALE_RATE)' deploy/local/scripts/scale.sh
+
+e2e-faults: cluster-build ## the fault suite on the local cluster (docs/faults.md)
+	deploy/local/scripts/faults.sh
 
 image: build ## readyspan's container image, built without Docker, pushed to the local registry
 	deploy/image/build.sh

@@ -4,7 +4,7 @@
 #
 #   readyspan.sh start|stop|restart|status
 #
-# READYSPAN_ARGS adds flags (e.g. "--fail-after 20s"); start remembers them in
+# READYSPAN_BIN runs another build (make e2e-faults: this tree's). READYSPAN_ARGS adds flags (e.g. "--fail-after 20s"); start remembers them in
 # .local/run/readyspan.args, so a later restart without READYSPAN_ARGS keeps them. readyspan follows
 # the apiserver's audit log (a measured apiserver phase) and keeps a state file, so a restart
 # neither repeats nor loses a trace.
@@ -13,13 +13,13 @@ source "$(dirname "$0")/lib.sh"
 args_file=$RUN/readyspan.args
 
 do_start() {
-  [ -x "$BIN/readyspan" ] || { echo "error: bin/readyspan is not built (make build)" >&2; exit 1; }
+  [ -x "${READYSPAN_BIN:-$BIN/readyspan}" ] || { echo "error: ${READYSPAN_BIN:-bin/readyspan} is not built (make build)" >&2; exit 1; }
   if running readyspan; then echo "readyspan already running (pid $(pid_of readyspan))"; return 0; fi
   local extra
   if [ -n "${READYSPAN_ARGS+set}" ]; then extra=$READYSPAN_ARGS; else extra=$(cat "$args_file" 2>/dev/null || true); fi
   printf '%s' "$extra" >"$args_file"
   # shellcheck disable=SC2086 # extra flags are words
-  start readyspan "$BIN/readyspan" run --kubeconfig "$KUBECONFIG_FILE" --metrics-addr "$READYSPAN_METRICS" \
+  start readyspan "${READYSPAN_BIN:-$BIN/readyspan}" run --kubeconfig "$KUBECONFIG_FILE" --metrics-addr "$READYSPAN_METRICS" \
     --otlp-endpoint "127.0.0.1:$JAEGER_OTLP_GRPC_PORT" --otlp-insecure \
     --audit-log "$LOGS/audit.log" --state-file "$RUN/readyspan.state" \
     --trace-ui-url "http://$JAEGER_QUERY/trace/{trace_id}" $extra
