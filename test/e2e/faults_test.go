@@ -149,7 +149,7 @@ func TestFaultOTLPBackendDown(t *testing.T) {
 	backlogBytes := metric(t, "readyspan_export_backlog_bytes")
 	up := time.Now()
 	fault(t, "otlp-up")
-	lost, dup, _, done := e.judge(t, ns, 90*time.Second)
+	lost, dup, _, done := e.judge(t, ns, 4*time.Minute)
 	if metric(t, "readyspan_export_failing") != 0 {
 		t.Errorf("readyspan_export_failing still 1 after delivery")
 	}
