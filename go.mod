@@ -2,6 +2,10 @@ module github.com/readyspan/readyspan
 
 go 1.26.0
 
+// The toolchain every build, test and lint here uses: the Makefile and deploy/local/scripts
+// export it as GOTOOLCHAIN, because a machine whose Go says GOTOOLCHAIN=local ignores this line.
+toolchain go1.27.3
+
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0

@@ -5,6 +5,9 @@
 # so re-running is cheap. Usage: build.sh [NAME...]   (default: all)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
+# go.mod's toolchain (see lib.sh): the stamps below name the Go version, so it must not vary.
+GOTOOLCHAIN=$(awk '/^toolchain /{print $2}' "$root/go.mod")
+export GOTOOLCHAIN
 if [ "${SKIP_PACKAGES:-0}" != 1 ]; then
   (source "$root/deploy/local/scripts/lib.sh" && ensure_packages)
 fi

@@ -13,6 +13,11 @@ ETC=$STATE/etc     # rendered configuration
 PKI=$STATE/pki
 KUBECONFIG_FILE=$STATE/kubeconfig
 
+# The Go toolchain named in go.mod, as the Makefile exports it, so a script run by hand builds with
+# the same Go (and matches the build stamps in bin/.stamps).
+GOTOOLCHAIN=$(awk '/^toolchain /{print $2}' "$ROOT/go.mod")
+export GOTOOLCHAIN
+
 # The node and its networks. The pod subnet's gateway is also the node's address: the kubelet,
 # the apiserver relay and Jaeger's second OTLP receiver listen on it, so Pods reach them.
 NODE_NAME=readyspan-node
