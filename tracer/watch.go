@@ -50,9 +50,11 @@ type Watcher struct {
 	errs      WatchErrors
 	log       *slog.Logger
 
-	mu        sync.Mutex
-	forbidden map[string]string // resource → message, while a list/watch is forbidden
-	isSynced  bool
+	mu          sync.Mutex
+	forbidden   map[string]string   // resource → message, while a list/watch is forbidden
+	failing     map[Resource]outage // lists and watches failing otherwise, until one works
+	unreachable outage              // the apiserver not answering FollowReachability
+	isSynced    bool
 }
 
 // NewWatcher sets up informers for every resource readyspan correlates.
@@ -63,7 +65,7 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, forbidden: map[string]string{}}
+	w := &Watcher{out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, forbidden: map[string]string{}, failing: map[Resource]outage{}}
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -114,7 +116,7 @@ func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L,
 // add makes the factory's informer for one resource from its list and watch calls, counting
 // the restarts among them, and hands its notifications to the Watcher.
 func (w *Watcher) add(f informers.SharedInformerFactory, r Resource, obj runtime.Object, list listFunc, watchFn watchFunc) {
-	lw := (&restarts{resource: r, errs: w.errs}).listWatch(list, watchFn)
+	lw := (&restarts{resource: r, errs: w.errs, works: func() { w.watchWorks(r) }}).listWatch(list, watchFn)
 	// The factory applies the transform and starts the informer; the client tells the reflector
 	// whether it can stream the initial list.
 	inf := f.InformerFor(obj, func(client kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
@@ -153,6 +155,7 @@ func (w *Watcher) add(f informers.SharedInformerFactory, r Resource, obj runtime
 type restarts struct {
 	resource Resource
 	errs     WatchErrors
+	works    func() // a list completed or a watch opened
 
 	mu        sync.Mutex
 	hasListed bool // a list completed since the last one began
@@ -207,6 +210,9 @@ func (rs *restarts) listed(streaming bool) {
 	rs.mu.Lock()
 	rs.hasListed, rs.watchOpen = true, streaming
 	rs.mu.Unlock()
+	if rs.works != nil {
+		rs.works()
+	}
 }
 
 func (rs *restarts) watching() {
@@ -223,6 +229,9 @@ func (rs *restarts) watched() {
 	rs.mu.Lock()
 	rs.watchOpen = true
 	rs.mu.Unlock()
+	if rs.works != nil {
+		rs.works()
+	}
 }
 
 func (w *Watcher) emit(r Resource, t DeltaType, obj any, initial bool) {
@@ -263,6 +272,7 @@ func (w *Watcher) watchError(r Resource, err error) {
 		w.log.Info("Watch expired, relisting", "resource", r)
 		return
 	}
+	w.watchFailed(r, err)
 	w.log.Warn("Watch failed, retrying", "resource", r, "err", err)
 }
 
@@ -299,7 +309,8 @@ func (w *Watcher) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-// Problem returns why readyspan is not ready (a forbidden resource), or "".
+// Problem returns why readyspan is not ready, or "": a forbidden resource, caches not synced
+// yet, the apiserver not answering, or a resource's list and watch failing past the grace.
 func (w *Watcher) Problem() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -309,7 +320,7 @@ func (w *Watcher) Problem() string {
 	if !w.isSynced {
 		return "caches not synced yet"
 	}
-	return ""
+	return w.outageProblem(time.Now())
 }
 
 // informerTransform is what the informers apply: Transform, swapped only by tests that count

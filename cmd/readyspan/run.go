@@ -189,6 +189,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		log.Error("Apiserver unreachable; retrying in the background", "err", err.Error()) // a daemon keeps trying
 	}
 	p.start(ctx)
+	// Cut off from the apiserver, the informers notice only when their connections time out
+	// (up to a minute); asking every 5 s makes /readyz say so within the outage grace.
+	go w.FollowReachability(ctx, 5*time.Second, func(ctx context.Context) error { return reachable(ctx, client, restCfg.Host) })
 	// Leader election runs on its own context: on SIGTERM the leader first exports what is
 	// Ready (Drain) and flushes, and only then releases the Lease, so the next leader's owed
 	// window starts after the last trace this one sent.
@@ -275,7 +278,8 @@ func parseHeaders(s string) (map[string]string, error) {
 }
 
 // serve starts the metrics and health endpoints. /healthz says the process runs; /readyz says
-// the caches synced and no watch is forbidden. A failing OTLP backend does not make readyspan
+// the caches synced, no watch is forbidden, and the apiserver answers and lists and watches work
+// (an outage counts after 10 s). A failing OTLP backend does not make readyspan
 // unready (restarting it would lose the queue, and another replica would meet the same
 // backend): /readyz stays 200 and says so on a second line, as the export gauges do. ui, when
 // set, serves everything else: the web UI at / and its API (behind the same guard as /metrics).
@@ -300,8 +304,8 @@ func serve(addr string, guard *access.Guard, reg *prometheus.Registry, w *tracer
 	return srv, nil
 }
 
-// readyz answers /readyz: 503 with the reason until the caches synced or while a watch is
-// forbidden; else 200 "ok", plus a line on the export while the OTLP backend is failing.
+// readyz answers /readyz: 503 with the reason until the caches synced, while a watch is
+// forbidden or while the apiserver is out of reach; else 200 "ok", plus a line on the export while the OTLP backend is failing.
 func readyz(problem func() string, ready *atomic.Bool, export func() otlp.Status) http.HandlerFunc {
 	return func(rw http.ResponseWriter, _ *http.Request) {
 		if p := problem(); p != "" || !ready.Load() {

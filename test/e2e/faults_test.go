@@ -8,18 +8,29 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 const faultReplicas = 10
@@ -216,5 +227,375 @@ func TestFaultApiserverKilled(t *testing.T) {
 	}
 	if lost != 0 || dup != 0 {
 		t.Errorf("lost %d, duplicated %d: want none", lost, dup)
+	}
+}
+
+// metricWhere adds the samples of a labelled family whose labels contain match (e.g.
+// `reason="relist"`).
+func metricWhere(t *testing.T, name, match string) float64 {
+	t.Helper()
+	_, body := readyspanGet(t, "/metrics")
+	sum := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], name+"{") && strings.Contains(f[0], match) {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+func cpuSeconds(t *testing.T, name string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(fault(t, "cpu-seconds", name), 64)
+	if err != nil {
+		t.Fatalf("cpu-seconds %s: %v", name, err)
+	}
+	return v
+}
+
+// waitReadyAtLeast waits until n of the namespace's app=web Pods are Ready.
+func (e *Env) waitReadyAtLeast(t *testing.T, ns string, n int) {
+	t.Helper()
+	Eventually(t, 2*time.Minute, fmt.Sprintf("%d Pods Ready", n), func() (bool, error) {
+		l, err := e.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range l.Items {
+			if PodReady(&l.Items[i]) {
+				ready++
+			}
+		}
+		return ready >= n, nil
+	})
+}
+
+// The kubelet SIGKILLed while the rollout's Pods start, and started again 5 s later: every Pod's
+// trace is complete, exported once, and consistent (phases in order, every span inside its parent,
+// every boundary with its source), although the restarted kubelet re-reports what it had done.
+func TestFaultKubeletRestarted(t *testing.T) {
+	e := Setup(t)
+	ns := e.faultRollout(t, "kubelet")
+	time.Sleep(2 * time.Second) // the first Pods bound, their sandboxes and containers starting
+	fault(t, "kill", "kubelet")
+	killed := time.Now()
+	time.Sleep(outage(5 * time.Second))
+	fault(t, "restart", "kubelet")
+	lost, dup, pods, done := e.judge(t, ns, 3*time.Minute)
+	for uid, name := range pods {
+		pod, err := e.Kube.CoreV1().Pods(ns).Get(Ctx(t), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkStartupTrace(t, e.WaitTrace(t, uid, time.Minute, complete), pod, "ready", true)
+	}
+	t.Logf("FAULT kubelet-sigkill: lost %d, duplicated %d, all delivered %.1fs after the kill, readyspan peak RSS %s",
+		lost, dup, done.Sub(killed).Seconds(), peakRSS(t, "readyspan"))
+	if lost != 0 || dup != 0 {
+		t.Errorf("lost %d, duplicated %d: want none", lost, dup)
+	}
+}
+
+// readyspan cut off from the apiserver (its packets dropped, nobody else's) for 60 s while the
+// rollout goes on: it reports unready within the outage grace, ready again after, and exports
+// every Pod's trace once.
+func TestFaultCutOffFromApiserver(t *testing.T) {
+	e := Setup(t)
+	ns := e.faultRollout(t, "cutoff")
+	e.waitReadyAtLeast(t, ns, 3)
+	cutFor := outage(60 * time.Second)
+	fault(t, "cut-off")
+	defer fault(t, "reconnect") // idempotent
+	cut := time.Now()
+	var unready time.Duration
+	var unreadyBody string
+	Eventually(t, 45*time.Second, "/readyz 503 while cut off", func() (bool, error) {
+		code, body := readyspanGet(t, "/readyz")
+		unready, unreadyBody = time.Since(cut), body
+		return code == http.StatusServiceUnavailable, nil
+	})
+	time.Sleep(time.Until(cut.Add(cutFor)))
+	fault(t, "reconnect")
+	back := time.Now()
+	var readyAgain time.Duration
+	Eventually(t, 2*time.Minute, "/readyz 200 after the cut", func() (bool, error) {
+		code, _ := readyspanGet(t, "/readyz")
+		readyAgain = time.Since(back)
+		return code == 200, nil
+	})
+	lost, dup, _, done := e.judge(t, ns, 3*time.Minute)
+	t.Logf("FAULT cut-off %v: lost %d, duplicated %d, unready %.1fs after the cut (%q), ready %.1fs after it ended, all delivered %.1fs after it ended, readyspan peak RSS %s",
+		cutFor, lost, dup, unready.Seconds(), strings.TrimSpace(unreadyBody), readyAgain.Seconds(), done.Sub(back).Seconds(), peakRSS(t, "readyspan"))
+	if !strings.Contains(unreadyBody, "apiserver") {
+		t.Errorf("/readyz while cut off says %q, want the apiserver named", unreadyBody)
+	}
+	if lost != 0 || dup != 0 {
+		t.Errorf("lost %d, duplicated %d: want none", lost, dup)
+	}
+}
+
+// A relist forced by 410 Gone: the apiserver stopped, etcd compacted at its current revision,
+// the apiserver started again, so every watch resuming from before is refused as expired and its
+// informer lists again. Shown independently by a watch of the test's own from an old
+// resourceVersion; readyspan counts the relists and loses and doubles nothing.
+func TestFaultRelistAfter410(t *testing.T) {
+	e := Setup(t)
+	ns := e.faultRollout(t, "relist")
+	time.Sleep(3 * time.Second)
+	l, err := e.Kube.CoreV1().Pods(ns).List(Ctx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRV := l.ResourceVersion
+	relistsBefore := metricWhere(t, "readyspan_watch_restarts_total", `reason="relist"`)
+	expiredBefore := metricWhere(t, "readyspan_watch_errors_total", `reason="expired"`)
+	fault(t, "kill", "kube-apiserver")
+	stopped := time.Now()
+	rev := fault(t, "compact")
+	time.Sleep(outage(5 * time.Second))
+	fault(t, "restart", "kube-apiserver")
+	Eventually(t, 90*time.Second, "the apiserver back", func() (bool, error) {
+		_, err := e.Kube.Discovery().ServerVersion()
+		return err == nil, err
+	})
+	back := time.Now()
+	// The evidence that the fault is the one meant: resuming from before is 410 Gone.
+	gone := false
+	wctx, cancel := context.WithTimeout(Ctx(t), 10*time.Second)
+	defer cancel()
+	w, err := e.Kube.CoreV1().Pods(ns).Watch(wctx, metav1.ListOptions{ResourceVersion: oldRV})
+	switch {
+	case err != nil:
+		gone = apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+	default:
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				st, ok := ev.Object.(*metav1.Status)
+				gone = ok && st.Code == http.StatusGone
+				break
+			}
+		}
+		w.Stop()
+	}
+	if !gone {
+		t.Fatalf("a watch from resourceVersion %s after compacting etcd at %s was not refused with 410 Gone: the fault did not happen", oldRV, rev)
+	}
+	lost, dup, _, done := e.judge(t, ns, 3*time.Minute)
+	relists := metricWhere(t, "readyspan_watch_restarts_total", `reason="relist"`) - relistsBefore
+	expired := metricWhere(t, "readyspan_watch_errors_total", `reason="expired"`) - expiredBefore
+	t.Logf("FAULT relist-410 (etcd compacted at %s, apiserver down %.1fs): lost %d, duplicated %d, relists counted %v (expired watches %v), all delivered %.1fs after the apiserver returned, readyspan peak RSS %s",
+		rev, back.Sub(stopped).Seconds(), lost, dup, relists, expired, done.Sub(back).Seconds(), peakRSS(t, "readyspan"))
+	if relists <= 0 {
+		t.Errorf("no relist counted in readyspan_watch_restarts_total{reason=\"relist\"}")
+	}
+	if lost != 0 || dup != 0 {
+		t.Errorf("lost %d, duplicated %d: want none", lost, dup)
+	}
+}
+
+// servingWatch records, for each Pod of a namespace, when the test's own watches saw it Ready and
+// its address ready in an EndpointSlice: readyspan exports a Service's Pod when both hold and its
+// settle time has passed, so the later of the two is where its export lag starts.
+type servingWatch struct {
+	mu      sync.Mutex
+	ready   map[string]time.Time // Pod UID → first seen Ready
+	serving map[string]time.Time // Pod UID → first seen ready in an EndpointSlice
+}
+
+func (e *Env) watchServing(t *testing.T, ns string) *servingWatch {
+	t.Helper()
+	sw := &servingWatch{ready: map[string]time.Time{}, serving: map[string]time.Time{}}
+	ctx := Ctx(t)
+	pw, err := e.Kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl, err := e.Kube.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pw.Stop(); sl.Stop() })
+	go func() {
+		for ev := range pw.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && PodReady(p) {
+				sw.first(sw.ready, string(p.UID))
+			}
+		}
+	}()
+	go func() {
+		for ev := range sl.ResultChan() {
+			s, ok := ev.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			for _, ep := range s.Endpoints {
+				if ep.TargetRef != nil && ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+					sw.first(sw.serving, string(ep.TargetRef.UID))
+				}
+			}
+		}
+	}()
+	return sw
+}
+
+func (sw *servingWatch) first(m map[string]time.Time, uid string) {
+	now := time.Now()
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if _, ok := m[uid]; !ok {
+		m[uid] = now
+	}
+}
+
+// exportLags are, per Pod, the witness's first receipt of its root span less the moment it was
+// Ready and serving on the test's watches, less readyspan's settle time (2 s, on purpose).
+func (sw *servingWatch) exportLags(t *testing.T, e *Env, uids map[string]string) []time.Duration {
+	t.Helper()
+	received := e.capturedRootTimes(t, "pod.startup")
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	var lags []time.Duration
+	for uid, name := range uids {
+		r, s, got := sw.ready[uid], sw.serving[uid], received[TraceID(uid)]
+		if r.IsZero() || s.IsZero() || got.IsZero() {
+			t.Errorf("Pod %s: Ready %v, serving %v, received %v: one was not seen", name, r, s, got)
+			continue
+		}
+		lags = append(lags, got.Sub(later(r, s))-readyspanSettle)
+	}
+	slices.Sort(lags)
+	return lags
+}
+
+const readyspanSettle = 2 * time.Second
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// quantile of sorted durations (nearest rank).
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
+// capturedRootTimes is when the witness first received each trace's root span named name.
+func (e *Env) capturedRootTimes(t testing.TB, name string) map[string]time.Time {
+	t.Helper()
+	data, err := os.ReadFile(os.Getenv("READYSPAN_E2E_CAPTURE"))
+	if err != nil {
+		t.Fatalf("read the OTLP witness's capture: %v", err)
+	}
+	first := map[string]time.Time{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var s CapturedSpan
+		if json.Unmarshal(line, &s) != nil || s.ParentSpanID != "" || s.Name != name {
+			continue
+		}
+		if f, ok := first[s.TraceID]; !ok || s.Received.Before(f) {
+			first[s.TraceID] = s.Received
+		}
+	}
+	return first
+}
+
+// stormDeployment is one of the storm's workloads: busybox running command, with a readiness
+// probe on a port nothing listens on when failProbe.
+func stormDeployment(name string, replicas int32, command string, failProbe bool) *appsv1.Deployment {
+	c := corev1.Container{Name: "app", Image: BusyboxImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", command}}
+	if failProbe {
+		c.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
+			PeriodSeconds: 1, FailureThreshold: 1,
+		}
+	}
+	labels := LocalPodLabels(map[string]string{"app": name})
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: int32p(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: boolp(false), TerminationGracePeriodSeconds: int64p(0),
+					Containers: []corev1.Container{c},
+				},
+			},
+		},
+	}
+}
+
+// Bounds the storm case holds readyspan to (docs/faults.md states them).
+const (
+	stormMaxCores  = 0.25             // readyspan's CPU over the storm, in cores
+	stormMaxRSSMiB = 128              // its peak RSS: half the manifests' 256Mi limit
+	stormMaxLagP99 = time.Second      // export lag of the other Pods, beyond the settle time
+	stormCrashing  = 50               // crash-looping Pods
+	stormUnhealthy = 5                // Pods whose readiness probe always fails
+	stormWarmup    = 90 * time.Second // for the storm to build up before the measured rollout
+)
+
+// An event storm (50 crash-looping Pods and a Deployment whose readiness probes fail every
+// second, 5 min by default, READYSPAN_FAULT_STORM): readyspan's CPU and memory stay within the
+// bounds above and a 10-Pod rollout's traces in the middle of it are exported on time.
+func TestFaultEventStorm(t *testing.T) {
+	e := Setup(t)
+	stormFor := 5 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("READYSPAN_FAULT_STORM")); err == nil {
+		stormFor = d
+	}
+	storm := e.Namespace(t, "fault-storm")
+	cpu0, began := cpuSeconds(t, "readyspan"), time.Now()
+	e.createDeployment(t, storm, stormDeployment("crash", stormCrashing, "echo crashing; exit 1", false))
+	e.createDeployment(t, storm, stormDeployment("unhealthy", stormUnhealthy, "exec sleep 3600", true))
+	time.Sleep(stormWarmup)
+	crashing, restarts := 0, int32(0)
+	if l, err := e.Kube.CoreV1().Pods(storm).List(Ctx(t), metav1.ListOptions{LabelSelector: "app=crash"}); err == nil {
+		for _, p := range l.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.RestartCount > 0 {
+					crashing++
+					restarts += cs.RestartCount
+				}
+			}
+		}
+	}
+	if crashing < stormCrashing/2 {
+		t.Fatalf("only %d of %d Pods crash-looping after %v: no storm to measure in", crashing, stormCrashing, stormWarmup)
+	}
+	ns := e.Namespace(t, "fault-stormed")
+	sw := e.watchServing(t, ns)
+	e.createService(t, ns, service("web"))
+	e.createDeployment(t, ns, webDeployment("web", faultReplicas))
+	lost, dup, pods, _ := e.judge(t, ns, 3*time.Minute)
+	lags := sw.exportLags(t, e, pods)
+	time.Sleep(time.Until(began.Add(stormFor)))
+	events, _ := e.Kube.CoreV1().Events(storm).List(Ctx(t), metav1.ListOptions{})
+	cores := (cpuSeconds(t, "readyspan") - cpu0) / time.Since(began).Seconds()
+	rssKiB, _ := strconv.Atoi(fault(t, "peak-rss", "readyspan"))
+	p50, p99, worst := quantile(lags, 0.5), quantile(lags, 0.99), quantile(lags, 1)
+	t.Logf("FAULT event-storm %v (%d crash-looping, %d restarts at the rollout, %d failing probes, %d Event objects after): lost %d, duplicated %d, export lag beyond the settle p50 %v p99 %v max %v, readyspan %.3f cores, peak RSS %.1f MiB",
+		stormFor.Round(time.Second), crashing, restarts, stormUnhealthy, len(events.Items), lost, dup,
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond), cores, float64(rssKiB)/1024)
+	if lost != 0 || dup != 0 {
+		t.Errorf("lost %d, duplicated %d: want none", lost, dup)
+	}
+	if p99 >= stormMaxLagP99 {
+		t.Errorf("export lag p99 %v, want < %v", p99, stormMaxLagP99)
+	}
+	if cores > stormMaxCores {
+		t.Errorf("readyspan used %.3f cores during the storm, bound %v", cores, stormMaxCores)
+	}
+	if float64(rssKiB)/1024 > stormMaxRSSMiB {
+		t.Errorf("readyspan peak RSS %.1f MiB, bound %d MiB", float64(rssKiB)/1024, stormMaxRSSMiB)
 	}
 }

@@ -8,7 +8,15 @@
 #   faults.sh restart NAME                 start it again with the command line it had
 #   faults.sh readyspan-start              start readyspan again (after a kill)
 #   faults.sh peak-rss NAME                the process's peak RSS in KiB (VmHWM)
+#   faults.sh cpu-seconds NAME             the process's user + system CPU time so far
+#   faults.sh cut-off | reconnect          drop / let through readyspan's packets to the apiserver
+#   faults.sh compact                      compact etcd at its current revision (prints it)
 source "$(dirname "$0")/lib.sh"
+
+# readyspan runs with a group of its own (readyspan.sh: READYSPAN_GID), so an iptables rule can
+# cut it, and only it, off from the apiserver: the owner match sees the socket's group.
+export READYSPAN_GID=${READYSPAN_GID:-4242}
+cut_rule=(OUTPUT -p tcp --dport "$APISERVER_PORT" -m owner --gid-owner "$READYSPAN_GID" -j DROP)
 
 capture_args() {
   echo "$BIN/otlpcapture" --listen "127.0.0.1:$OTLP_CAPTURE_PORT,$NODE_IP:$OTLP_CAPTURE_PORT" \
@@ -30,12 +38,29 @@ case ${1:-} in
     exit 0 ;;
   restart)
     mapfile -t cmd <"$RUN/$2.cmdline"
+    case $2 in
+      # up.sh runs them in the node's mount namespace through nsenter, which execs: the saved
+      # command line is the binary's own, so enter the namespace again.
+      kubelet | containerd) cmd=(nsenter -t "$(pid_of node-namespace)" -m -- "${cmd[@]}") ;;
+    esac
     start "$2" "${cmd[@]}"
     exit 0 ;;
+  cpu-seconds)
+    # utime and stime, fields 14 and 15 of /proc/PID/stat, in clock ticks.
+    awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$(pid_of "$2")/stat"; exit 0 ;;
+  cut-off) iptables -C "${cut_rule[@]}" 2>/dev/null || iptables -I "${cut_rule[@]}"; exit 0 ;;
+  reconnect) while iptables -D "${cut_rule[@]}" 2>/dev/null; do :; done; exit 0 ;;
+  compact)
+    # etcd's JSON gateway: the current revision from a one-key range, then a physical compaction
+    # at it, so every older resourceVersion is gone from etcd (410 Gone for a watch from it).
+    rev=$(curl -sf -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/range" -d '{"key":"AA=="}' | sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p')
+    [ -n "$rev" ] || { echo "etcd did not tell its revision" >&2; exit 1; }
+    curl -sf -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null
+    echo "$rev"; exit 0 ;;
   readyspan-start) "$LOCAL/scripts/readyspan.sh" start; exit 0 ;;
   peak-rss) awk '/VmHWM/ {print $2}' "/proc/$(pid_of "$2")/status"; exit 0 ;;
   "") ;;
-  *) echo "usage: $0 [otlp-down|otlp-up|kill NAME|restart NAME|readyspan-start|peak-rss NAME]" >&2; exit 2 ;;
+  *) echo "usage: $0 [otlp-down|otlp-up|kill NAME|restart NAME|readyspan-start|peak-rss NAME|cpu-seconds NAME|cut-off|reconnect|compact]" >&2; exit 2 ;;
 esac
 
 lock_cluster
@@ -47,11 +72,12 @@ if ! "$LOCAL/scripts/status.sh" --check >/dev/null 2>&1; then
 fi
 finish() {
   local rc=$?
+  "$0" reconnect || true
   stop otlpcapture || true
   if [ "$started" = 1 ] && [ "${E2E_KEEP_CLUSTER:-0}" != 1 ]; then
     "$LOCAL/scripts/down.sh" || true
   else
-    READYSPAN_BIN="" READYSPAN_ARGS="" "$LOCAL/scripts/readyspan.sh" restart >/dev/null || true
+    READYSPAN_BIN="" READYSPAN_ARGS="" READYSPAN_GID="" "$LOCAL/scripts/readyspan.sh" restart >/dev/null || true
   fi
   exit "$rc"
 }
@@ -74,7 +100,7 @@ unset READYSPAN_E2E_ALLOW_SKIP
 test_log=$LOGS/e2e-faults.log
 echo "e2e-faults: go test -tags e2e,e2e_faults -run TestFault $* (full output: ${test_log#"$ROOT"/})"
 set +e
-(cd "$ROOT" && go test -tags e2e,e2e_faults -count=1 -timeout 18m -v -run "${FAULTS_RUN:-TestFault}" ./test/e2e/ "$@" 2>&1) | tee "$test_log" |
+(cd "$ROOT" && go test -tags e2e,e2e_faults -count=1 -timeout 40m -v -run "${FAULTS_RUN:-TestFault}" ./test/e2e/ "$@" 2>&1) | tee "$test_log" |
   grep --line-buffered -E '^(=== RUN|\s*--- (PASS|FAIL|SKIP)|PASS$|FAIL|ok |panic)|_test\.go:[0-9]+:'
 rc=${PIPESTATUS[0]}
 set -e

@@ -4,6 +4,7 @@
 #
 #   readyspan.sh start|stop|restart|status
 #
+# READYSPAN_GID runs it with that group (make e2e-faults, so iptables can cut it off alone).
 # READYSPAN_BIN runs another build (make e2e-faults: this tree's). READYSPAN_ARGS adds flags (e.g. "--fail-after 20s"); start remembers them in
 # .local/run/readyspan.args, so a later restart without READYSPAN_ARGS keeps them. readyspan follows
 # the apiserver's audit log (a measured apiserver phase) and keeps a state file, so a restart
@@ -19,7 +20,9 @@ do_start() {
   if [ -n "${READYSPAN_ARGS+set}" ]; then extra=$READYSPAN_ARGS; else extra=$(cat "$args_file" 2>/dev/null || true); fi
   printf '%s' "$extra" >"$args_file"
   # shellcheck disable=SC2086 # extra flags are words
-  start readyspan "${READYSPAN_BIN:-$BIN/readyspan}" run --kubeconfig "$KUBECONFIG_FILE" --metrics-addr "$READYSPAN_METRICS" \
+  local as_group=()
+  [ -z "${READYSPAN_GID:-}" ] || as_group=(setpriv --regid "$READYSPAN_GID" --clear-groups --)
+  start readyspan "${as_group[@]}" "${READYSPAN_BIN:-$BIN/readyspan}" run --kubeconfig "$KUBECONFIG_FILE" --metrics-addr "$READYSPAN_METRICS" \
     --otlp-endpoint "127.0.0.1:$JAEGER_OTLP_GRPC_PORT" --otlp-insecure \
     --audit-log "$LOGS/audit.log" --state-file "$RUN/readyspan.state" \
     --trace-ui-url "http://$JAEGER_QUERY/trace/{trace_id}" $extra

@@ -1,0 +1,99 @@
+package tracer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// withGrace shortens the outage grace for one test.
+func withGrace(t *testing.T, d time.Duration) {
+	old := outageGrace
+	outageGrace = d
+	t.Cleanup(func() { outageGrace = old })
+}
+
+// waitProblem polls Problem until want(problem) or the deadline, and returns the last answer.
+func waitProblem(t *testing.T, w *Watcher, within time.Duration, want func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		p := w.Problem()
+		if want(p) || time.Now().After(deadline) {
+			return p
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// An apiserver that stops answering makes readyspan unready once the grace has passed (not
+// before), with the error; answering again makes it ready at the next probe.
+func TestFollowReachability(t *testing.T) {
+	withGrace(t, 100*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := NewWatcher(fake.NewClientset(), WatchConfig{}, nil, nil)
+	w.isSynced = true
+	var down atomic.Bool
+	go w.FollowReachability(ctx, 10*time.Millisecond, func(context.Context) error {
+		if down.Load() {
+			return errors.New("dial tcp 127.0.0.1:16443: i/o timeout")
+		}
+		return nil
+	})
+	if p := waitProblem(t, w, 50*time.Millisecond, func(p string) bool { return p != "" }); p != "" {
+		t.Fatalf("answering apiserver: Problem() = %q, want ready", p)
+	}
+	down.Store(true)
+	cut := time.Now()
+	p := waitProblem(t, w, 2*time.Second, func(p string) bool { return p != "" })
+	if !strings.Contains(p, "the apiserver has not answered") || !strings.Contains(p, "i/o timeout") {
+		t.Fatalf("cut off: Problem() = %q, want the apiserver's silence and its error", p)
+	}
+	if since := time.Since(cut); since < outageGrace {
+		t.Errorf("unready %v after the first failed probe, before the %v grace", since, outageGrace)
+	}
+	down.Store(false)
+	if p := waitProblem(t, w, 2*time.Second, func(p string) bool { return p == "" }); p != "" {
+		t.Fatalf("answering again: Problem() = %q, want ready", p)
+	}
+}
+
+// A resource whose list keeps failing (not forbidden, not expired) makes readyspan unready after
+// the grace, naming it; once a list completes it is ready again. Through the real informers.
+func TestWatchFailingThenWorking(t *testing.T) {
+	withGrace(t, 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := fake.NewClientset()
+	var failing atomic.Bool
+	failing.Store(true)
+	client.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, errors.New("Get \"https://127.0.0.1:16443/api/v1/services\": dial tcp 127.0.0.1:16443: connect: connection refused")
+		}
+		return false, nil, nil
+	})
+	errs := &countErrors{}
+	w := NewWatcher(client, WatchConfig{}, errs, nil)
+	w.Start(ctx)
+	w.isSynced = true // the other caches' sync is not what this is about
+	p := waitProblem(t, w, 3*time.Second, func(p string) bool { return p != "" })
+	if !strings.Contains(p, "listing and watching services has failed") || !strings.Contains(p, "connection refused") {
+		t.Fatalf("failing list: Problem() = %q, want services named with the error", p)
+	}
+	if errs.snapshot()["services/other"] == 0 {
+		t.Errorf("the failure was not counted: %v", errs.snapshot())
+	}
+	failing.Store(false) // the reflector retries after its backoff (800 ms at first)
+	if p := waitProblem(t, w, 5*time.Second, func(p string) bool { return p == "" }); p != "" {
+		t.Fatalf("list works again: Problem() = %q, want ready", p)
+	}
+}
