@@ -42,9 +42,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	leaderelection "github.com/readyspan/readyspan/leader"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -453,6 +455,56 @@ func TestInCluster(t *testing.T) {
 		e.CheckExportedOnce(t, names)
 		if !t.Failed() {
 			t.Logf("%d workload Pods (%d from the rollout across the handover), each with exactly one trace", len(uids), len(uids)-before)
+		}
+	})
+
+	t.Run("leader SIGKILLed mid-rollout", func(t *testing.T) {
+		before := len(tracker.uids())
+		leader := e.waitLeader(ctx, t, e.readyspanPods(ctx, t), 60*time.Second)
+		e.restartWorkload(ctx, t)
+		Eventually(t, time.Minute, "the rollout's first Pod", func() (bool, error) {
+			return len(tracker.uids()) > before, nil
+		})
+		// No drain, no Lease release: the kernel kills the process; the kubelet restarts the
+		// container in the same Pod.
+		pid := e.containerPID(ctx, t, leader)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("SIGKILL the leader %s (pid %d): %v", leader, pid, err)
+		}
+		killed := time.Now()
+		t.Logf("SIGKILLed the leader %s (pid %d)", leader, pid)
+		e.waitWorkloadRolledOut(ctx, t, 4*time.Minute)
+		pods := e.waitReadyspanReady(ctx, t, 2, 4*time.Minute)
+		newLeader := e.waitLeader(ctx, t, pods, 90*time.Second)
+		uids := tracker.uids()
+		if len(uids) <= before {
+			t.Fatalf("saw no new workload Pods during the rollout")
+		}
+		e.WaitTraces(t, uids, 3*time.Minute, inclusterHasRoot)
+		time.Sleep(15 * time.Second) // a late duplicate arrives after the first export
+		roots := e.CapturedRoots(t)
+		// The documented bound (docs/limits.md): only a Pod Ready within the settle time (2 s)
+		// before the dead leader's last renewal (every 2 s) or after it may be sent twice.
+		window := 2*time.Second + leaderelection.DefaultRetryPeriod + time.Second // + the condition's 1 s precision
+		lost, dup, mayRepeat := 0, 0, 0
+		for _, uid := range uids {
+			switch n := roots[TraceID(uid)]; {
+			case n == 0:
+				lost++
+			case n > 1:
+				dup += n - 1
+			}
+			if ready := e.podReadyAt(ctx, t, uid); !ready.IsZero() && ready.After(killed.Add(-window)) && !ready.After(killed.Add(time.Second)) {
+				mayRepeat++
+			}
+		}
+		t.Logf("FAULT leader-sigkill: %d workload Pods (%d from the rollout), lost %d, duplicated %d (bound: %d Pods Ready within %v before the kill), new leader %s",
+			len(uids), len(uids)-before, lost, dup, mayRepeat, window, newLeader)
+		if lost != 0 {
+			t.Errorf("lost %d traces", lost)
+		}
+		if dup > mayRepeat {
+			t.Errorf("duplicated %d, beyond the documented bound of %d", dup, mayRepeat)
 		}
 	})
 
@@ -1070,4 +1122,49 @@ func (e *inclusterEnv) dumpDiagnostics(t *testing.T) {
 		}
 		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
 	}
+}
+
+// containerPID is the host PID of the readyspan container's process in the Pod: containerd's
+// task list, by the container ID in the Pod's status.
+func (e *inclusterEnv) containerPID(ctx context.Context, t *testing.T, pod string) int {
+	t.Helper()
+	p, err := e.client.CoreV1().Pods(inclusterNamespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil || len(p.Status.ContainerStatuses) == 0 {
+		t.Fatalf("the leader Pod %s: %v", pod, err)
+	}
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	out, err := inclusterRun(t, e.root, nil, "ctr", "--address", filepath.Join(e.root, ".local/run/containerd.sock"), "--namespace", "k8s.io", "task", "ls")
+	if err != nil {
+		t.Fatalf("ctr task ls: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			pid, err := strconv.Atoi(f[1])
+			if err == nil && pid > 0 {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("container %s of %s not in containerd's task list:\n%s", id, pod, out)
+	return 0
+}
+
+// podReadyAt is when the workload Pod's Ready condition last turned true (whole seconds), or zero.
+func (e *inclusterEnv) podReadyAt(ctx context.Context, t *testing.T, uid string) time.Time {
+	t.Helper()
+	l, err := e.client.CoreV1().Pods(e.workload).List(ctx, metav1.ListOptions{LabelSelector: "app=" + inclusterWorkload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range l.Items {
+		if string(p.UID) != uid {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return c.LastTransitionTime.Time
+			}
+		}
+	}
+	return time.Time{}
 }
