@@ -79,6 +79,7 @@ func Run(ctx context.Context, cfg ElectionConfig) error {
 					cfg.OnStartedLeading(lock.previousAlive(cfg.Settle))
 				},
 				OnStoppedLeading: func() {
+					lock.stoppedLeading()
 					cfg.OnStoppedLeading()
 					log.Info("Stopped leading", "lease", lease, "identity", cfg.Identity)
 				},
@@ -93,7 +94,11 @@ func Run(ctx context.Context, cfg ElectionConfig) error {
 }
 
 // observingLock wraps the leader-election lock to remember the last record held by another
-// replica: its renew time is when the previous leader was last known alive. A graceful stop
+// process: its renew time is when the previous leader was last known alive. Another process
+// may carry this one's identity: a container restarted in the same Pod (after a SIGKILL or an
+// OOM kill) finds the Lease still held under its Pod name, and client-go lets it take the Lease
+// at once; what the Lease says then is its dead predecessor's, not its own. So until this
+// process has written the Lease itself, every record is a predecessor's. A graceful stop
 // exports what is Ready, flushes, then releases the Lease (an empty holder) with a final renew
 // time: everything Ready before it was exported. A leader that died without releasing may
 // still have had traces waiting their settle time: those count as not exported.
@@ -101,16 +106,47 @@ type observingLock struct {
 	resourcelock.Interface
 	mu   sync.Mutex
 	last resourcelock.LeaderElectionRecord
+	own  bool // this process wrote the Lease since it last stopped leading: records under its identity are its own
 }
 
 func (l *observingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
-	if err == nil && rec != nil && rec.HolderIdentity != l.Identity() {
+	if err == nil && rec != nil {
 		l.mu.Lock()
-		l.last = *rec
+		if rec.HolderIdentity != l.Identity() || !l.own {
+			l.last = *rec
+		}
 		l.mu.Unlock()
 	}
 	return rec, raw, err
+}
+
+func (l *observingLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, rec)
+	l.wrote(err)
+	return err
+}
+
+func (l *observingLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, rec)
+	l.wrote(err)
+	return err
+}
+
+func (l *observingLock) wrote(err error) {
+	if err == nil {
+		l.mu.Lock()
+		l.own = true
+		l.mu.Unlock()
+	}
+}
+
+// stoppedLeading makes what this process left on the Lease a predecessor's record to its next
+// campaign: it exported nothing while not leading.
+func (l *observingLock) stoppedLeading() {
+	l.mu.Lock()
+	l.own = false
+	l.mu.Unlock()
 }
 
 // previousAlive returns the time up to which the previous leader exported what was Ready: its

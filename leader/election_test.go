@@ -124,3 +124,34 @@ func TestRunHandsTheLeaseOver(t *testing.T) {
 		t.Fatalf("after a crash: previous alive %v, released %v; want b's last renewal less the settle time", prevAlive, released)
 	}
 }
+
+// A leader SIGKILLed and restarted in the same Pod comes back under the same identity and finds
+// the Lease still held by "itself", unexpired: client-go lets it take the Lease at once, and its
+// predecessor is the dead process, whose last renewal counts, not "the first leader ever" (which
+// would owe nothing from before it started and lose the Pods Ready while it was down).
+func TestRestartedUnderTheSameIdentity(t *testing.T) {
+	client := fake.NewClientset()
+	lastRenew := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	if _, err := client.CoordinationV1().Leases("readyspan").Create(context.Background(), &coordv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "readyspan", Name: "readyspan"},
+		Spec: coordv1.LeaseSpec{HolderIdentity: ptr.To("readyspan-7d9f-x2k4q"), LeaseDurationSeconds: ptr.To(int32(3600)),
+			AcquireTime: &metav1.MicroTime{Time: lastRenew}, RenewTime: &metav1.MicroTime{Time: lastRenew}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restarted := campaign(t, client, "readyspan-7d9f-x2k4q")
+	prevAlive, released := restarted.takeover(t) // at once: an hour's Lease did not have to expire
+	if released || !prevAlive.Equal(lastRenew.Add(-2*time.Second)) {
+		t.Fatalf("restarted under the same identity: previous alive %v, released %v; want the dead process's last renewal less the settle time (%v)",
+			prevAlive, released, lastRenew.Add(-2*time.Second))
+	}
+	// Its own renewals after that are not a predecessor's: stop and take over again, and the
+	// predecessor is its own release.
+	if err := restarted.stop(); err != nil {
+		t.Fatal(err)
+	}
+	again := campaign(t, client, "readyspan-7d9f-x2k4q")
+	if prevAlive, released := again.takeover(t); !released || !prevAlive.After(lastRenew) {
+		t.Fatalf("after its own release: previous alive %v, released %v; want the release", prevAlive, released)
+	}
+}
