@@ -1,8 +1,11 @@
 package phases
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,6 +49,35 @@ func TestTraceAndSpanIDs(t *testing.T) {
 	}
 	if a, b := SpanIDFor("u", "kubelet"), SpanIDFor("u", "kubelet"); a != b || a == SpanIDFor("u", "status") {
 		t.Fatal("span IDs must be distinct per path and stable")
+	}
+	// A UID is read as a UUID once its dashes are dropped, wherever they stand and in either
+	// case; anything else is hashed.
+	hashed := func(uid string) TraceID {
+		var id TraceID
+		sum := sha256.Sum256([]byte(uid))
+		copy(id[:], sum[:16])
+		return id
+	}
+	for uid, want := range map[string]string{
+		"9CADE20B-81EA-4BE9-BDC9-D3F2D8D8B69F": "9cade20b81ea4be9bdc9d3f2d8d8b69f",
+		"9cade20b81ea4be9bdc9d3f2d8d8b69f":     "9cade20b81ea4be9bdc9d3f2d8d8b69f",
+		"-9cade20b81ea4be9bdc9d3f2d8d8b6--9f-": "9cade20b81ea4be9bdc9d3f2d8d8b69f",
+	} {
+		if got := TraceIDFor(uid).String(); got != want {
+			t.Errorf("TraceIDFor(%q) = %s, want %s", uid, got, want)
+		}
+	}
+	for _, uid := range []string{"", "9cade20b-81ea-4be9-bdc9-d3f2d8d8b69", "9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f0", "9cade20b-81ea-4be9-bdc9-d3f2d8d8b69g"} {
+		if got := TraceIDFor(uid); got != hashed(uid) {
+			t.Errorf("TraceIDFor(%q) = %s, want the hash", uid, got)
+		}
+	}
+	long := strings.Repeat("p", 300) // beyond the stack buffer: hashed all the same
+	if a, b := SpanIDFor("u", long), SpanIDFor("u", long); a != b || a == SpanIDFor("u", long+"x") {
+		t.Fatal("span IDs of long paths must be distinct and stable")
+	}
+	if want := sha256.Sum256([]byte("u\x00kubelet")); !bytes.Equal(want[:8], func() []byte { id := SpanIDFor("u", "kubelet"); return id[:] }()) {
+		t.Fatal("a span ID is the first 8 bytes of SHA-256 of UID, NUL, path")
 	}
 }
 

@@ -18,29 +18,57 @@ type clockSkew struct {
 func ahead(set []Times, srcs ...Source) time.Duration {
 	var max time.Duration
 	for _, t := range set {
-		var watch time.Time
-		for _, s := range t {
-			if s.Source == SourceWatch && (watch.IsZero() || s.Time.Before(watch)) {
-				watch = s.Time
-			}
+		max = lead(max, t, srcs...)
+	}
+	return beyondJitter(max)
+}
+
+// lead returns the greater of max and how far the stamps of srcs in t run ahead of t's
+// earliest watch receive time.
+func lead(max time.Duration, t Times, srcs ...Source) time.Duration {
+	var watch time.Time
+	for _, s := range t {
+		if s.Source == SourceWatch && (watch.IsZero() || s.Time.Before(watch)) {
+			watch = s.Time
 		}
-		if watch.IsZero() {
-			continue
-		}
-		for _, s := range t {
-			for _, src := range srcs {
-				if s.Source == src {
-					if d := s.Time.Sub(watch); d > max {
-						max = d
-					}
+	}
+	if watch.IsZero() {
+		return max
+	}
+	for _, s := range t {
+		for _, src := range srcs {
+			if s.Source == src {
+				if d := s.Time.Sub(watch); d > max {
+					max = d
 				}
 			}
 		}
 	}
-	if max < skewThreshold {
+	return max
+}
+
+// beyondJitter is a lead as corrected: none below skewThreshold.
+func beyondJitter(d time.Duration) time.Duration {
+	if d < skewThreshold {
 		return 0
 	}
-	return max
+	return d
+}
+
+// kubeletAhead is ahead for the boundaries the kubelet stamps, without gathering them: it runs
+// for every Pod.
+func kubeletAhead(p *Pod) time.Duration {
+	var max time.Duration
+	for _, t := range [...]Times{p.KubeletStarted, p.SandboxReady, p.Initialized, p.ContainersReady} {
+		max = lead(max, t, SourceEventName)
+	}
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		for _, t := range [...]Times{c.PullStarted, c.PullFinished, c.Created, c.Started} {
+			max = lead(max, t, SourceEventName)
+		}
+	}
+	return beyondJitter(max)
 }
 
 func shiftAll(t Times, d time.Duration, srcs ...Source) Times {
@@ -66,26 +94,28 @@ func shiftOcc(os []Occurrence, d time.Duration, srcs ...Source) []Occurrence {
 	return out
 }
 
-// correctSkew returns a copy of p with the stamps of components whose clocks run ahead of
-// readyspan's moved back, and the corrections it applied.
+// correctSkew returns p with the stamps of components whose clocks run ahead of readyspan's
+// moved back (a copy; p itself when nothing is corrected), and the corrections it applied.
 func correctSkew(in *Pod) (*Pod, clockSkew) {
-	p := *in
-	p.Containers = append([]Container(nil), in.Containers...)
-	var sk clockSkew
-
-	kubelet := []Times{p.KubeletStarted, p.SandboxReady, p.Initialized, p.ContainersReady}
-	for _, c := range p.Containers {
-		kubelet = append(kubelet, c.PullStarted, c.PullFinished, c.Created, c.Started)
+	schedSrcs := []Source{SourceEventTime, SourceEventName}
+	sk := clockSkew{
+		kubelet:    kubeletAhead(in),
+		scheduler:  ahead([]Times{in.Scheduled}, schedSrcs...),
+		controller: ahead([]Times{in.Created, in.ReplicaSetScaled}, SourceEventName),
 	}
-	kubeletSrcs := []Source{SourceEventName, SourceEventSeconds, SourceStatus}
-	if sk.kubelet = ahead(kubelet, SourceEventName); sk.kubelet > 0 {
-		d := sk.kubelet
+	if sk == (clockSkew{}) {
+		return in, sk // the usual case: Build reads the Pod and never writes it
+	}
+	p := *in
+	if d := sk.kubelet; d > 0 {
+		kubeletSrcs := []Source{SourceEventName, SourceEventSeconds, SourceStatus}
 		p.KubeletStarted = shiftAll(p.KubeletStarted, d, kubeletSrcs...)
 		p.SandboxReady = shiftAll(p.SandboxReady, d, kubeletSrcs...)
 		p.Initialized = shiftAll(p.Initialized, d, kubeletSrcs...)
 		p.ContainersReady = shiftAll(p.ContainersReady, d, kubeletSrcs...)
 		p.Ready = shiftAll(p.Ready, d, kubeletSrcs...)
 		p.PodWarnings = shiftOcc(p.PodWarnings, d, kubeletSrcs...)
+		p.Containers = append([]Container(nil), in.Containers...)
 		for i := range p.Containers {
 			c := &p.Containers[i]
 			for _, t := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started, &c.StartupDone, &c.ReadyAt, &c.Finished} {
@@ -96,13 +126,12 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 			c.Unhealthy = shiftOcc(c.Unhealthy, d, kubeletSrcs...)
 		}
 	}
-	schedSrcs := []Source{SourceEventTime, SourceEventName}
-	if sk.scheduler = ahead([]Times{p.Scheduled}, schedSrcs...); sk.scheduler > 0 {
+	if sk.scheduler > 0 {
 		p.Scheduled = shiftAll(p.Scheduled, sk.scheduler, schedSrcs...)
 		p.SchedulingFailure = shiftOcc(p.SchedulingFailure, sk.scheduler, schedSrcs...)
 		p.Preempted = shiftOcc(p.Preempted, sk.scheduler, schedSrcs...)
 	}
-	if sk.controller = ahead([]Times{p.Created, p.ReplicaSetScaled}, SourceEventName); sk.controller > 0 {
+	if sk.controller > 0 {
 		p.Created = shiftAll(p.Created, sk.controller, SourceEventName, SourceEventSeconds)
 		p.ReplicaSetScaled = shiftAll(p.ReplicaSetScaled, sk.controller, SourceEventName, SourceEventSeconds)
 	}

@@ -3,7 +3,6 @@ package phases
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 	"time"
 )
 
@@ -48,23 +47,54 @@ func (s SpanID) IsZero() bool { return s == SpanID{} }
 // TraceIDFor derives the trace ID from a Pod UID: the UUID's 16 bytes, so the trace ID is the
 // UID without dashes. A UID that is not a UUID is hashed, still deterministically.
 func TraceIDFor(uid string) TraceID {
-	var id TraceID
-	h := strings.ReplaceAll(uid, "-", "")
-	if len(h) == 32 {
-		if b, err := hex.DecodeString(h); err == nil {
-			copy(id[:], b)
-			return id
-		}
+	if id, ok := uuidBytes(uid); ok {
+		return id
 	}
+	var id TraceID
 	sum := sha256.Sum256([]byte(uid))
 	copy(id[:], sum[:16])
 	return id
 }
 
+// uuidBytes decodes the 32 hex digits of a UID once its dashes are dropped (wherever they
+// stand), in place: a trace ID is derived for every Pod, so without building the dashless copy.
+func uuidBytes(uid string) (TraceID, bool) {
+	var id TraceID
+	n := 0 // hex digits decoded
+	for i := 0; i < len(uid); i++ {
+		if uid[i] == '-' {
+			continue
+		}
+		v, ok := hexValue(uid[i])
+		if !ok || n == 2*len(id) {
+			return TraceID{}, false
+		}
+		id[n/2] |= v << (4 * (1 - n%2))
+		n++
+	}
+	return id, n == 2*len(id)
+}
+
+// hexValue is the value of one hex digit, either case, as encoding/hex reads it.
+func hexValue(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
 // SpanIDFor derives a span ID from the Pod UID and the span's path (name plus container), so a
 // restarted readyspan, or a second replica, produces the same IDs for the same Pod.
 func SpanIDFor(uid, path string) SpanID {
-	sum := sha256.Sum256([]byte(uid + "\x00" + path))
+	// The hash input is built in a buffer on the stack: a span ID is derived for every span.
+	var buf [spanIDInputOnStack]byte
+	in := append(append(append(buf[:0], uid...), 0), path...)
+	sum := sha256.Sum256(in)
 	var id SpanID
 	copy(id[:], sum[:8])
 	if id.IsZero() {
@@ -72,6 +102,10 @@ func SpanIDFor(uid, path string) SpanID {
 	}
 	return id
 }
+
+// spanIDInputOnStack is the longest UID and path SpanIDFor hashes without allocating: a UUID
+// and the longest container step path, with room to spare. Longer ones are hashed all the same.
+const spanIDInputOnStack = 192
 
 // StatusCode is a span's outcome.
 type StatusCode int

@@ -1,9 +1,6 @@
 package phases
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
 // Source says where a timestamp came from. Sources differ in precision and in whose clock they
 // read, so every span records the source of its start and of its end.
@@ -118,19 +115,33 @@ func (t Times) Resolve() (Stamp, bool) {
 	if len(t) == 0 {
 		return Stamp{}, false
 	}
-	c := append(Times(nil), t...)
-	sort.SliceStable(c, func(i, j int) bool {
-		if c[i].Source.rank() != c[j].Source.rank() {
-			return c[i].Source.rank() < c[j].Source.rank()
+	// The candidates, most trusted first. A boundary has a handful of stamps: they are ordered
+	// on the stack, by a stable insertion sort, so resolving allocates nothing.
+	var buf [resolveOnStack]Stamp
+	c := append(buf[:0], t...)
+	for i := 1; i < len(c); i++ {
+		for j := i; j > 0 && trustedBefore(c[j], c[j-1]); j-- {
+			c[j], c[j-1] = c[j-1], c[j]
 		}
-		return c[i].Time.Before(c[j].Time)
-	})
+	}
 	for _, cand := range c {
 		if consistent(cand, c) {
 			return cand, true
 		}
 	}
 	return c[0], true
+}
+
+// resolveOnStack is how many stamps of one boundary Resolve orders without allocating; more are
+// ordered all the same, on the heap.
+const resolveOnStack = 8
+
+// trustedBefore orders stamps for Resolve: by the rank of their source, then earliest first.
+func trustedBefore(a, b Stamp) bool {
+	if ra, rb := a.Source.rank(), b.Source.rank(); ra != rb {
+		return ra < rb
+	}
+	return a.Time.Before(b.Time)
 }
 
 func consistent(cand Stamp, all Times) bool {
