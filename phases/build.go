@@ -2,8 +2,9 @@ package phases
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -136,6 +137,9 @@ func phaseIndex(name string) int {
 func Build(in *Pod, opts Options) *Trace {
 	p, skew := correctSkew(in)
 	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}, outcome: p.Outcome}
+	sc := scratchPool.Get().(*buildScratch)
+	defer sc.release(b)
+	b.trace.Spans, b.attrBlock = sc.spans[:0], sc.attrs[:0]
 	if b.outcome == "" { // the tracer leaves it empty for a Pod that got Ready
 		b.outcome = OutcomeReady
 	}
@@ -144,6 +148,26 @@ func Build(in *Pod, opts Options) *Trace {
 	b.finish()
 	b.trace.Summary = b.summarize(&tl, opts)
 	return b.trace
+}
+
+// buildScratch is the working memory of a Build: the spans as drawn and the block their
+// attributes are cut from, until finish copies them, in order, into the trace. It is reused
+// from one Build to the next (scratchPool), so drawing a trace allocates little beyond the
+// trace itself.
+type buildScratch struct {
+	spans []Span
+	attrs []Attr
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(buildScratch) }}
+
+// release keeps what b grew the scratch to, cleared so that it holds on to no Pod's strings,
+// and returns it to the pool.
+func (sc *buildScratch) release(b *builder) {
+	clear(b.drawn)
+	clear(b.attrBlock)
+	sc.spans, sc.attrs = b.drawn[:0], b.attrBlock[:0]
+	scratchPool.Put(sc)
 }
 
 // timeline is a Pod's startup as resolved from what was observed, before anything is drawn:
@@ -324,14 +348,15 @@ func (b *builder) timeline() timeline {
 // spans draws the root, the phases and their steps.
 func (b *builder) spans(tl *timeline, skew clockSkew) {
 	p := b.pod
-	rootIdx := b.add(Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan}, -1, tl.rootStart, tl.chain[podServing])
-	b.trace.Spans[rootIdx].Attrs = append(b.trace.Spans[rootIdx].Attrs, b.podAttrs(skew)...)
+	root := Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan, Attrs: b.attrs(rootAttrs)}
+	rootIdx := b.add(root, -1, tl.rootStart, tl.chain[podServing])
+	b.trace.Spans[rootIdx].Attrs = b.podAttrs(b.trace.Spans[rootIdx].Attrs, skew)
 	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
 	var phaseDrawn [len(phaseTable)]interval
 	for i, ph := range phaseTable {
 		phaseSpan[i], phaseDrawn[i] = b.draw(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, tl.phases[i].start, tl.phases[i].end)
 		if tl.clamped[ph.to] {
-			b.trace.Spans[phaseSpan[i]].Attrs = append(b.trace.Spans[phaseSpan[i]].Attrs, Attr{AttrClamped, "end"})
+			b.trace.Spans[phaseSpan[i]].Attrs = append(b.trace.Spans[phaseSpan[i]].Attrs, Attr{AttrClamped, clampedEnd})
 		}
 	}
 	spanOf := func(name string) int { return phaseSpan[phaseIndex(name)] }
@@ -345,24 +370,24 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	b.kubelet(spanOf(PhaseKubelet), tl.chain[podScheduled])
 	b.status(spanOf(PhaseStatus), phaseDrawn[phaseIndex(PhaseStatus)].start, tl.kubeletDone, tl.ready)
 
-	root := &b.trace.Spans[rootIdx]
+	rootSpan := &b.trace.Spans[rootIdx]
 	switch b.outcome {
 	case OutcomeReady:
-		root.Status = StatusOK
+		rootSpan.Status = StatusOK
 	case OutcomeInProgress:
-		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
+		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
 	default:
 		msg := failureMessage(p, b.outcome, tl.stoppedIn)
-		root.Status, root.StatusMessage = StatusError, msg
+		rootSpan.Status, rootSpan.StatusMessage = StatusError, msg
 		sp := &b.trace.Spans[phaseSpan[tl.current]]
 		sp.Status, sp.StatusMessage = StatusError, msg
-		root.Attrs = append(root.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
+		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
 	}
-	root.Attrs = append(root.Attrs, Attr{AttrAttempts, int64(tl.attempts)})
+	rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrAttempts, int64(tl.attempts)})
 	if len(tl.inconsistent) > 0 {
 		// The spans are drawn with the boundaries clamped into order; the root says why (and
 		// the summary keeps the trace out of the histograms).
-		root.Attrs = append(root.Attrs, Attr{AttrInconsistent, true}, Attr{AttrInconsistency, strings.Join(tl.inconsistent, "; ")})
+		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrInconsistent, true}, Attr{AttrInconsistency, strings.Join(tl.inconsistent, "; ")})
 	}
 }
 
@@ -376,6 +401,33 @@ type builder struct {
 	pulls []drawnPull
 	// failedPulls counts the failed pull attempts of every container, drawn or not.
 	failedPulls int
+	// attrBlock is where the spans' attribute slices are cut from (attrs); drawn holds the
+	// spans as drawn once finish has given the trace its own.
+	attrBlock []Attr
+	drawn     []Span
+}
+
+// Attributes a span is given room for (attrs): what draw states about its bounds, and what
+// its caller adds after (the root: the Pod's attributes and its outcome's).
+const (
+	drawnAttrs = 8                   // clamped twice, the sources and precisions, the uncertainties, observed
+	spanAttrs  = drawnAttrs + 5      // an image pull's five are the most a step adds
+	rootAttrs  = drawnAttrs + 12 + 4 // podAttrs; the current phase, attempts, inconsistency
+	// attrBlockLen is how many attributes the first block holds: the spans of a Pod with a
+	// container or two. A Pod with more grows it, and the scratch keeps the grown one.
+	attrBlockLen = 256
+)
+
+// attrs returns an empty attribute slice with room for n, cut from the scratch block the spans
+// being drawn share, so attributes are appended without allocating; finish copies them into
+// the trace. A span that outgrows its room is moved by append, as any slice.
+func (b *builder) attrs(n int) []Attr {
+	if cap(b.attrBlock)-len(b.attrBlock) < n {
+		b.attrBlock = make([]Attr, 0, max(attrBlockLen, 2*cap(b.attrBlock), n))
+	}
+	at := len(b.attrBlock)
+	b.attrBlock = b.attrBlock[:at+n]
+	return b.attrBlock[at : at : at+n]
 }
 
 // add appends a span between two points, inside its parent (clamping is recorded), and returns
@@ -390,42 +442,46 @@ func (b *builder) add(s Span, parent int, start, end point) int {
 func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
 	s.TraceID = b.trace.TraceID
 	s.SpanID = SpanIDFor(b.pod.UID, s.Path)
+	if s.Attrs == nil {
+		s.Attrs = b.attrs(spanAttrs)
+	}
 	if end.t.Before(start.t) {
 		end.t = start.t
-		s.Attrs = append(s.Attrs, Attr{AttrClamped, "end"})
+		s.Attrs = append(s.Attrs, Attr{AttrClamped, clampedEnd})
 	}
 	if parent >= 0 {
 		ps := &b.trace.Spans[parent]
 		s.ParentSpanID = ps.SpanID
-		var clamp []string
+		// The parent's end is never before its start, so each bound is moved at most once.
+		var startMoved, endMoved bool
 		if start.t.Before(ps.Start) {
-			start.t, clamp = ps.Start, append(clamp, "start")
+			start.t, startMoved = ps.Start, true
 		}
 		if start.t.After(ps.End) {
-			start.t, clamp = ps.End, append(clamp, "start")
+			start.t, startMoved = ps.End, true
 		}
 		if end.t.After(ps.End) {
-			end.t, clamp = ps.End, append(clamp, "end")
+			end.t, endMoved = ps.End, true
 		}
 		if end.t.Before(start.t) {
-			end.t, clamp = start.t, append(clamp, "end")
+			end.t, endMoved = start.t, true
 		}
-		if len(clamp) > 0 {
-			s.Attrs = append(s.Attrs, Attr{AttrClamped, strings.Join(clamp, ",")})
+		if v := clampedValue(startMoved, endMoved); v != nil {
+			s.Attrs = append(s.Attrs, Attr{AttrClamped, v})
 		}
 	}
 	s.Start, s.End = start.t, end.t
 	s.Attrs = append(s.Attrs,
-		Attr{AttrSourceStart, string(orDerived(start))},
-		Attr{AttrSourceEnd, string(orDerived(end))},
-		Attr{AttrPrecisionStart, precision(start)},
-		Attr{AttrPrecisionEnd, precision(end)},
+		Attr{AttrSourceStart, sourceValue(orDerived(start))},
+		Attr{AttrSourceEnd, sourceValue(orDerived(end))},
+		Attr{AttrPrecisionStart, precisionValue(start)},
+		Attr{AttrPrecisionEnd, precisionValue(end)},
 	)
 	if start.observed && start.uncertainty > 0 {
-		s.Attrs = append(s.Attrs, Attr{AttrUncertaintyStart, millis(start.uncertainty)})
+		s.Attrs = append(s.Attrs, Attr{AttrUncertaintyStart, millisValue(start.uncertainty)})
 	}
 	if end.observed && end.uncertainty > 0 {
-		s.Attrs = append(s.Attrs, Attr{AttrUncertaintyEnd, millis(end.uncertainty)})
+		s.Attrs = append(s.Attrs, Attr{AttrUncertaintyEnd, millisValue(end.uncertainty)})
 	}
 	if !start.observed || !end.observed {
 		if !hasAttr(s.Attrs, AttrObserved) {
@@ -434,6 +490,81 @@ func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
 	}
 	b.trace.Spans = append(b.trace.Spans, s)
 	return len(b.trace.Spans) - 1, interval{start: asDrawn(start), end: asDrawn(end)}
+}
+
+// Attribute values stated on most spans, held as interfaces once: converting a string or a
+// float64 to an interface allocates, and draw states four to six of them per span.
+const (
+	clampedStart = "start"
+	clampedEnd   = "end"
+	clampedBoth  = "start,end"
+)
+
+// clampedValue is readyspan.clamped for the bounds draw moved into the parent, nil for none.
+func clampedValue(start, end bool) any {
+	switch {
+	case start && end:
+		return clampedBoth
+	case start:
+		return clampedStart
+	case end:
+		return clampedEnd
+	}
+	return nil
+}
+
+// sourceValue is a source as an attribute value; the sources readyspan knows are constants,
+// which convert to an interface without allocating.
+func sourceValue(src Source) any {
+	switch src {
+	case SourceEventTime:
+		return string(SourceEventTime)
+	case SourceEventName:
+		return string(SourceEventName)
+	case SourceWatch:
+		return string(SourceWatch)
+	case SourceStatus:
+		return string(SourceStatus)
+	case SourceMetadata:
+		return string(SourceMetadata)
+	case SourceEventSeconds:
+		return string(SourceEventSeconds)
+	case SourceMessage:
+		return string(SourceMessage)
+	case SourceAudit:
+		return string(SourceAudit)
+	case SourceDerived:
+		return string(SourceDerived)
+	}
+	return string(src)
+}
+
+// precisionValue is precision as an attribute value, a constant like sourceValue's.
+func precisionValue(p point) any {
+	switch precision(p) {
+	case "1ns":
+		return "1ns"
+	case "1us":
+		return "1us"
+	case "1ms":
+		return "1ms"
+	case "1s":
+		return "1s"
+	case "receive":
+		return "receive"
+	}
+	return "none"
+}
+
+// secondMillis is a whole second's uncertainty as stated, the usual one.
+var secondMillis any = millis(time.Second)
+
+// millisValue is millis as an attribute value.
+func millisValue(d time.Duration) any {
+	if d == time.Second {
+		return secondMillis
+	}
+	return millis(d)
 }
 
 // interval is a start and an end: a phase's before it is drawn, a span's as drawn.
@@ -521,15 +652,16 @@ func (ph phaseSpec) serviceFor(p *Pod) string {
 	return ph.service
 }
 
-func (b *builder) podAttrs(skew clockSkew) []Attr {
+// podAttrs appends the Pod's attributes to the root span's.
+func (b *builder) podAttrs(as []Attr, skew clockSkew) []Attr {
 	p := b.pod
-	as := []Attr{
-		{AttrPodName, p.Name},
-		{AttrPodUID, p.UID},
-		{AttrNamespace, p.Namespace},
-		{AttrOutcome, string(b.outcome)},
-		{AttrRoot, string(p.Root)},
-	}
+	as = append(as,
+		Attr{AttrPodName, p.Name},
+		Attr{AttrPodUID, p.UID},
+		Attr{AttrNamespace, p.Namespace},
+		Attr{AttrOutcome, string(b.outcome)},
+		Attr{AttrRoot, string(p.Root)},
+	)
 	if p.Node != "" {
 		as = append(as, Attr{AttrNodeName, p.Node})
 	}
@@ -603,19 +735,20 @@ func (b *builder) scheduling(parent int) {
 }
 
 func occurrenceEvent(name string, o Occurrence) Event {
-	as := []Attr{{"message", o.Message}}
+	as := make([]Attr, 1, 4) // the message, the reason, the count, the source
+	as[0] = Attr{"message", o.Message}
 	if o.Reason != "" && o.Reason != name {
 		as = append(as, Attr{"reason", o.Reason})
 	}
 	if o.Count > 1 {
 		as = append(as, Attr{"count", int64(o.Count)})
 	}
-	as = append(as, Attr{"readyspan.time.source", string(o.Time.Source)})
+	as = append(as, Attr{"readyspan.time.source", sourceValue(o.Time.Source)})
 	return Event{Name: name, Time: o.Time.Time, Attrs: as}
 }
 
 func sortEvents(es []Event) {
-	sort.SliceStable(es, func(i, j int) bool { return es[i].Time.Before(es[j].Time) })
+	slices.SortStableFunc(es, func(a, b Event) int { return a.Time.Compare(b.Time) })
 }
 
 // kubelet adds the sandbox, init containers and per-container steps. The kubelet works through
@@ -733,6 +866,9 @@ type containerSpan struct {
 	steps containerSteps
 	span  int    // the container's span
 	path  string // the container's span path, which its steps' paths extend
+	// name and image are the container's name and image as attribute values, converted once
+	// for the several spans that state them.
+	name, image any
 	// podEnd is the kubelet phase's end: where a step that never finished ends.
 	podEnd time.Time
 }
@@ -746,7 +882,8 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	} else if c.Sidecar {
 		name = "container.sidecar"
 	}
-	ctr := &containerSpan{c: c, steps: resolveSteps(c, following), path: name + "/" + c.Name, podEnd: b.trace.Spans[parent].End}
+	ctr := &containerSpan{c: c, steps: resolveSteps(c, following), path: name + "/" + c.Name, podEnd: b.trace.Spans[parent].End,
+		name: c.Name, image: c.Image}
 	st := &ctr.steps
 
 	// The container's own span runs from its turn to its last observed step.
@@ -762,7 +899,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	}
 	ctr.span = b.add(Span{Name: name, Path: ctr.path, Service: ServiceKubelet}, parent, turn, cEnd)
 	cs := &b.trace.Spans[ctr.span]
-	cs.Attrs = append(cs.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image})
+	cs.Attrs = append(cs.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image})
 	if c.Restarts > 0 {
 		cs.Attrs = append(cs.Attrs, Attr{AttrRestarts, int64(c.Restarts)})
 	}
@@ -824,7 +961,7 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 		}
 		pi := b.add(Span{Name: "container.image_pull", Path: ctr.path + "/image_pull", Service: ServiceKubelet}, ctr.span, ps, pe)
 		sp := &b.trace.Spans[pi]
-		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image})
+		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image})
 		if c.Cache != "" {
 			sp.Attrs = append(sp.Attrs, Attr{AttrImageCache, c.Cache})
 		}
@@ -849,7 +986,7 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 			ts := point{t: pullEnd.t.Add(-c.PullTransfer), src: SourceMessage, observed: true}
 			ti := b.add(Span{Name: "container.image_pull.transfer", Path: ctr.path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
 			t := &b.trace.Spans[ti]
-			t.Attrs = append(t.Attrs, Attr{AttrContainerName, c.Name}, Attr{AttrImageName, c.Image}, Attr{AttrPullTransfer, float64(c.PullTransfer) / float64(time.Millisecond)})
+			t.Attrs = append(t.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image}, Attr{AttrPullTransfer, float64(c.PullTransfer) / float64(time.Millisecond)})
 		}
 	}
 	if pullFailed {
@@ -895,7 +1032,7 @@ func (b *builder) probes(ctr *containerSpan) {
 		// Never passed: the probe ran until the trace ended.
 		i := b.add(Span{Name: "container.readiness", Path: ctr.path + "/readiness", Service: ServiceKubelet}, ctr.span, rs, derived(ctr.podEnd))
 		sp := &b.trace.Spans[i]
-		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, c.Name})
+		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name})
 		for _, o := range c.Unhealthy {
 			sp.Events = append(sp.Events, occurrenceEvent("Unhealthy", o))
 		}
@@ -915,7 +1052,7 @@ func (b *builder) step(ctr *containerSpan, name string, s, e point) {
 		s = derived(e.t)
 	}
 	i := b.add(Span{Name: name, Path: ctr.path + "/" + strings.TrimPrefix(name, "container."), Service: ServiceKubelet}, ctr.span, s, e)
-	b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrContainerName, ctr.c.Name})
+	b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrContainerName, ctr.name})
 }
 
 // status adds the status reports within the status phase, which starts at start (as drawn).
@@ -953,30 +1090,47 @@ func failureMessage(p *Pod, outcome Outcome, phase string) string {
 
 // finish orders spans as a waterfall: the root, then depth-first, children by start time (ties
 // in the order they were added, which is causal order), so output is byte-identical between runs.
+// The trace gets the spans, and their attributes, in memory of their exact size: the drawn ones
+// are scratch (buildScratch), and a trace waits in the exporter's queue.
 func (b *builder) finish() {
 	spans := b.trace.Spans
-	children := map[SpanID][]int{}
-	for i := 1; i < len(spans); i++ {
-		children[spans[i].ParentSpanID] = append(children[spans[i].ParentSpanID], i)
+	var orderBuf, kidsBuf [64]int
+	order := waterfall(spans, 0, orderBuf[:0], kidsBuf[:0])
+	out := make([]Span, len(order))
+	attrs := 0
+	for k, i := range order {
+		out[k] = spans[i]
+		attrs += len(spans[i].Attrs)
 	}
-	out := make([]Span, 0, len(spans))
-	var walk func(i int)
-	walk = func(i int) {
-		out = append(out, spans[i])
-		kids := children[spans[i].SpanID]
-		sort.SliceStable(kids, func(a, c int) bool {
-			// Phases stay in causal order whatever their lengths.
-			if spans[i].Name == RootSpanName {
-				return false
-			}
-			return spans[kids[a]].Start.Before(spans[kids[c]].Start)
-		})
-		for _, k := range kids {
-			walk(k)
+	all := make([]Attr, 0, attrs)
+	for k := range out {
+		at := len(all)
+		all = append(all, out[k].Attrs...)
+		out[k].Attrs = all[at:len(all):len(all)]
+	}
+	b.drawn, b.trace.Spans = spans, out
+}
+
+// waterfall appends span i and then, depth-first, its descendants to order: the children of
+// each span are the spans after the root whose parent is its ID, in the order added, sorted
+// by start except under the root (phases stay in causal order whatever their lengths). kids is
+// scratch space, shared down the walk.
+func waterfall(spans []Span, i int, order, kids []int) []int {
+	order = append(order, i)
+	from := len(kids)
+	for j := 1; j < len(spans); j++ {
+		if spans[j].ParentSpanID == spans[i].SpanID {
+			kids = append(kids, j)
 		}
 	}
-	walk(0)
-	b.trace.Spans = out
+	mine := kids[from:]
+	if spans[i].Name != RootSpanName {
+		slices.SortStableFunc(mine, func(a, c int) int { return spans[a].Start.Compare(spans[c].Start) })
+	}
+	for _, k := range mine {
+		order = waterfall(spans, k, order, kids[:from+len(mine)])
+	}
+	return order
 }
 
 // latestObserved is the time of the last thing observed about the Pod.
