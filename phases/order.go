@@ -72,41 +72,52 @@ func spoken(d time.Duration) string {
 func (b *builder) inconsistencies(received, persisted, scaled, created, scheduled, kubeletDone, ready point) []string {
 	p := b.pod
 	sandbox := resolve(p.SandboxReady)
-	pod := []milestone{
-		{"apiserver received", received},
-		{"persisted", persisted},
-		{"ReplicaSet scaled up", scaled},
-		{"created", created},
-		{"scheduled", scheduled},
-		{"sandbox ready", sandbox},
-		{"containers ready", kubeletDone},
-		{"ready", ready},
-	}
+	var buf [9]milestone
+	pod := append(buf[:0],
+		milestone{"apiserver received", received},
+		milestone{"persisted", persisted},
+		milestone{"ReplicaSet scaled up", scaled},
+		milestone{"created", created},
+		milestone{"scheduled", scheduled},
+		milestone{"sandbox ready", sandbox},
+		milestone{"containers ready", kubeletDone},
+		milestone{"ready", ready},
+	)
 	if p.HasService {
 		pod = append(pod, milestone{"endpoints ready", resolve(p.EndpointsReady)})
 	}
 	out := outOfOrder(pod)
 	for i := range p.Containers {
 		c := &p.Containers[i]
-		steps := []milestone{
-			{"scheduled", scheduled},
-			{c.Name + " pull started", resolve(c.PullStarted)},
-			{c.Name + " pull finished", resolve(c.PullFinished)},
-			{c.Name + " created", resolve(c.Created)},
-			{c.Name + " started", resolve(c.Started)},
+		// The steps are checked under names without the container's, and named after it
+		// only when out of order: the names are built for the rare trace that needs them.
+		var stepsBuf [7]milestone
+		if outOfOrder(containerMilestones(stepsBuf[:0], c, "", scheduled, kubeletDone)) == nil {
+			continue
 		}
-		if c.Init && !c.Sidecar {
-			steps = append(steps, milestone{c.Name + " finished", resolve(c.Finished)})
-		} else {
-			steps = append(steps, milestone{c.Name + " ready", resolve(c.ReadyAt)}, milestone{"containers ready", kubeletDone})
-		}
-		for _, s := range outOfOrder(steps) {
+		for _, s := range outOfOrder(containerMilestones(stepsBuf[:0], c, c.Name+" ", scheduled, kubeletDone)) {
 			if !contains(out, s) {
 				out = append(out, s)
 			}
 		}
 	}
 	return out
+}
+
+// containerMilestones appends a container's steps, in causal order between the Pod's bind and
+// its containers being ready, to ms; prefix starts the names of the container's own steps.
+func containerMilestones(ms []milestone, c *Container, prefix string, scheduled, kubeletDone point) []milestone {
+	ms = append(ms,
+		milestone{"scheduled", scheduled},
+		milestone{prefix + "pull started", resolve(c.PullStarted)},
+		milestone{prefix + "pull finished", resolve(c.PullFinished)},
+		milestone{prefix + "created", resolve(c.Created)},
+		milestone{prefix + "started", resolve(c.Started)},
+	)
+	if c.Init && !c.Sidecar {
+		return append(ms, milestone{prefix + "finished", resolve(c.Finished)})
+	}
+	return append(ms, milestone{prefix + "ready", resolve(c.ReadyAt)}, milestone{"containers ready", kubeletDone})
 }
 
 func contains(list []string, s string) bool {
