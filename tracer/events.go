@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +82,7 @@ func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
 // firstStamps are every observation of when the event first happened: its eventTime (µs), the
 // time in its name (ns), its firstTimestamp (1 s) and the receive time of its first version.
 func (e *event) firstStamps(t *phases.Times) {
+	*t = slices.Grow(*t, 4) // room for the four at once, rather than growing for each
 	t.Add(e.EventTime, phases.SourceEventTime)
 	t.Add(e.NameTime, phases.SourceEventName)
 	t.Add(e.First, phases.SourceEventSeconds)
@@ -89,11 +91,25 @@ func (e *event) firstStamps(t *phases.Times) {
 	}
 }
 
-// when is the best single stamp of the event's first occurrence, for span events.
+// when is the best single stamp of the event's first occurrence, for span events and for
+// ordering events. It resolves the stamps firstStamps adds, gathered on the stack: each source
+// once, so there is nothing for Times.Add to merge.
 func (e *event) when() phases.Stamp {
-	var t phases.Times
-	e.firstStamps(&t)
-	s, _ := t.Resolve()
+	var buf [4]phases.Stamp
+	t := buf[:0]
+	for _, s := range [...]phases.Stamp{
+		{Time: e.EventTime, Source: phases.SourceEventTime},
+		{Time: e.NameTime, Source: phases.SourceEventName},
+		{Time: e.First, Source: phases.SourceEventSeconds},
+	} {
+		if !s.Time.IsZero() {
+			t = append(t, s)
+		}
+	}
+	if e.Count <= 1 && !e.Recv.IsZero() {
+		t = append(t, phases.Stamp{Time: e.Recv, Source: phases.SourceWatch})
+	}
+	s, _ := phases.Times(t).Resolve()
 	return s
 }
 

@@ -1,7 +1,8 @@
 package tracer
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,9 +18,9 @@ type podState struct {
 	creator string      // field manager that created the Pod
 	created phases.Times
 	// seen holds the receive time of the first watch event that showed each change, keyed
-	// by what changed ("nodeName", "cond/Ready", "running/web"…). Only live watch events
+	// by what changed ({nodeName}, {cond Ready}, {running web}…). Only live watch events
 	// count; an initial list does not witness when anything happened.
-	seen map[string]time.Time
+	seen map[change]time.Time
 	// events about this Pod, by Event UID, with the receive time of their first version.
 	events map[types.UID]*event
 	// firstFailure is when a persistent failure (ErrImagePull, CrashLoopBackOff…) was first
@@ -32,8 +33,28 @@ type podState struct {
 	createdEvent  *event    // the replicaset controller's SuccessfulCreate for this Pod
 }
 
+// change is a change a watch event can show first: what changed and, for a condition or a
+// container, which. A key of two strings, not one joined, so that marking a change that was
+// seen already allocates nothing: every version of every Pod marks each of them again.
+type change struct {
+	what string // one of the seen… constants
+	of   string // the condition type or container name, or ""
+}
+
+// What changed, for change.what.
+const (
+	seenNodeName = "nodeName"
+	seenStart    = "startTime"
+	seenRunning  = "phase/Running"
+	seenCond     = "cond"    // a condition turned True
+	seenCtrRun   = "running" // a container running or terminated
+	seenStarted  = "started" // a container's startup probe passed
+	seenReady    = "ready"   // a container ready
+	seenDone     = "done"    // a container exited 0
+)
+
 func newPodState(p *corev1.Pod) *podState {
-	ps := &podState{pod: p, seen: map[string]time.Time{}, events: map[types.UID]*event{}}
+	ps := &podState{pod: p, seen: map[change]time.Time{}, events: map[types.UID]*event{}}
 	ps.created.Add(p.CreationTimestamp.Time, phases.SourceMetadata)
 	for _, f := range p.ManagedFields {
 		if f.Operation == "Update" && f.Subresource == "" {
@@ -44,7 +65,7 @@ func newPodState(p *corev1.Pod) *podState {
 	return ps
 }
 
-func (ps *podState) mark(key string, at time.Time) {
+func (ps *podState) mark(key change, at time.Time) {
 	if at.IsZero() {
 		return
 	}
@@ -60,32 +81,32 @@ func (ps *podState) update(p *corev1.Pod, at time.Time) {
 		return
 	}
 	if p.Spec.NodeName != "" {
-		ps.mark("nodeName", at)
+		ps.mark(change{what: seenNodeName}, at)
 	}
 	if p.Status.StartTime != nil {
-		ps.mark("startTime", at)
+		ps.mark(change{what: seenStart}, at)
 	}
 	if p.Status.Phase == corev1.PodRunning {
-		ps.mark("phase/Running", at)
+		ps.mark(change{what: seenRunning}, at)
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Status == corev1.ConditionTrue {
-			ps.mark("cond/"+string(c.Type), at)
+			ps.mark(change{seenCond, string(c.Type)}, at)
 		}
 	}
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, cs := range list {
 			if cs.State.Running != nil || cs.State.Terminated != nil {
-				ps.mark("running/"+cs.Name, at)
+				ps.mark(change{seenCtrRun, cs.Name}, at)
 			}
 			if cs.Started != nil && *cs.Started {
-				ps.mark("started/"+cs.Name, at)
+				ps.mark(change{seenStarted, cs.Name}, at)
 			}
 			if cs.Ready {
-				ps.mark("ready/"+cs.Name, at)
+				ps.mark(change{seenReady, cs.Name}, at)
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode == 0 {
-				ps.mark("done/"+cs.Name, at)
+				ps.mark(change{seenDone, cs.Name}, at)
 			}
 		}
 	}
@@ -118,11 +139,14 @@ func isReady(p *corev1.Pod) bool {
 // condTimes returns the observations of a condition turning True: its lastTransitionTime and
 // the receive time of the watch event that first showed it.
 func (ps *podState) condTimes(t corev1.PodConditionType) phases.Times {
-	var out phases.Times
+	out := make(phases.Times, 0, 2)
 	if c := condition(ps.pod, t); c != nil && c.Status == corev1.ConditionTrue {
 		out.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
-	out.Add(ps.seen["cond/"+string(t)], phases.SourceWatch)
+	out.Add(ps.seen[change{seenCond, string(t)}], phases.SourceWatch)
+	if len(out) == 0 {
+		return nil // as observed: nothing
+	}
 	return out
 }
 
@@ -215,16 +239,16 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionTrue {
 		obs.Scheduled.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
 	}
-	obs.Scheduled.Add(ps.seen["nodeName"], phases.SourceWatch)
+	obs.Scheduled.Add(ps.seen[change{what: seenNodeName}], phases.SourceWatch)
 	if p.Status.StartTime != nil {
 		obs.KubeletStarted.Add(p.Status.StartTime.Time, phases.SourceStatus)
 	}
-	obs.KubeletStarted.Add(ps.seen["startTime"], phases.SourceWatch)
+	obs.KubeletStarted.Add(ps.seen[change{what: seenStart}], phases.SourceWatch)
 	obs.SandboxReady = ps.condTimes(corev1.PodReadyToStartContainers)
 	obs.Initialized = ps.condTimes(corev1.PodInitialized)
 	obs.ContainersReady = ps.condTimes(corev1.ContainersReady)
 	obs.Ready = ps.condTimes(corev1.PodReady)
-	obs.Running.Add(ps.seen["phase/Running"], phases.SourceWatch)
+	obs.Running.Add(ps.seen[change{what: seenRunning}], phases.SourceWatch)
 	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" {
 		// The scheduler's own record of the last failed attempt, kept in case its events are lost.
 		obs.SchedulingFailure = append(obs.SchedulingFailure, phases.Occurrence{
@@ -235,6 +259,9 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	// Containers from the spec, then their statuses.
 	idx := map[string]int{}
 	statusFailures := map[int][]statusFailure{}
+	if n := len(p.Spec.InitContainers) + len(p.Spec.Containers); n > 0 {
+		obs.Containers = make([]phases.Container, 0, n)
+	}
 	for _, ct := range p.Spec.InitContainers {
 		idx[ct.Name] = len(obs.Containers)
 		obs.Containers = append(obs.Containers, containerFromSpec(&ct, true))
@@ -255,18 +282,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		}
 	}
 
-	// Events, in the order they happened.
-	evs := make([]*event, 0, len(ps.events))
-	for _, e := range ps.events {
-		evs = append(evs, e)
-	}
-	sort.Slice(evs, func(i, j int) bool {
-		a, b := evs[i].when().Time, evs[j].when().Time
-		if !a.Equal(b) {
-			return a.Before(b)
-		}
-		return rvLess(evs[i].RV, evs[j].RV)
-	})
+	evs := ps.eventsInOrder()
 	for _, e := range evs {
 		if !applyEvent(obs, idx, e) {
 			c.unparsed(e)
@@ -297,6 +313,38 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		obs.Deleted.Add(ps.deletedAt, phases.SourceWatch)
 	}
 	return obs
+}
+
+// eventsInOrder returns the Pod's events in the order they happened: by when they first
+// happened, then by resourceVersion. Each event's time is resolved once, not per comparison.
+func (ps *podState) eventsInOrder() []*event {
+	type timed struct {
+		e  *event
+		at time.Time
+	}
+	list := make([]timed, 0, len(ps.events))
+	for _, e := range ps.events {
+		list = append(list, timed{e, e.when().Time})
+	}
+	slices.SortFunc(list, func(a, b timed) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return rvCompare(a.e.RV, b.e.RV)
+	})
+	evs := make([]*event, len(list))
+	for i, t := range list {
+		evs[i] = t.e
+	}
+	return evs
+}
+
+// rvCompare is rvLess as a comparison, for sorting.
+func rvCompare(a, b string) int {
+	if len(a) != len(b) {
+		return cmp.Compare(len(a), len(b))
+	}
+	return strings.Compare(a, b)
 }
 
 // rvLess orders resourceVersions: etcd revisions, compared as numbers when both are.
@@ -343,14 +391,14 @@ func (ps *podState) containerStatus(c *phases.Container, cs *corev1.ContainerSta
 		}
 	}
 	if cs.RestartCount == 0 {
-		c.Started.Add(ps.seen["running/"+cs.Name], phases.SourceWatch)
+		c.Started.Add(ps.seen[change{seenCtrRun, cs.Name}], phases.SourceWatch)
 	}
-	c.Finished.Add(ps.seen["done/"+cs.Name], phases.SourceWatch)
+	c.Finished.Add(ps.seen[change{seenDone, cs.Name}], phases.SourceWatch)
 	if cs.Ready {
-		c.ReadyAt.Add(ps.seen["ready/"+cs.Name], phases.SourceWatch)
+		c.ReadyAt.Add(ps.seen[change{seenReady, cs.Name}], phases.SourceWatch)
 	}
 	if cs.Started != nil && *cs.Started {
-		c.StartupDone.Add(ps.seen["started/"+cs.Name], phases.SourceWatch)
+		c.StartupDone.Add(ps.seen[change{seenStarted, cs.Name}], phases.SourceWatch)
 	}
 	if w := cs.State.Waiting; w != nil && failureReasons[w.Reason] {
 		o := phases.Occurrence{Time: phases.Stamp{Time: ps.firstFailure, Source: phases.SourceWatch}, Reason: w.Reason, Message: w.Message}
