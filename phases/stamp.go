@@ -112,41 +112,55 @@ const consistencySlack = 1500 * time.Millisecond
 // A precise stamp outside those windows (beyond consistencySlack) is skipped, and the next best
 // is taken, so one skewed clock cannot drag a boundary far from the other evidence.
 func (t Times) Resolve() (Stamp, bool) {
-	if len(t) == 0 {
+	switch len(t) {
+	case 0:
 		return Stamp{}, false
+	case 1:
+		return t[0], true // nothing to disagree with
 	}
 	// The candidates, most trusted first. A boundary has a handful of stamps: they are ordered
-	// on the stack, by a stable insertion sort, so resolving allocates nothing.
-	var buf [resolveOnStack]Stamp
-	c := append(buf[:0], t...)
+	// on the stack, by a stable insertion sort, each source ranked once, so resolving
+	// allocates nothing.
+	var buf [resolveOnStack]rankedStamp
+	c := buf[:0]
+	for _, s := range t {
+		c = append(c, rankedStamp{s, s.Source.rank()})
+	}
 	for i := 1; i < len(c); i++ {
-		for j := i; j > 0 && trustedBefore(c[j], c[j-1]); j-- {
+		for j := i; j > 0 && c[j].trustedBefore(c[j-1]); j-- {
 			c[j], c[j-1] = c[j-1], c[j]
 		}
 	}
 	for _, cand := range c {
 		if consistent(cand, c) {
-			return cand, true
+			return cand.Stamp, true
 		}
 	}
-	return c[0], true
+	return c[0].Stamp, true
 }
 
 // resolveOnStack is how many stamps of one boundary Resolve orders without allocating; more are
 // ordered all the same, on the heap.
 const resolveOnStack = 8
 
+// rankedStamp is a stamp with the rank of its source, for Resolve.
+type rankedStamp struct {
+	Stamp
+	rank int
+}
+
 // trustedBefore orders stamps for Resolve: by the rank of their source, then earliest first.
-func trustedBefore(a, b Stamp) bool {
-	if ra, rb := a.Source.rank(), b.Source.rank(); ra != rb {
-		return ra < rb
+func (a rankedStamp) trustedBefore(b rankedStamp) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
 	}
 	return a.Time.Before(b.Time)
 }
 
-func consistent(cand Stamp, all Times) bool {
+// consistent reports whether cand falls inside the windows the less trusted stamps allow.
+func consistent(cand rankedStamp, all []rankedStamp) bool {
 	for _, o := range all {
-		if o.Source.rank() <= cand.Source.rank() {
+		if o.rank <= cand.rank {
 			continue
 		}
 		switch o.Source {
