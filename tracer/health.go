@@ -26,6 +26,7 @@ func (w *Watcher) FollowReachability(ctx context.Context, every time.Duration, p
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		asked := time.Now() // an outage starts with the question it left unanswered, not its timeout
 		err := ping(ctx)
 		if ctx.Err() != nil {
 			return
@@ -38,7 +39,7 @@ func (w *Watcher) FollowReachability(ctx context.Context, every time.Duration, p
 			}
 			w.unreachable = outage{}
 		case w.unreachable.since.IsZero():
-			w.unreachable = outage{since: time.Now(), err: err.Error()}
+			w.unreachable = outage{since: asked, err: err.Error()}
 			w.log.Warn("Apiserver does not answer", "err", err.Error())
 		default:
 			w.unreachable.err = err.Error()

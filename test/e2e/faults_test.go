@@ -336,25 +336,32 @@ func TestFaultCutOffFromApiserver(t *testing.T) {
 	}
 }
 
-// A relist forced by 410 Gone: the apiserver stopped, etcd compacted at its current revision,
-// the apiserver started again, so every watch resuming from before is refused as expired and its
-// informer lists again. Shown independently by a watch of the test's own from an old
-// resourceVersion; readyspan counts the relists and loses and doubles nothing.
+// A relist forced by 410 Gone. readyspan is cut off from the apiserver while the rollout goes on,
+// so the changes it misses move etcd past the resourceVersions it last saw; the apiserver is then
+// stopped, etcd compacted at its current revision and the apiserver started again, so its watch
+// cache starts after them: every watch resuming from what readyspan saw is refused as expired
+// and its informer lists again. (With the apiserver merely restarted nothing is written while it
+// is down, readyspan resumes from the newest revision, and no watch expires.) Shown independently
+// by a watch of the test's own from the resourceVersion of the cut; readyspan counts the relists
+// and loses and doubles nothing.
 func TestFaultRelistAfter410(t *testing.T) {
 	e := Setup(t)
-	ns := e.faultRollout(t, "relist")
-	time.Sleep(3 * time.Second)
+	ns := e.Namespace(t, "fault-relist")
+	e.createService(t, ns, service("web"))
+	relistsBefore := metricWhere(t, "readyspan_watch_restarts_total", `reason="relist"`)
+	expiredBefore := metricWhere(t, "readyspan_watch_errors_total", `reason="expired"`)
+	fault(t, "cut-off")
+	defer fault(t, "reconnect")
 	l, err := e.Kube.CoreV1().Pods(ns).List(Ctx(t), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	oldRV := l.ResourceVersion
-	relistsBefore := metricWhere(t, "readyspan_watch_restarts_total", `reason="relist"`)
-	expiredBefore := metricWhere(t, "readyspan_watch_errors_total", `reason="expired"`)
+	e.createDeployment(t, ns, webDeployment("web", faultReplicas))
+	time.Sleep(outage(8 * time.Second)) // Pods created, bound, starting: unseen by readyspan
 	fault(t, "kill", "kube-apiserver")
 	stopped := time.Now()
 	rev := fault(t, "compact")
-	time.Sleep(outage(5 * time.Second))
 	fault(t, "restart", "kube-apiserver")
 	Eventually(t, 90*time.Second, "the apiserver back", func() (bool, error) {
 		_, err := e.Kube.Discovery().ServerVersion()
@@ -382,11 +389,12 @@ func TestFaultRelistAfter410(t *testing.T) {
 	if !gone {
 		t.Fatalf("a watch from resourceVersion %s after compacting etcd at %s was not refused with 410 Gone: the fault did not happen", oldRV, rev)
 	}
+	fault(t, "reconnect")
 	lost, dup, _, done := e.judge(t, ns, 3*time.Minute)
 	relists := metricWhere(t, "readyspan_watch_restarts_total", `reason="relist"`) - relistsBefore
 	expired := metricWhere(t, "readyspan_watch_errors_total", `reason="expired"`) - expiredBefore
-	t.Logf("FAULT relist-410 (etcd compacted at %s, apiserver down %.1fs): lost %d, duplicated %d, relists counted %v (expired watches %v), all delivered %.1fs after the apiserver returned, readyspan peak RSS %s",
-		rev, back.Sub(stopped).Seconds(), lost, dup, relists, expired, done.Sub(back).Seconds(), peakRSS(t, "readyspan"))
+	t.Logf("FAULT relist-410 (cut off from resourceVersion %s, etcd compacted at %s, apiserver down %.1fs): lost %d, duplicated %d, relists counted %v (expired watches %v), all delivered %.1fs after the apiserver returned, readyspan peak RSS %s",
+		oldRV, rev, back.Sub(stopped).Seconds(), lost, dup, relists, expired, done.Sub(back).Seconds(), peakRSS(t, "readyspan"))
 	if relists <= 0 {
 		t.Errorf("no relist counted in readyspan_watch_restarts_total{reason=\"relist\"}")
 	}
