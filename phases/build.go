@@ -35,6 +35,7 @@ const (
 	AttrKubeletAhead    = "readyspan.clock.kubelet_ahead_ms"
 	AttrSchedulerAhead  = "readyspan.clock.scheduler_ahead_ms"
 	AttrControllerAhead = "readyspan.clock.controller_ahead_ms"
+	AttrKubeletBehind   = "readyspan.clock.kubelet_behind_ms" // a lower bound (skew.go)
 	AttrCurrentPhase    = "readyspan.phase.current"
 	AttrPullTransfer    = "readyspan.image.pull.transfer_ms"
 	AttrPullTotal       = "readyspan.image.pull.total_ms"
@@ -676,6 +677,9 @@ func (b *builder) podAttrs(as []Attr, skew clockSkew) []Attr {
 	}
 	if skew.kubelet > 0 {
 		as = append(as, Attr{AttrKubeletAhead, skew.kubelet.Milliseconds()})
+	}
+	if skew.kubeletBehind > 0 {
+		as = append(as, Attr{AttrKubeletBehind, skew.kubeletBehind.Milliseconds()})
 	}
 	if skew.scheduler > 0 {
 		as = append(as, Attr{AttrSchedulerAhead, skew.scheduler.Milliseconds()})

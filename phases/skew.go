@@ -1,14 +1,19 @@
 package phases
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // skewThreshold is the smallest lead of a component's clock over readyspan's that is corrected;
 // below it, the difference is indistinguishable from ordinary jitter.
 const skewThreshold = 50 * time.Millisecond
 
-// clockSkew is how far ahead of readyspan's clock each component's clock was found to be.
+// clockSkew is how far ahead of readyspan's clock each component's clock was found to be, and
+// how far behind the kubelet's clock is proven to be.
 type clockSkew struct {
 	kubelet, scheduler, controller time.Duration
+	kubeletBehind                  time.Duration
 }
 
 // ahead returns how far stamps of src run ahead of the watch receive times of the same
@@ -71,6 +76,77 @@ func kubeletAhead(p *Pod) time.Duration {
 	return beyondJitter(max)
 }
 
+// kubeletBehind returns how far the kubelet's clock is proven to run behind: the most that one
+// of its stamps, its precision allowed for, falls before the Pod's bind, as the control plane
+// stamped it (after any scheduler correction, sched). The kubelet acts on a Pod only once it is
+// bound, so such a stamp is on a clock that is behind by at least that much, whatever the
+// delivery delays: unlike a lead over the receive times, this is read from stamps alone. It is a
+// lower bound (the kubelet acts some time after the bind), so it is not used to shift stamps.
+// Zero when the bind has no stamp of the control plane's (only a receive time) or nothing of the
+// kubelet's falls before it beyond jitter.
+func kubeletBehind(p *Pod, sched time.Duration) time.Duration {
+	var buf [resolveOnStack]Stamp
+	bound := Times(buf[:0])
+	for _, s := range p.Scheduled {
+		if s.Source == SourceWatch {
+			continue // an upper bound only: late after a relist
+		}
+		if sched > 0 && (s.Source == SourceEventTime || s.Source == SourceEventName) {
+			s.Time = s.Time.Add(-sched)
+		}
+		bound = append(bound, s)
+	}
+	bind, ok := bound.Resolve()
+	if !ok {
+		return 0
+	}
+	var max time.Duration
+	before := func(t Times) {
+		for _, s := range t {
+			switch s.Source {
+			case SourceEventName, SourceEventSeconds, SourceStatus:
+				if d := bind.Time.Sub(s.Time.Add(s.Source.Precision())); d > max {
+					max = d
+				}
+			}
+		}
+	}
+	for _, t := range [...]Times{p.KubeletStarted, p.SandboxReady, p.Initialized, p.ContainersReady, p.Ready} {
+		before(t)
+	}
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		for _, t := range [...]Times{c.PullStarted, c.PullFinished, c.Created, c.Started, c.StartupDone, c.ReadyAt} {
+			before(t)
+		}
+	}
+	return beyondJitter(max)
+}
+
+// passOver returns t without the stamps of srcs when it has a watch receive time to fall back
+// on; t itself otherwise.
+func passOver(t Times, srcs ...Source) Times {
+	watch, other := false, false
+	for _, s := range t {
+		switch {
+		case s.Source == SourceWatch:
+			watch = true
+		case slices.Contains(srcs, s.Source):
+			other = true
+		}
+	}
+	if !watch || !other {
+		return t
+	}
+	out := make(Times, 0, len(t))
+	for _, s := range t {
+		if !slices.Contains(srcs, s.Source) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func shiftAll(t Times, d time.Duration, srcs ...Source) Times {
 	for _, s := range srcs {
 		t = t.Shift(s, -d)
@@ -103,6 +179,9 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 		scheduler:  ahead([]Times{in.Scheduled}, schedSrcs...),
 		controller: ahead([]Times{in.Created, in.ReplicaSetScaled}, SourceEventName),
 	}
+	if sk.kubelet == 0 {
+		sk.kubeletBehind = kubeletBehind(in, sk.scheduler)
+	}
 	if sk == (clockSkew{}) {
 		return in, sk // the usual case: Build reads the Pod and never writes it
 	}
@@ -124,6 +203,26 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 			c.PullFailures = shiftOcc(c.PullFailures, d, kubeletSrcs...)
 			c.Failures = shiftOcc(c.Failures, d, kubeletSrcs...)
 			c.Unhealthy = shiftOcc(c.Unhealthy, d, kubeletSrcs...)
+		}
+	}
+	if sk.kubeletBehind > 0 {
+		// A clock proven behind cannot be corrected (how far beyond the proof is not known),
+		// so the kubelet's stamps are passed over wherever readyspan's own receive time of
+		// the change stands in for them. Left alone, its whole-second stamps would even
+		// outvote the receive times: they make a receive time look later than a watch
+		// delivers, as after a relist (Times.Resolve).
+		kubeletSrcs := []Source{SourceEventName, SourceEventSeconds, SourceStatus}
+		p.KubeletStarted = passOver(p.KubeletStarted, kubeletSrcs...)
+		p.SandboxReady = passOver(p.SandboxReady, kubeletSrcs...)
+		p.Initialized = passOver(p.Initialized, kubeletSrcs...)
+		p.ContainersReady = passOver(p.ContainersReady, kubeletSrcs...)
+		p.Ready = passOver(p.Ready, kubeletSrcs...)
+		p.Containers = append([]Container(nil), in.Containers...)
+		for i := range p.Containers {
+			c := &p.Containers[i]
+			for _, t := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started, &c.StartupDone, &c.ReadyAt, &c.Finished} {
+				*t = passOver(*t, kubeletSrcs...)
+			}
 		}
 	}
 	if sk.scheduler > 0 {

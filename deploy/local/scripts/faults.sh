@@ -11,12 +11,38 @@
 #   faults.sh cpu-seconds NAME             the process's user + system CPU time so far
 #   faults.sh cut-off | reconnect          drop / let through readyspan's packets to the apiserver
 #   faults.sh compact                      compact etcd at its current revision (prints it)
+#   faults.sh kwok-up | kwok-down          start / stop KWOK for the nodes annotated
+#                                          kwok.x-k8s.io/node=fake, its kubelet stamps skewed by
+#                                          node: skew-ahead +2 s, skew-behind -2 s, others none
 source "$(dirname "$0")/lib.sh"
 
 # readyspan runs with a group of its own (readyspan.sh: READYSPAN_GID), so an iptables rule can
 # cut it, and only it, off from the apiserver: the owner match sees the socket's group.
 export READYSPAN_GID=${READYSPAN_GID:-4242}
 cut_rule=(OUTPUT -p tcp --dport "$APISERVER_PORT" -m owner --gid-owner "$READYSPAN_GID" -j DROP)
+
+# skewed_stages OFFSET SUFFIX OPERATOR VALUES: config/kwok/pod-startup.yaml with every time its
+# templates take (Now, and sprig's now: conditions, startTime, startedAt, Event times and the
+# UnixNano in Event names) moved by OFFSET (a Go duration, sprig's dateModify), each stage renamed
+# with SUFFIX and limited to the Pods whose .spec.nodeName is OPERATOR (In, NotIn) VALUES.
+skewed_stages() {
+  local layout='2006-01-02T15:04:05.999999999Z07:00'
+  awk -v off="$1" -v suf="$2" -v op="$3" -v vals="$4" -v layout="$layout" '
+    /^  name: readyspan-pod-/ { print $0 "-" suf; next }
+    {
+      line = $0
+      shifted = "(dateModify \"" off "\" now)"
+      gsub(/\(now\)/, shifted, line)
+      gsub(/ now \|/, " " shifted " |", line)
+      gsub(/Now/, "(dateModify \"" off "\" now | date \"" layout "\")", line)
+      print line
+    }
+    /^    matchExpressions:$/ {
+      print "    - key: \x27.spec.nodeName\x27"
+      print "      operator: \x27" op "\x27"
+      print "      values: [" vals "]"
+    }' "$LOCAL/config/kwok/pod-startup.yaml"
+}
 
 capture_args() {
   echo "$BIN/otlpcapture" --listen "127.0.0.1:$OTLP_CAPTURE_PORT,$NODE_IP:$OTLP_CAPTURE_PORT" \
@@ -59,8 +85,27 @@ case ${1:-} in
     echo "$rev"; exit 0 ;;
   readyspan-start) "$LOCAL/scripts/readyspan.sh" start; exit 0 ;;
   peak-rss) awk '/VmHWM/ {print $2}' "/proc/$(pid_of "$2")/status"; exit 0 ;;
+  kwok-up)
+    running kwok && exit 0
+    [ -x "$BIN/kwok" ] || { echo "bin/kwok is not built (deploy/local/scripts/build.sh kwok)" >&2; exit 1; }
+    stages=$STATE/faults/kwok
+    mkdir -p "$stages"
+    skewed_stages +2s ahead In "'skew-ahead'" >"$stages/pod-startup-ahead.yaml"
+    skewed_stages -2s behind In "'skew-behind'" >"$stages/pod-startup-behind.yaml"
+    skewed_stages +0s none NotIn "'skew-ahead', 'skew-behind'" >"$stages/pod-startup-none.yaml"
+    # As scale.sh starts it; fake Pods' IPs come from --cidr, nothing routes them.
+    start kwok "$BIN/kwok" --kubeconfig "$KUBECONFIG_FILE" \
+      --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+      --config "$LOCAL/config/kwok/kwok.yaml" --config "$LOCAL/config/kwok/node-initialize.yaml" \
+      --config "$LOCAL/config/kwok/node-heartbeat-with-lease.yaml" \
+      --config "$stages/pod-startup-ahead.yaml" --config "$stages/pod-startup-behind.yaml" \
+      --config "$stages/pod-startup-none.yaml" \
+      --node-lease-duration-seconds 40 --cidr 10.200.0.0/16 --server-address 127.0.0.1:10247
+    wait_for kwok 30 curl -sf http://127.0.0.1:10247/healthz
+    exit 0 ;;
+  kwok-down) stop kwok 10; exit 0 ;;
   "") ;;
-  *) echo "usage: $0 [otlp-down|otlp-up|kill NAME|restart NAME|readyspan-start|peak-rss NAME|cpu-seconds NAME|cut-off|reconnect|compact]" >&2; exit 2 ;;
+  *) echo "usage: $0 [otlp-down|otlp-up|kill NAME|restart NAME|readyspan-start|peak-rss NAME|cpu-seconds NAME|cut-off|reconnect|compact|kwok-up|kwok-down]" >&2; exit 2 ;;
 esac
 
 lock_cluster
@@ -74,6 +119,7 @@ finish() {
   local rc=$?
   "$0" reconnect || true
   stop otlpcapture || true
+  stop kwok || true # kwok-up's, if a test could not stop it
   if [ "$started" = 1 ] && [ "${E2E_KEEP_CLUSTER:-0}" != 1 ]; then
     "$LOCAL/scripts/down.sh" || true
   else
