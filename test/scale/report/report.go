@@ -223,6 +223,7 @@ type Report struct {
 	Dropped         map[string]float64 `json:"dropped"`           // readyspan_traces_dropped_total by reason
 	Unparsed        map[string]float64 `json:"unparsed_messages"` // readyspan_unparsed_messages_total by reason
 	ExportErrors    float64            `json:"export_errors"`
+	UIRingMiB       float64            `json:"ui_ring_mib"` // readyspan_ui_ring_bytes at the end: the web UI's recent traces, part of readyspan's RSS
 	Requests        map[string]float64 `json:"apiserver_requests"` // dispatched by the apiserver, by flow schema (one per user)
 	Notes           []string           `json:"notes,omitempty"`
 }
@@ -248,6 +249,7 @@ func (r *Report) Table(w io.Writer) error {
 	fmt.Fprintf(tw, "RSS idle MiB\t%.1f\t%.1f\t\n", r.Readyspan.RSSIdleMiB, r.Baseline.RSSIdleMiB)
 	fmt.Fprintf(tw, "RSS steady MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSSteadyMiB, r.Baseline.RSSSteadyMiB, r.RSSRatio)
 	fmt.Fprintf(tw, "RSS peak MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSPeakMiB, r.Baseline.RSSPeakMiB, r.PeakRatio)
+	fmt.Fprintf(tw, "  of which the UI's ring of recent traces\t%.1f\t\t\n", r.UIRingMiB)
 	fmt.Fprintf(tw, "bytes per cached Pod\t%.0f\t%.0f\t\n", r.Readyspan.BytesPerPod, r.Baseline.BytesPerPod)
 	if p := r.BaselineProto; p != nil {
 		fmt.Fprintf(tw, "baseline over protobuf\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\t\t\n", p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)

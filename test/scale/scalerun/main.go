@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,18 +47,19 @@ func main() {
 }
 
 type options struct {
-	kubeconfig, readyspan, baseline, out          string
-	otlpAddr, readyspanMetrics, baselineReady     string
-	protoBaseline                                 bool
-	nodes, pods, replicas, rolls, namespaces      int
-	rate                                          float64
-	settle, deadline, steady, idle, exportTimeout time.Duration
+	kubeconfig, readyspan, readyspanArgs, baseline, out string
+	otlpAddr, readyspanMetrics, baselineReady           string
+	protoBaseline                                       bool
+	nodes, pods, replicas, rolls, namespaces            int
+	rate                                                float64
+	settle, deadline, steady, idle, exportTimeout       time.Duration
 }
 
 func parse() options {
 	var o options
 	flag.StringVar(&o.kubeconfig, "kubeconfig", ".local/kubeconfig", "the cluster admin's kubeconfig")
 	flag.StringVar(&o.readyspan, "readyspan", "bin/readyspan", "readyspan binary")
+	flag.StringVar(&o.readyspanArgs, "readyspan-args", "", "more flags for readyspan run, space-separated (e.g. \"--ui=false\")")
 	flag.StringVar(&o.baseline, "baseline", "bin/scale-baseline", "baseline binary (test/scale/baseline)")
 	flag.StringVar(&o.out, "out", ".local/scale", "directory for the report, the per-Pod times and the processes' logs")
 	flag.StringVar(&o.otlpAddr, "otlp-addr", "127.0.0.1:4320", "the receiver readyspan exports to")
@@ -125,8 +127,9 @@ func run(ctx context.Context) (err error) {
 	}
 
 	step("readyspan and baseline")
-	rs, err := startProcess(filepath.Join(o.out, name+"-readyspan.log"), o.readyspan, "run", "--kubeconfig", rk,
-		"--metrics-addr", o.readyspanMetrics, "--otlp-endpoint", o.otlpAddr, "--otlp-insecure")
+	rsArgs := append([]string{"run", "--kubeconfig", rk, "--metrics-addr", o.readyspanMetrics, "--otlp-endpoint", o.otlpAddr, "--otlp-insecure"},
+		strings.Fields(o.readyspanArgs)...)
+	rs, err := startProcess(filepath.Join(o.out, name+"-readyspan.log"), o.readyspan, rsArgs...)
 	if err != nil {
 		return err
 	}
@@ -248,6 +251,7 @@ func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter st
 		Dropped:         scrape.ByLabel(after, "readyspan_traces_dropped_total", "reason", nil),
 		Unparsed:        scrape.ByLabel(after, "readyspan_unparsed_messages_total", "reason", nil),
 		ExportErrors:    scrape.Sum(scrape.ByLabel(after, "readyspan_export_errors_total", "", nil)),
+		UIRingMiB:       scrape.Sum(scrape.ByLabel(after, "readyspan_ui_ring_bytes", "", nil)) / (1 << 20),
 		Requests:        requests,
 	}
 	if secs := w.LoadEnd.Sub(w.LoadStart).Seconds(); secs > 0 {
