@@ -542,6 +542,12 @@ func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason stri
 		obs.Kind = rollout.KindRollback
 	}
 	r.sink.ExportRollout(rollout.Build(&obs))
+	// The new Pods' traces were kept for this rollout's Pod spans only: a later rollout meets
+	// these Pods as old ones, which need their deletion, not their startup. Held on, every
+	// running Pod would keep its whole trace in memory.
+	for _, p := range news {
+		p.trace = nil
+	}
 }
 
 // auditOf finds the client's write that started the rollout in the audit log, if readyspan

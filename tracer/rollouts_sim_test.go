@@ -423,3 +423,30 @@ func TestCombinedSuccessfulCreate(t *testing.T) {
 		t.Errorf("the combined Event's first-occurrence time was kept for %v", c.createdBy)
 	}
 }
+
+// Once a rollout is exported its new Pods' traces are let go: the Pods stay tracked (a later
+// rollout meets them as old Pods) but without their startup traces, which would otherwise stay
+// in memory for as long as the Pods run.
+func TestRolloutReleasesPodTraces(t *testing.T) {
+	s := newRollingSim(t, 5000)
+	var exported int
+	c := New(Config{Rollouts: RolloutSinkFunc(func(*rollout.Trace) { exported++ })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+	var last time.Time
+	for _, d := range s.deltas {
+		c.Tick(d.Recv)
+		c.Handle(d)
+		last = d.Recv
+	}
+	c.Tick(last.Add(time.Minute))
+	if exported < 2 {
+		t.Fatalf("%d rollouts exported, want the creation and the update", exported)
+	}
+	if len(c.rollouts.pods) == 0 {
+		t.Fatal("no Pods tracked: nothing to check")
+	}
+	for uid, p := range c.rollouts.pods {
+		if p.trace != nil {
+			t.Errorf("Pod %s (%s) still holds its trace after its rollout was exported", p.name, uid)
+		}
+	}
+}
