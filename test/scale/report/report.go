@@ -223,7 +223,7 @@ type Report struct {
 	Dropped         map[string]float64 `json:"dropped"`           // readyspan_traces_dropped_total by reason
 	Unparsed        map[string]float64 `json:"unparsed_messages"` // readyspan_unparsed_messages_total by reason
 	ExportErrors    float64            `json:"export_errors"`
-	UIRingMiB       float64            `json:"ui_ring_mib"` // readyspan_ui_ring_bytes at the end: the web UI's recent traces, part of readyspan's RSS
+	UIRingMiB       float64            `json:"ui_ring_mib"`        // readyspan_ui_ring_bytes at the end: the web UI's recent traces, part of readyspan's RSS
 	Requests        map[string]float64 `json:"apiserver_requests"` // dispatched by the apiserver, by flow schema (one per user)
 	Notes           []string           `json:"notes,omitempty"`
 }

@@ -21,8 +21,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
