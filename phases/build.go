@@ -514,48 +514,34 @@ func clampedValue(start, end bool) any {
 	return nil
 }
 
-// sourceValue is a source as an attribute value; the sources readyspan knows are constants,
-// which convert to an interface without allocating.
-func sourceValue(src Source) any {
-	switch src {
-	case SourceEventTime:
-		return string(SourceEventTime)
-	case SourceEventName:
-		return string(SourceEventName)
-	case SourceWatch:
-		return string(SourceWatch)
-	case SourceStatus:
-		return string(SourceStatus)
-	case SourceMetadata:
-		return string(SourceMetadata)
-	case SourceEventSeconds:
-		return string(SourceEventSeconds)
-	case SourceMessage:
-		return string(SourceMessage)
-	case SourceAudit:
-		return string(SourceAudit)
-	case SourceDerived:
-		return string(SourceDerived)
+// attrValues holds the attribute values readyspan states over and over (the sources, the
+// precisions), each converted to an interface once: converting a string on every span would
+// allocate.
+var attrValues = func() map[string]any {
+	m := map[string]any{}
+	for _, s := range []Source{SourceEventTime, SourceEventName, SourceWatch, SourceStatus, SourceMetadata,
+		SourceEventSeconds, SourceMessage, SourceAudit, SourceDerived} {
+		m[string(s)] = string(s)
 	}
-	return string(src)
+	for _, p := range []string{"1ns", "1us", "1ms", "1s", "receive", "none"} {
+		m[p] = p
+	}
+	return m
+}()
+
+// constValue is v as an attribute value, without allocating when it is one of attrValues.
+func constValue(v string) any {
+	if a, ok := attrValues[v]; ok {
+		return a
+	}
+	return v
 }
 
-// precisionValue is precision as an attribute value, a constant like sourceValue's.
-func precisionValue(p point) any {
-	switch precision(p) {
-	case "1ns":
-		return "1ns"
-	case "1us":
-		return "1us"
-	case "1ms":
-		return "1ms"
-	case "1s":
-		return "1s"
-	case "receive":
-		return "receive"
-	}
-	return "none"
-}
+// sourceValue is a source as an attribute value.
+func sourceValue(src Source) any { return constValue(string(src)) }
+
+// precisionValue is precision as an attribute value.
+func precisionValue(p point) any { return constValue(precision(p)) }
 
 // secondMillis is a whole second's uncertainty as stated, the usual one.
 var secondMillis any = millis(time.Second)

@@ -169,6 +169,12 @@ func complete(tr *Trace) bool {
 // sources of its boundaries. With all, all six phases must be there.
 func checkStartupTrace(t *testing.T, tr *Trace, pod *corev1.Pod, outcome string, all bool) {
 	t.Helper()
+	checkStartupTraceOn(t, tr, pod, NodeName, outcome, all)
+}
+
+// checkStartupTraceOn is checkStartupTrace for a Pod on the named node (a fake node of KWOK's).
+func checkStartupTraceOn(t *testing.T, tr *Trace, pod *corev1.Pod, node, outcome string, all bool) {
+	t.Helper()
 	if tr.TraceID != TraceID(string(pod.UID)) {
 		t.Errorf("trace ID %s, want the Pod UID %s without dashes", tr.TraceID, pod.UID)
 	}
@@ -185,7 +191,7 @@ func checkStartupTrace(t *testing.T, tr *Trace, pod *corev1.Pod, outcome string,
 	}
 	for k, want := range map[string]string{
 		"k8s.pod.name": pod.Name, "k8s.pod.uid": string(pod.UID), "k8s.namespace.name": pod.Namespace,
-		"k8s.node.name": NodeName, "readyspan.outcome": outcome,
+		"k8s.node.name": node, "readyspan.outcome": outcome,
 	} {
 		if got := root.StrTag(k); got != want {
 			t.Errorf("Pod %s: pod.startup tag %s=%q, want %q", pod.Name, k, got, want)
@@ -216,6 +222,9 @@ func checkStartupTrace(t *testing.T, tr *Trace, pod *corev1.Pod, outcome string,
 		prev = s
 	}
 	for _, s := range tr.Spans {
+		if s.DurationUS < 0 {
+			t.Errorf("Pod %s: span %s has a negative duration %s", pod.Name, s.OperationName, s.Duration())
+		}
 		for _, k := range []string{"readyspan.time.source.start", "readyspan.time.source.end"} {
 			if !s.HasTag(k) {
 				t.Errorf("Pod %s: span %s lacks tag %s", pod.Name, s.OperationName, k)

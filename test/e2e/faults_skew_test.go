@@ -166,72 +166,6 @@ func (pt *podTruth) get(uid string) (bound, ready time.Time) {
 	return pt.bound[uid], pt.ready[uid]
 }
 
-// checkSkewTrace is checkStartupTrace for a Pod on a fake node (k8s.node.name is the Pod's node,
-// not the local cluster's): one root, the six phases in causal order under the root and their
-// services, every span inside its parent, never negative, with the sources of its boundaries.
-// (Phases may overlap where readyspan means them to: status starts when the containers have
-// started, while the kubelet phase runs to the containers being ready.)
-func checkSkewTrace(t *testing.T, tr *Trace, pod *corev1.Pod) {
-	t.Helper()
-	if tr.TraceID != TraceID(string(pod.UID)) {
-		t.Errorf("trace ID %s, want the Pod UID %s without dashes", tr.TraceID, pod.UID)
-	}
-	roots := tr.FindAll("pod.startup")
-	if len(roots) != 1 {
-		t.Errorf("Pod %s: %d pod.startup spans, want 1 (%s)", pod.Name, len(roots), tr.Summary())
-		return
-	}
-	root := roots[0]
-	if p := tr.Parent(root); p != nil {
-		t.Errorf("Pod %s: pod.startup has a parent %s", pod.Name, p)
-	}
-	if s := tr.Service(root); s != "readyspan" {
-		t.Errorf("Pod %s: pod.startup service %q, want readyspan", pod.Name, s)
-	}
-	for k, want := range map[string]string{
-		"k8s.pod.name": pod.Name, "k8s.pod.uid": string(pod.UID), "k8s.namespace.name": pod.Namespace,
-		"k8s.node.name": pod.Spec.NodeName, "readyspan.outcome": "ready",
-	} {
-		if got := root.StrTag(k); got != want {
-			t.Errorf("Pod %s: pod.startup tag %s=%q, want %q", pod.Name, k, got, want)
-		}
-	}
-	var prev *Span
-	for _, name := range Phases {
-		spans := tr.FindAll(name)
-		if len(spans) != 1 {
-			t.Errorf("Pod %s: %d %s spans, want 1 (%s)", pod.Name, len(spans), name, tr.Summary())
-			continue
-		}
-		s := spans[0]
-		if p := tr.Parent(s); p == nil || p.SpanID != root.SpanID {
-			t.Errorf("Pod %s: %s is not a child of pod.startup", pod.Name, name)
-		}
-		if got, want := tr.Service(s), PhaseServices[name]; got != want {
-			t.Errorf("Pod %s: %s reported by service %q, want %q", pod.Name, name, got, want)
-		}
-		if prev != nil && s.StartTimeUS < prev.StartTimeUS {
-			t.Errorf("Pod %s: %s starts %s before %s", pod.Name, name, prev.StartTime().Sub(s.StartTime()), prev.OperationName)
-		}
-		prev = s
-	}
-	for _, s := range tr.Spans {
-		if s.DurationUS < 0 {
-			t.Errorf("Pod %s: span %s has a negative duration %s", pod.Name, s.OperationName, s.Duration())
-		}
-		for _, k := range []string{"readyspan.time.source.start", "readyspan.time.source.end"} {
-			if !s.HasTag(k) {
-				t.Errorf("Pod %s: span %s lacks tag %s", pod.Name, s.OperationName, k)
-			}
-		}
-		if p := tr.Parent(s); p != nil && !p.Contains(s) {
-			t.Errorf("Pod %s: span %s [%s, %s] is not inside its parent %s [%s, %s]", pod.Name,
-				s.OperationName, s.StartTime().Format(time.StampMicro), s.EndTime().Format(time.StampMicro),
-				p.OperationName, p.StartTime().Format(time.StampMicro), p.EndTime().Format(time.StampMicro))
-		}
-	}
-}
-
 // numTag reads a numeric tag (Jaeger returns numbers as float64, some as strings).
 func numTag(s *Span, key string) (float64, bool) {
 	v, ok := s.Tag(key)
@@ -316,7 +250,7 @@ func TestFaultClockSkew(t *testing.T) {
 		g := groups[pod.Spec.NodeName]
 		g.pods++
 		// (a) ordered and nested.
-		checkSkewTrace(t, tr, pod)
+		checkStartupTraceOn(t, tr, pod, pod.Spec.NodeName, "ready", true)
 		root, kubelet := tr.Root(), tr.Find("kubelet")
 		if root == nil || kubelet == nil {
 			continue
