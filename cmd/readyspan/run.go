@@ -46,6 +46,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	uf.register(fs)
 	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	pprof := fs.Bool("pprof", false, "serve Go's profiles (net/http/pprof) at /debug/pprof/ on --metrics-addr, behind the same access rules as /metrics")
 	// The OTLP queue's bounds: what readyspan keeps while the backend is down or slow.
 	queueTraces := fs.Int("otlp-queue-traces", otlp.DefaultQueueTraces, "most traces kept for the OTLP backend while it is down or slow; past it the oldest are dropped and counted")
 	queueBytes := fs.Int64("otlp-queue-bytes", otlp.DefaultQueueBytes, "most bytes (estimated OTLP size) of traces kept for the OTLP backend; past it the oldest are dropped and counted")
@@ -178,7 +179,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if ui != nil {
 		uiHandler = web.NewServer(ui, uf.traceURL)
 	}
-	srv, err := serve(*metricsAddr, guard, reg, w, &ready, exp.Status, uiHandler, log)
+	srv, err := serve(*metricsAddr, guard, reg, w, &ready, exp.Status, uiHandler, *pprof, log)
 	if err != nil {
 		return err
 	}
@@ -283,10 +284,13 @@ func parseHeaders(s string) (map[string]string, error) {
 // unready (restarting it would lose the queue, and another replica would meet the same
 // backend): /readyz stays 200 and says so on a second line, as the export gauges do. ui, when
 // set, serves everything else: the web UI at / and its API (behind the same guard as /metrics).
-func serve(addr string, guard *access.Guard, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, export func() otlp.Status, ui http.Handler, log *slog.Logger) (*http.Server, error) {
+func serve(addr string, guard *access.Guard, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, export func() otlp.Status, ui http.Handler, profiles bool, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if ui != nil {
 		mux.Handle("/", ui)
+	}
+	if profiles {
+		servePprof(mux)
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprintln(rw, "ok") })
