@@ -129,6 +129,10 @@ type Process struct {
 	RSSSteadyMiB   float64 `json:"rss_steady_mib"`            // median after the load, every Pod still cached
 	RSSPeakMiB     float64 `json:"rss_peak_mib"`              // VmHWM
 	BytesPerPod    float64 `json:"bytes_per_cached_pod"`      // (steady − idle) / Pods existing at the end
+	// RSSTrendMiBPerMin is the slope of RSS over the second half of the load: with Deployments
+	// rolled again and again at a constant number of Pods (a soak), memory that is let go stays
+	// flat and anything kept per startup shows as a rise.
+	RSSTrendMiBPerMin float64 `json:"rss_trend_mib_per_min"`
 }
 
 // Window marks the phases of a run in the samples.
@@ -144,6 +148,8 @@ func Cost(samples []procstat.Sample, w Window, startups, pods int) Process {
 	var idle, steady []float64
 	var cpuStart, cpuEnd *procstat.Sample
 	var out Process
+	var trendMin, trendMiB []float64 // the load's second half: minutes since it began, RSS
+	secondHalf := w.LoadStart.Add(w.LoadEnd.Sub(w.LoadStart) / 2)
 	for i := range samples {
 		s := &samples[i]
 		if s.Finished {
@@ -156,6 +162,10 @@ func Cost(samples []procstat.Sample, w Window, startups, pods int) Process {
 			cpuStart = s
 		case !s.At.After(w.LoadEnd):
 			cpuEnd = s
+			if !s.At.Before(secondHalf) {
+				trendMin = append(trendMin, s.At.Sub(w.LoadStart).Minutes())
+				trendMiB = append(trendMiB, mib(s.RSS))
+			}
 		default:
 			steady = append(steady, float64(s.RSS))
 		}
@@ -169,6 +179,7 @@ func Cost(samples []procstat.Sample, w Window, startups, pods int) Process {
 			out.CPUPer1000Pods = round(out.CPUSeconds*1000/float64(startups), 3)
 		}
 	}
+	out.RSSTrendMiBPerMin = round(slope(trendMin, trendMiB), 2)
 	idleRSS, steadyRSS := median(idle), median(steady)
 	out.RSSIdleMiB, out.RSSSteadyMiB = round(idleRSS/(1<<20), 1), round(steadyRSS/(1<<20), 1)
 	out.RSSPeakMiB = round(out.RSSPeakMiB, 1)
@@ -176,6 +187,23 @@ func Cost(samples []procstat.Sample, w Window, startups, pods int) Process {
 		out.BytesPerPod = math.Round((steadyRSS - idleRSS) / float64(pods))
 	}
 	return out
+}
+
+// slope is the least-squares slope of y over x, 0 with fewer than two distinct x.
+func slope(x, y []float64) float64 {
+	n := float64(len(x))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range x {
+		sx, sy, sxx, sxy = sx+x[i], sy+y[i], sxx+x[i]*x[i], sxy+x[i]*y[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
 }
 
 func median(v []float64) float64 {
@@ -250,6 +278,7 @@ func (r *Report) Table(w io.Writer) error {
 	fmt.Fprintf(tw, "RSS steady MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSSteadyMiB, r.Baseline.RSSSteadyMiB, r.RSSRatio)
 	fmt.Fprintf(tw, "RSS peak MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSPeakMiB, r.Baseline.RSSPeakMiB, r.PeakRatio)
 	fmt.Fprintf(tw, "  of which the UI's ring of recent traces\t%.1f\t\t\n", r.UIRingMiB)
+	fmt.Fprintf(tw, "RSS trend, the load's second half, MiB/min\t%.2f\t%.2f\t\n", r.Readyspan.RSSTrendMiBPerMin, r.Baseline.RSSTrendMiBPerMin)
 	fmt.Fprintf(tw, "bytes per cached Pod\t%.0f\t%.0f\t\n", r.Readyspan.BytesPerPod, r.Baseline.BytesPerPod)
 	if p := r.BaselineProto; p != nil {
 		fmt.Fprintf(tw, "baseline over protobuf\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\t\t\n", p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,34 @@ func TestCost(t *testing.T) {
 	want.BytesPerPod = float64(int64(want.BytesPerPod + 0.5))
 	if got != want {
 		t.Errorf("Cost =\n %+v\nwant\n %+v", got, want)
+	}
+}
+
+// The RSS trend is the slope over the load's second half only: a rise while the cluster fills
+// up does not count, a rise once it is full does.
+func TestCostTrend(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		perMinute float64 // the second half's rise
+		want      float64
+	}{
+		{"flat", 0, 0},
+		{"growing", 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var samples []procstat.Sample
+			for sec := 0; sec <= 600; sec += 10 { // a 10-minute load
+				rss := 100.0 + float64(min(sec, 300))/6 // filling up: +50 MiB in the first half
+				if sec > 300 {
+					rss += tc.perMinute * float64(sec-300) / 60
+				}
+				samples = append(samples, procstat.Sample{At: at(sec * 1000), RSS: int64(rss * (1 << 20))})
+			}
+			got := Cost(samples, Window{LoadStart: at(0), LoadEnd: at(600000), End: at(600000)}, 1000, 100)
+			if math.Abs(got.RSSTrendMiBPerMin-tc.want) > 0.01 {
+				t.Errorf("trend %v MiB/min, want %v", got.RSSTrendMiBPerMin, tc.want)
+			}
+		})
 	}
 }
 
