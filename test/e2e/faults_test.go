@@ -165,6 +165,39 @@ func TestFaultOTLPBackendDown(t *testing.T) {
 	}
 }
 
+// A slow backend (every request answered 5 s late) and one answering errors (Unavailable for the
+// first 60 s, then well): readyspan neither waits on it (the Pods' traces queue) nor sends twice,
+// and counts the errors.
+func TestFaultOTLPBackendSlowOrErroring(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		witness []string // otlpcapture's flags
+		errors  bool     // readyspan_export_errors_total must rise
+	}{
+		{"slow", []string{"--delay", "5s"}, false},
+		{"erroring", []string{"--refuse-for", "60s"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Setup(t)
+			errorsBefore := metric(t, "readyspan_export_errors_total")
+			fault(t, append([]string{"otlp-restart"}, tc.witness...)...)
+			defer fault(t, "otlp-restart") // a good backend again
+			began := time.Now()
+			ns := e.faultRollout(t, "otlp-"+tc.name)
+			lost, dup, _, done := e.judge(t, ns, 4*time.Minute)
+			errs := metric(t, "readyspan_export_errors_total") - errorsBefore
+			t.Logf("FAULT otlp-%s %v: lost %d, duplicated %d, export errors counted %v, all delivered %.1fs after the rollout began, readyspan peak RSS %s",
+				tc.name, tc.witness, lost, dup, errs, done.Sub(began).Seconds(), peakRSS(t, "readyspan"))
+			if lost != 0 || dup != 0 {
+				t.Errorf("lost %d, duplicated %d: want none", lost, dup)
+			}
+			if tc.errors && errs <= 0 {
+				t.Errorf("the backend's errors were not counted in readyspan_export_errors_total")
+			}
+		})
+	}
+}
+
 // readyspan SIGKILLed (no drain, no state file written) while Pods start, then started again:
 // no trace lost; duplicates are counted.
 func TestFaultReadyspanKilled(t *testing.T) {

@@ -4,6 +4,8 @@
 # The tests inject faults through this script's actions (READYSPAN_FAULTS_SCRIPT):
 #
 #   faults.sh otlp-down | otlp-up          stop / start the OTLP witness readyspan exports to
+#   faults.sh otlp-restart [FLAG...]       start it again as a bad backend: --delay 5s (slow),
+#                                          --refuse-for 60s (answering errors); none: a good one
 #   faults.sh kill NAME                    SIGKILL a component started by up.sh (no drain)
 #   faults.sh restart NAME                 start it again with the command line it had
 #   faults.sh readyspan-start              start readyspan again (after a kill)
@@ -51,10 +53,10 @@ capture_args() {
 
 case ${1:-} in
   otlp-down) stop otlpcapture 5; exit 0 ;;
-  otlp-up)
-    running otlpcapture && exit 0
+  otlp-up | otlp-restart)
+    if [ "$1" = otlp-restart ]; then stop otlpcapture 5; elif running otlpcapture; then exit 0; fi
     # shellcheck disable=SC2046 # words
-    start otlpcapture $(capture_args)
+    start otlpcapture $(capture_args) "${@:2}"
     wait_for otlpcapture 10 bash -c "echo >/dev/tcp/127.0.0.1/$OTLP_CAPTURE_PORT"
     exit 0 ;;
   kill)
@@ -105,7 +107,7 @@ case ${1:-} in
     exit 0 ;;
   kwok-down) stop kwok 10; exit 0 ;;
   "") ;;
-  *) echo "usage: $0 [otlp-down|otlp-up|kill NAME|restart NAME|readyspan-start|peak-rss NAME|cpu-seconds NAME|cut-off|reconnect|compact|kwok-up|kwok-down]" >&2; exit 2 ;;
+  *) echo "usage: $0 [otlp-down|otlp-up|otlp-restart [FLAG...]|kill NAME|restart NAME|readyspan-start|peak-rss NAME|cpu-seconds NAME|cut-off|reconnect|compact|kwok-up|kwok-down]" >&2; exit 2 ;;
 esac
 
 lock_cluster

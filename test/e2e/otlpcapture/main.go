@@ -7,7 +7,9 @@
 //	otlpcapture --listen 127.0.0.1:4319,10.88.77.1:4319 --forward 127.0.0.1:4317 --out .local/e2e/otlp-capture.jsonl
 //
 // A request the forward target refuses is refused too and not written, so readyspan's retry of it
-// is not counted twice.
+// is not counted twice. The fault suite also makes it a bad backend: --delay answers every request
+// that much later (a slow backend), --refuse-for refuses every request as Unavailable for that
+// long after it starts (a backend answering errors).
 package main
 
 import (
@@ -26,7 +28,9 @@ import (
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // Line is one captured span. The e2e tests decode the same fields.
@@ -41,12 +45,24 @@ type Line struct {
 
 type capture struct {
 	collectortrace.UnimplementedTraceServiceServer
-	forward collectortrace.TraceServiceClient
-	mu      sync.Mutex
-	out     *os.File
+	forward    collectortrace.TraceServiceClient
+	mu         sync.Mutex
+	out        *os.File
+	delay      time.Duration // before each answer
+	refuseTill time.Time     // every request before it is refused
 }
 
 func (c *capture) Export(ctx context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	if time.Now().Before(c.refuseTill) {
+		return nil, status.Error(codes.Unavailable, "otlpcapture: refusing requests (--refuse-for)")
+	}
+	if c.delay > 0 {
+		select {
+		case <-time.After(c.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err() // the client gave up: nothing received, nothing written
+		}
+	}
 	resp, err := c.forward.Export(ctx, req)
 	if err != nil {
 		return nil, err
@@ -84,14 +100,17 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:4319", "OTLP/gRPC addresses to receive on, comma-separated")
 	forward := flag.String("forward", "127.0.0.1:4317", "OTLP/gRPC receiver to forward every request to")
 	out := flag.String("out", "otlp-capture.jsonl", "JSON-lines file the spans are appended to")
+	delay := flag.Duration("delay", 0, "answer every request this much later: a slow backend")
+	refuseFor := flag.Duration("refuse-for", 0, "refuse every request as Unavailable for this long after starting: a backend answering errors")
 	flag.Parse()
-	if err := run(*listen, *forward, *out); err != nil {
+	c := &capture{delay: *delay, refuseTill: time.Now().Add(*refuseFor)}
+	if err := run(c, *listen, *forward, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "otlpcapture:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, forward, out string) error {
+func run(c *capture, listen, forward, out string) error {
 	f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open capture file: %w", err)
@@ -111,7 +130,8 @@ func run(listen, forward, out string) error {
 		listeners = append(listeners, lis)
 	}
 	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, &capture{forward: collectortrace.NewTraceServiceClient(conn), out: f})
+	c.forward, c.out = collectortrace.NewTraceServiceClient(conn), f
+	collectortrace.RegisterTraceServiceServer(srv, c)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
