@@ -79,35 +79,44 @@ func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
 	return out
 }
 
-// firstStamps are every observation of when the event first happened: its eventTime (µs), the
-// time in its name (ns), its firstTimestamp (1 s) and the receive time of its first version.
+// firstObserved are every observation of when the event first happened: its eventTime (µs), the
+// time in its name (ns), its firstTimestamp (1 s) and the receive time of its first version (only
+// while it has one version); a zero Time where there is none.
+func (e *event) firstObserved() [4]phases.Stamp {
+	out := [4]phases.Stamp{
+		{Time: e.EventTime, Source: phases.SourceEventTime},
+		{Time: e.NameTime, Source: phases.SourceEventName},
+		{Time: e.First, Source: phases.SourceEventSeconds},
+	}
+	if e.Count <= 1 {
+		out[3] = phases.Stamp{Time: e.Recv, Source: phases.SourceWatch}
+	}
+	return out
+}
+
+// firstStamps adds firstObserved to t: the receive time only if t has none yet (the first
+// version's).
 func (e *event) firstStamps(t *phases.Times) {
 	*t = slices.Grow(*t, 4) // room for the four at once, rather than growing for each
-	t.Add(e.EventTime, phases.SourceEventTime)
-	t.Add(e.NameTime, phases.SourceEventName)
-	t.Add(e.First, phases.SourceEventSeconds)
-	if e.Count <= 1 {
-		t.AddFirst(e.Recv, phases.SourceWatch)
+	for _, s := range e.firstObserved() {
+		if s.Source == phases.SourceWatch {
+			t.AddFirst(s.Time, s.Source)
+		} else {
+			t.Add(s.Time, s.Source)
+		}
 	}
 }
 
 // when is the best single stamp of the event's first occurrence, for span events and for
-// ordering events. It resolves the stamps firstStamps adds, gathered on the stack: each source
-// once, so there is nothing for Times.Add to merge.
+// ordering events: firstObserved resolved, gathered on the stack (it runs for every event of
+// every Pod trace), each source once, so there is nothing for Times.Add to merge.
 func (e *event) when() phases.Stamp {
 	var buf [4]phases.Stamp
 	t := buf[:0]
-	for _, s := range [...]phases.Stamp{
-		{Time: e.EventTime, Source: phases.SourceEventTime},
-		{Time: e.NameTime, Source: phases.SourceEventName},
-		{Time: e.First, Source: phases.SourceEventSeconds},
-	} {
+	for _, s := range e.firstObserved() {
 		if !s.Time.IsZero() {
 			t = append(t, s)
 		}
-	}
-	if e.Count <= 1 && !e.Recv.IsZero() {
-		t = append(t, phases.Stamp{Time: e.Recv, Source: phases.SourceWatch})
 	}
 	s, _ := phases.Times(t).Resolve()
 	return s
