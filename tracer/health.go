@@ -65,10 +65,13 @@ func (w *Watcher) watchFailed(r Resource, err error) {
 	w.failing[r] = outage{since: time.Now(), err: err.Error()}
 }
 
-// watchWorks forgets a resource's failures: a list completed or a watch opened.
+// watchWorks forgets a resource's failures, a refusal included: a list completed or a watch
+// opened. (Once per request, not once per object received: a resource the refusal hid may
+// well be empty.)
 func (w *Watcher) watchWorks(r Resource) {
 	w.mu.Lock()
 	delete(w.failing, r)
+	delete(w.forbidden, string(r))
 	w.mu.Unlock()
 }
 

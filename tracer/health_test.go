@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -95,5 +97,33 @@ func TestWatchFailingThenWorking(t *testing.T) {
 	failing.Store(false) // the reflector retries after its backoff (800 ms at first)
 	if p := waitProblem(t, w, 5*time.Second, func(p string) bool { return p == "" }); p != "" {
 		t.Fatalf("list works again: Problem() = %q, want ready", p)
+	}
+}
+
+// A refused list stops making readyspan unready as soon as a list is allowed, though the
+// resource may hold nothing to send (the refusal was cleared per object received before).
+func TestForbiddenThenAllowedEmpty(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := fake.NewClientset()
+	var refused atomic.Bool
+	refused.Store(true)
+	client.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refused.Load() {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "", errForbidden)
+		}
+		return false, nil, nil
+	})
+	w := NewWatcher(client, WatchConfig{}, &countErrors{}, nil)
+	w.Start(ctx)
+	if p := waitProblem(t, w, 3*time.Second, func(p string) bool { return strings.Contains(p, "forbidden") }); !strings.Contains(p, "endpointslices") {
+		t.Fatalf("refused: Problem() = %q, want endpointslices forbidden", p)
+	}
+	refused.Store(false)
+	if err := w.WaitForSync(ctx); err != nil {
+		t.Fatalf("sync after the refusal was lifted: %v", err)
+	}
+	if p := waitProblem(t, w, 5*time.Second, func(p string) bool { return p == "" }); p != "" {
+		t.Fatalf("allowed, no EndpointSlice to send: Problem() = %q, want ready", p)
 	}
 }

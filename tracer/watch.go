@@ -239,7 +239,6 @@ func (w *Watcher) emit(r Resource, t DeltaType, obj any, initial bool) {
 	if !ok {
 		return
 	}
-	w.clearForbidden(r)
 	w.out <- Delta{Resource: r, Type: t, Object: ro, Recv: time.Now(), Initial: initial}
 }
 
@@ -274,12 +273,6 @@ func (w *Watcher) watchError(r Resource, err error) {
 	}
 	w.watchFailed(r, err)
 	w.log.Warn("Watch failed, retrying", "resource", r, "err", err)
-}
-
-func (w *Watcher) clearForbidden(r Resource) {
-	w.mu.Lock()
-	delete(w.forbidden, string(r))
-	w.mu.Unlock()
 }
 
 // Sink is where other sources (the audit log) add their deltas to the same stream.
