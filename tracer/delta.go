@@ -42,6 +42,9 @@ type Delta struct {
 	Audit    *AuditEntry // for ResourceAudit, instead of Object
 	Recv     time.Time
 	Initial  bool
+	// FinalStateUnknown marks a deletion found by a relist (the watch missed it): Object is
+	// only what the watch kept of the object, its identity, not its last state.
+	FinalStateUnknown bool
 }
 
 // watchTime is the receive time to record for a change, or zero when the delta does not

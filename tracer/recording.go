@@ -138,6 +138,8 @@ type Line struct {
 	Object  json.RawMessage `json:"object"`
 	Recv    *time.Time      `json:"recv,omitempty"`
 	Initial bool            `json:"initial,omitempty"`
+	// FinalStateUnknown: a deletion a relist found; the object holds its identity only.
+	FinalStateUnknown bool `json:"finalStateUnknown,omitempty"`
 }
 
 // LoadError lists the lines of a recording that could not be read. Loading goes on past them:
@@ -270,7 +272,7 @@ func readWatch(r io.Reader, s Stream, path string) ([]Delta, []string, bool) {
 			problems = append(problems, fmt.Sprintf("%s:%d: object is not a %s: %v", path, n, s, err))
 			continue
 		}
-		d := Delta{Resource: s.resource(), Type: l.Type, Object: obj, Initial: l.Initial}
+		d := Delta{Resource: s.resource(), Type: l.Type, Object: obj, Initial: l.Initial, FinalStateUnknown: l.FinalStateUnknown}
 		if l.Recv != nil {
 			d.Recv = *l.Recv
 		} else {

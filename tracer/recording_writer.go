@@ -47,7 +47,7 @@ func (r *Recorder) Write(d Delta) {
 		r.err = fmt.Errorf("encode %s: %w", s, err)
 		return
 	}
-	l := Line{Type: d.Type, Object: obj, Initial: d.Initial}
+	l := Line{Type: d.Type, Object: obj, Initial: d.Initial, FinalStateUnknown: d.FinalStateUnknown}
 	if !d.Recv.IsZero() {
 		recv := d.Recv.UTC()
 		l.Recv = &recv

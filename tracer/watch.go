@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -41,14 +40,18 @@ type WatchErrors interface {
 	WatchRestart(resource, reason string)
 }
 
-// Watcher runs the shared informers and turns their notifications into Deltas stamped with
-// their receive time. Handlers only stamp and enqueue; the correlator loop does the work.
+// Watcher runs one reflector per resource and turns what it lists and watches into Deltas
+// stamped with their receive time. It caches no object: the correlator keeps what it reads of
+// each, and the Watcher only each object's identity (lastSeen), which a relist needs to say
+// what was deleted while the watch was down. Handlers only stamp and enqueue; the correlator
+// loop does the work.
 type Watcher struct {
-	factories []informers.SharedInformerFactory
-	synced    []cache.InformerSynced
-	out       chan Delta
-	errs      WatchErrors
-	log       *slog.Logger
+	controllers []cache.Controller
+	kinds       []runtime.Object // an example object of each kind watched, per namespace
+	synced      []cache.InformerSynced
+	out         chan Delta
+	errs        WatchErrors
+	log         *slog.Logger
 
 	mu          sync.Mutex
 	forbidden   map[string]string   // resource → message, while a list/watch is forbidden
@@ -57,7 +60,7 @@ type Watcher struct {
 	isSynced    bool
 }
 
-// NewWatcher sets up informers for every resource readyspan correlates.
+// NewWatcher sets up a reflector for every resource readyspan correlates.
 func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, log *slog.Logger) *Watcher {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 16384
@@ -71,11 +74,8 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	for _, ns := range namespaces {
-		// The factory sets the transform on every informer it makes, InformerFor's included: set
-		// it nowhere else, or the later setting silently replaces this one.
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns), informers.WithTransform(informerTransform))
 		pods := client.CoreV1().Pods(ns)
-		w.add(f, ResourcePods, &corev1.Pod{},
+		w.add(client, ResourcePods, &corev1.Pod{},
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.LabelSelector = cfg.Selector // Pods only: owners, events and endpoints are needed whole
 				return pods.List(ctx, o)
@@ -85,22 +85,21 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 				return pods.Watch(ctx, o)
 			})
 		rs := client.AppsV1().ReplicaSets(ns)
-		w.add(f, ResourceReplicaSets, &appsv1.ReplicaSet{}, listOf(rs.List), rs.Watch)
+		w.add(client, ResourceReplicaSets, &appsv1.ReplicaSet{}, listOf(rs.List), rs.Watch)
 		deps := client.AppsV1().Deployments(ns)
-		w.add(f, ResourceDeployments, &appsv1.Deployment{}, listOf(deps.List), deps.Watch)
+		w.add(client, ResourceDeployments, &appsv1.Deployment{}, listOf(deps.List), deps.Watch)
 		evs := client.CoreV1().Events(ns)
-		w.add(f, ResourceEvents, &corev1.Event{}, listOf(evs.List), evs.Watch)
+		w.add(client, ResourceEvents, &corev1.Event{}, listOf(evs.List), evs.Watch)
 		slices := client.DiscoveryV1().EndpointSlices(ns)
-		w.add(f, ResourceEndpointSlices, &discoveryv1.EndpointSlice{}, listOf(slices.List), slices.Watch)
+		w.add(client, ResourceEndpointSlices, &discoveryv1.EndpointSlice{}, listOf(slices.List), slices.Watch)
 		svcs := client.CoreV1().Services(ns)
-		w.add(f, ResourceServices, &corev1.Service{}, listOf(svcs.List), svcs.Watch)
+		w.add(client, ResourceServices, &corev1.Service{}, listOf(svcs.List), svcs.Watch)
 		sts := client.AppsV1().StatefulSets(ns)
-		w.add(f, ResourceStatefulSets, &appsv1.StatefulSet{}, listOf(sts.List), sts.Watch)
+		w.add(client, ResourceStatefulSets, &appsv1.StatefulSet{}, listOf(sts.List), sts.Watch)
 		dss := client.AppsV1().DaemonSets(ns)
-		w.add(f, ResourceDaemonSets, &appsv1.DaemonSet{}, listOf(dss.List), dss.Watch)
+		w.add(client, ResourceDaemonSets, &appsv1.DaemonSet{}, listOf(dss.List), dss.Watch)
 		crs := client.AppsV1().ControllerRevisions(ns)
-		w.add(f, ResourceControllerRevisions, &appsv1.ControllerRevision{}, listOf(crs.List), crs.Watch)
-		w.factories = append(w.factories, f)
+		w.add(client, ResourceControllerRevisions, &appsv1.ControllerRevision{}, listOf(crs.List), crs.Watch)
 	}
 	return w
 }
@@ -113,37 +112,119 @@ func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L,
 	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
 }
 
-// add makes the factory's informer for one resource from its list and watch calls, counting
-// the restarts among them, and hands its notifications to the Watcher.
-func (w *Watcher) add(f informers.SharedInformerFactory, r Resource, obj runtime.Object, list listFunc, watchFn watchFunc) {
+// add makes the reflector for one resource from its list and watch calls, counting the
+// restarts among them, and hands what it sees to the Watcher. It is client-go's informer
+// without the informer's store of whole objects: the queue (a RealFIFO, as informers use)
+// transforms each object once and asks the identity store which keys a relist no longer finds.
+func (w *Watcher) add(client kubernetes.Interface, r Resource, obj runtime.Object, list listFunc, watchFn watchFunc) {
 	lw := (&restarts{resource: r, errs: w.errs, works: func() { w.watchWorks(r) }}).listWatch(list, watchFn)
-	// The factory applies the transform and starts the informer; the client tells the reflector
-	// whether it can stream the initial list.
-	inf := f.InformerFor(obj, func(client kubernetes.Interface, _ time.Duration) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), obj, cache.SharedIndexInformerOptions{})
+	known := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
+	fifo := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
+		Name:         "readyspan " + string(r),
+		KeyFunction:  cache.MetaNamespaceKeyFunc,
+		KnownObjects: known,
+		Transformer:  func(o any) (any, error) { return informerTransform(o) },
 	})
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r2 *cache.Reflector, err error) {
-		w.watchError(r, err)
-	})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			w.emit(r, Added, obj, initial)
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, n := oldObj.(metav1.Object), newObj.(metav1.Object)
-			if rv := n.GetResourceVersion(); rv != "" && rv == o.GetResourceVersion() {
-				return // a resync, not a change
+	ctrl := cache.New(&cache.Config{
+		Queue:             fifo,
+		ListerWatcher:     cache.ToListWatcherWithWatchListSemantics(lw, client), // the client says whether it can stream the initial list
+		ObjectType:        obj,
+		ObjectDescription: string(r),
+		Process: func(popped any, initial bool) error {
+			deltas, ok := popped.(cache.Deltas)
+			if !ok {
+				return fmt.Errorf("%s: the queue gave %T, not Deltas", r, popped)
 			}
-			w.emit(r, Modified, newObj, false)
+			return w.process(r, known, deltas, initial)
 		},
-		DeleteFunc: func(obj any) {
+		WatchErrorHandlerWithContext: func(ctx context.Context, _ *cache.Reflector, err error) {
+			w.watchError(r, err)
+		},
+	})
+	w.controllers = append(w.controllers, ctrl)
+	w.kinds = append(w.kinds, obj)
+	w.synced = append(w.synced, ctrl.HasSynced)
+}
+
+// process does what an informer does with what its queue pops (client-go's processDeltas),
+// keeping only each object's identity: a change to an object known by key is Modified (a
+// relist's unchanged resourceVersion is no change), an unknown one Added, a deletion Deleted.
+func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, initial bool) error {
+	for _, d := range deltas {
+		switch d.Type {
+		case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
+			obj, ok := d.Object.(runtime.Object)
+			if !ok {
+				return fmt.Errorf("%s: not an API object: %T", r, d.Object)
+			}
+			old, exists, err := known.Get(obj)
+			if err != nil {
+				return err
+			}
+			if err := known.Update(lastSeen(obj)); err != nil { // Update adds what is not there
+				return err
+			}
+			if !exists {
+				w.emit(Delta{Resource: r, Type: Added, Object: obj, Initial: initial})
+				continue
+			}
+			if o, n := old.(metav1.Object), obj.(metav1.Object); n.GetResourceVersion() != "" && n.GetResourceVersion() == o.GetResourceVersion() {
+				continue // a relist's unchanged object, not a change
+			}
+			w.emit(Delta{Resource: r, Type: Modified, Object: obj})
+		case cache.Deleted:
+			if err := known.Delete(d.Object); err != nil {
+				return err
+			}
+			obj, unknown := d.Object, false
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
+				obj, unknown = t.Obj, true
 			}
-			w.emit(r, Deleted, obj, false)
-		},
-	})
-	w.synced = append(w.synced, inf.HasSynced)
+			ro, ok := obj.(runtime.Object)
+			if !ok {
+				return fmt.Errorf("%s: deleted object is not an API object: %T", r, obj)
+			}
+			w.emit(Delta{Resource: r, Type: Deleted, Object: ro, FinalStateUnknown: unknown})
+		}
+	}
+	return nil
+}
+
+// lastSeen is what the Watcher keeps of an object once it is handed on: its identity, owners,
+// node and deletion marks, so that a deletion a relist finds (client-go's "final state
+// unknown") still names the Pod, its owner and its node. The correlator keeps the last state
+// of every Pod it traces itself; a whole copy here would be a second cache (about 5 KB per Pod).
+func lastSeen(obj runtime.Object) runtime.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return obj
+	}
+	id := metav1.ObjectMeta{
+		Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+		Generation: m.GetGeneration(), CreationTimestamp: m.GetCreationTimestamp(), DeletionTimestamp: m.GetDeletionTimestamp(),
+		DeletionGracePeriodSeconds: m.GetDeletionGracePeriodSeconds(), OwnerReferences: m.GetOwnerReferences(),
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return &corev1.Pod{ObjectMeta: id, Spec: corev1.PodSpec{NodeName: o.Spec.NodeName}}
+	case *corev1.Event:
+		return &corev1.Event{ObjectMeta: id}
+	case *appsv1.ReplicaSet:
+		return &appsv1.ReplicaSet{ObjectMeta: id}
+	case *appsv1.Deployment:
+		return &appsv1.Deployment{ObjectMeta: id}
+	case *appsv1.StatefulSet:
+		return &appsv1.StatefulSet{ObjectMeta: id}
+	case *appsv1.DaemonSet:
+		return &appsv1.DaemonSet{ObjectMeta: id}
+	case *appsv1.ControllerRevision:
+		return &appsv1.ControllerRevision{ObjectMeta: id}
+	case *discoveryv1.EndpointSlice:
+		return &discoveryv1.EndpointSlice{ObjectMeta: id}
+	case *corev1.Service:
+		return &corev1.Service{ObjectMeta: id}
+	}
+	return obj
 }
 
 // restarts tells, from the list and watch requests one informer's reflector makes, when its
@@ -234,12 +315,10 @@ func (rs *restarts) watched() {
 	}
 }
 
-func (w *Watcher) emit(r Resource, t DeltaType, obj any, initial bool) {
-	ro, ok := obj.(runtime.Object)
-	if !ok {
-		return
-	}
-	w.out <- Delta{Resource: r, Type: t, Object: ro, Recv: time.Now(), Initial: initial}
+// emit stamps a delta with its receive time and queues it for the correlator.
+func (w *Watcher) emit(d Delta) {
+	d.Recv = time.Now()
+	w.out <- d
 }
 
 func (w *Watcher) watchError(r Resource, err error) {
@@ -281,10 +360,10 @@ func (w *Watcher) Sink() chan<- Delta { return w.out }
 // Deltas is the stream of observed changes.
 func (w *Watcher) Deltas() <-chan Delta { return w.out }
 
-// Start starts the informers; it returns at once.
+// Start starts the reflectors; it returns at once.
 func (w *Watcher) Start(ctx context.Context) {
-	for _, f := range w.factories {
-		f.Start(ctx.Done())
+	for _, c := range w.controllers {
+		go c.RunWithContext(ctx)
 	}
 }
 
@@ -316,7 +395,7 @@ func (w *Watcher) Problem() string {
 	return w.outageProblem(time.Now())
 }
 
-// informerTransform is what the informers apply: Transform, swapped only by tests that count
+// informerTransform is what the Watcher's queues apply: Transform, swapped only by tests that count
 // how often each object goes through it.
 var informerTransform cache.TransformFunc = Transform
 
