@@ -76,7 +76,7 @@ e2e: cluster-build build ## end to end against the local cluster
 	deploy/local/scripts/e2e.sh
 
 # `make scale`: one load level of the KWOK test bed (docs/scale.md); SCALE_NODES, SCALE_PODS,
-# SCALE_RATE (and SCALE_ROLLS, SCALE_REPLICAS, SCALE_DEADLINE) set it.
+# SCALE_RATE (and SCALE_ROLLS, SCALE_REPLICAS, SCALE_DEADLINE, SCALE_SHARDS) set it.
 scale: cluster-build build ## readyspan against the bare informers under load, on fake nodes
 	SCALE_NODES='$(SCALE_NODES)' SCALE_PODS='$(SCALE_PODS)' SCALE_RATE='$(SCALE_RATE)' deploy/local/scripts/scale.sh
 

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/readyspan/readyspan/shard"
 )
 
 // WatchConfig selects what the Watcher watches.
@@ -28,6 +30,8 @@ type WatchConfig struct {
 	Selector string
 	// QueueSize is the buffer between informer handlers and the correlator loop.
 	QueueSize int
+	// Shard is this replica's part of the cluster when several split it; zero for all of it.
+	Shard shard.Shard
 }
 
 // WatchErrors receives list/watch failures and restarts (for self metrics).
@@ -52,6 +56,7 @@ type Watcher struct {
 	out         chan Delta
 	errs        WatchErrors
 	log         *slog.Logger
+	shard       *shard.Filter // nil: everything is this replica's
 
 	mu          sync.Mutex
 	forbidden   map[string]string   // resource → message, while a list/watch is forbidden
@@ -68,7 +73,8 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, forbidden: map[string]string{}, failing: map[Resource]outage{}}
+	w := &Watcher{out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, shard: shard.NewFilter(cfg.Shard),
+		forbidden: map[string]string{}, failing: map[Resource]outage{}}
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -161,6 +167,10 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 			if err != nil {
 				return err
 			}
+			obj, ok = w.shard.Admit(obj, exists)
+			if !ok {
+				continue // another shard's
+			}
 			if err := known.Update(lastSeen(obj)); err != nil { // Update adds what is not there
 				return err
 			}
@@ -173,6 +183,10 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 			}
 			w.emit(Delta{Resource: r, Type: Modified, Object: obj})
 		case cache.Deleted:
+			_, exists, err := known.Get(d.Object)
+			if err != nil {
+				return err
+			}
 			if err := known.Delete(d.Object); err != nil {
 				return err
 			}
@@ -183,6 +197,9 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 			ro, ok := obj.(runtime.Object)
 			if !ok {
 				return fmt.Errorf("%s: deleted object is not an API object: %T", r, obj)
+			}
+			if !w.shard.Deleted(ro, exists) {
+				continue // another shard's
 			}
 			w.emit(Delta{Resource: r, Type: Deleted, Object: ro, FinalStateUnknown: unknown})
 		}

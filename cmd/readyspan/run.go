@@ -23,6 +23,7 @@ import (
 	"github.com/readyspan/readyspan/leader"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/shard"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/web"
 )
@@ -39,7 +40,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	of.register(fs, "OTLP endpoint, host:port or URL (default: $OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317)")
 	leaderElect := fs.Bool("leader-elect", false, "run several replicas; only the holder of a Lease exports")
 	leNamespace := fs.String("leader-elect-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the leader-election Lease")
-	leName := fs.String("leader-elect-lease-name", "readyspan", "name of the leader-election Lease")
+	leName := fs.String("leader-elect-lease-name", "readyspan", "name of the leader-election Lease (with --total-shards above 1, each shard's Lease is this name with -shard-N-of-M added)")
+	shardIndex := fs.Int("shard", 0, "this replica's shard, from 0 to --total-shards-1: it traces the Pods and rollouts of the workloads whose key hashes to it (docs/scale.md)")
+	totalShards := fs.Int("total-shards", 1, "how many shards split the cluster; each shard runs its own readyspan (or its own leader-elected replicas)")
 	auditLog := fs.String("audit-log", "", "kube-apiserver audit log (JSON lines) to follow: measures the apiserver phase of Deployment changes and bare Pods")
 	stateFile := fs.String("state-file", "", "file where a stopping readyspan records what it exported, so a restart neither loses nor repeats a trace")
 	var uf uiFlags
@@ -79,6 +82,15 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return fmt.Errorf("--otlp-queue-traces and --otlp-queue-bytes must be positive, got %d and %d", *queueTraces, *queueBytes)
 	}
 	otlpCfg.QueueTraces, otlpCfg.QueueBytes = *queueTraces, *queueBytes
+	part, err := shard.New(*shardIndex, *totalShards)
+	if err != nil {
+		return err
+	}
+	lease := *leName
+	if part.Sharded() {
+		lease = fmt.Sprintf("%s-shard-%d-of-%d", *leName, part.Index, part.Total)
+		otlpCfg.ResourceAttributes = map[string]string{"readyspan.shard": part.String()}
+	}
 	client, restCfg, err := cf.client()
 	if err != nil {
 		return err
@@ -125,7 +137,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	gate := leader.New(leader.Config{
 		Elected: *leaderElect,
 		Leases:  client.CoordinationV1().Leases(*leNamespace),
-		Lease:   *leName,
+		Lease:   lease,
 		Sink: tracer.SinkFunc(func(t *phases.Trace) {
 			metrics.Export(t)
 			exp.Export(t)
@@ -161,7 +173,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	corr := tracer.New(cfg, sink, metrics, log)
 	p := newPipeline(pipelineConfig{
 		client: client, host: restCfg.Host,
-		watch: tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector},
+		watch: tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector, Shard: part},
 		errs:  metrics, log: log,
 		auditLog:    *auditLog,
 		auditFailed: func(err error) { log.Error("Not reading the audit log", "err", err) },
@@ -185,7 +197,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	defer srv.Shutdown(context.WithoutCancel(ctx))
 
-	log.Info("Starting readyspan", "version", version, "apiserver", restCfg.Host, "namespaces", cf.namespaces.String(), "metricsAddr", *metricsAddr)
+	log.Info("Starting readyspan", "version", version, "apiserver", restCfg.Host, "namespaces", cf.namespaces.String(), "shard", part.String(), "metricsAddr", *metricsAddr)
 	if err := p.reachable(ctx); err != nil {
 		log.Error("Apiserver unreachable; retrying in the background", "err", err.Error()) // a daemon keeps trying
 	}
@@ -216,7 +228,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			err := leader.Run(electCtx, leader.ElectionConfig{
 				Leases:           client.CoordinationV1(),
 				Namespace:        *leNamespace,
-				Name:             *leName,
+				Name:             lease,
 				Identity:         identity(),
 				Settle:           cfg.Settle,
 				OnStartedLeading: func(prevAlive time.Time, released bool) { gate.TakeOver(ctx, prevAlive, released) },

@@ -65,6 +65,9 @@ type Config struct {
 	// InitialBackoff is the first retry delay (default 1s), doubled up to MaxBackoff (30s).
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
+	// ResourceAttributes are said of every span's resource besides its service name (the
+	// shard, readyspan.shard, when several split the cluster).
+	ResourceAttributes map[string]string
 }
 
 // Stats receives the exporter's outcomes, for readyspan's self metrics.
@@ -100,7 +103,7 @@ type Exporter struct {
 	exp   sdktrace.SpanExporter
 	stats Stats
 	log   *slog.Logger
-	res   resources
+	res   *resources
 
 	mu      sync.Mutex
 	queue   []*queued // oldest first
@@ -142,7 +145,7 @@ func NewWithExporter(exp sdktrace.SpanExporter, cfg Config, stats Stats, log *sl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: resources{},
+	return &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: newResources(cfg.ResourceAttributes),
 		wake: make(chan struct{}, 1), flush: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 

@@ -23,25 +23,34 @@ import (
 var scope = instrumentation.Scope{Name: "github.com/readyspan/readyspan"}
 
 // resources caches one resource per service name: each phase is reported as the component
-// that owns it, so trace viewers colour the waterfall by component.
-type resources map[string]*resource.Resource
+// that owns it, so trace viewers colour the waterfall by component. Every resource also carries
+// what is said of the exporting process (the shard, when several split the cluster).
+type resources struct {
+	process   []attribute.KeyValue
+	byService map[string]*resource.Resource
+}
 
-func (r resources) get(service string) *resource.Resource {
-	if res, ok := r[service]; ok {
+func newResources(process map[string]string) *resources {
+	r := &resources{byService: map[string]*resource.Resource{}}
+	for k, v := range process {
+		r.process = append(r.process, attribute.String(k, v))
+	}
+	return r
+}
+
+func (r *resources) get(service string) *resource.Resource {
+	if res, ok := r.byService[service]; ok {
 		return res
 	}
-	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(validUTF8(service)))
-	r[service] = res
+	attrs := append([]attribute.KeyValue{semconv.ServiceName(validUTF8(service))}, r.process...)
+	res := resource.NewWithAttributes(semconv.SchemaURL, attrs...)
+	r.byService[service] = res
 	return res
 }
 
-// ReadOnlySpans converts a reconstructed trace to SDK spans with its deterministic IDs and
-// its observed (not current) times.
-func ReadOnlySpans(t *phases.Trace, res resources) []sdktrace.ReadOnlySpan {
-	return readOnly(t.Spans, res)
-}
-
-func readOnly(spans []phases.Span, res resources) []sdktrace.ReadOnlySpan {
+// readOnly converts a reconstructed trace's spans to SDK spans with their deterministic IDs
+// and their observed (not current) times.
+func readOnly(spans []phases.Span, res *resources) []sdktrace.ReadOnlySpan {
 	stubs := make(tracetest.SpanStubs, 0, len(spans))
 	for i := range spans {
 		s := &spans[i]

@@ -31,7 +31,7 @@ func FuzzAttributes(f *testing.F) {
 		sp.Attrs = append(sp.Attrs, extra...)
 		sp.Events = append(sp.Events, phases.Event{Name: s, Time: sp.Start, Attrs: extra})
 		want := len(sp.Attrs)
-		got := readOnly(tr.Spans, resources{})
+		got := readOnly(tr.Spans, newResources(nil))
 		if len(got) != len(tr.Spans) {
 			t.Fatalf("%d spans built from %d", len(got), len(tr.Spans))
 		}
@@ -81,7 +81,7 @@ func TestInvalidUTF8ReachesTheBackend(t *testing.T) {
 	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
 	tr.Spans[0].Attrs = append(tr.Spans[0].Attrs, phases.Attr{Key: "message", Value: "exit \xff\xfe"})
 	tr.Spans[0].Events = append(tr.Spans[0].Events, phases.Event{Name: "Failed \xc3", Time: tr.Spans[0].Start})
-	if err := exp.ExportSpans(context.Background(), readOnly(tr.Spans, resources{})); err != nil {
+	if err := exp.ExportSpans(context.Background(), readOnly(tr.Spans, newResources(nil))); err != nil {
 		t.Fatalf("export: %v", err)
 	}
 	if bodies != 1 {
@@ -111,7 +111,7 @@ func TestEndpointThatIsNotOTLP(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5e9)
 			defer cancel()
-			err = exp.ExportSpans(ctx, readOnly(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f").Spans, resources{}))
+			err = exp.ExportSpans(ctx, readOnly(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f").Spans, newResources(nil)))
 			if err == nil {
 				t.Fatal("export to a server that is not OTLP succeeded")
 			}

@@ -10,6 +10,7 @@
 #   SCALE_NODES (50) SCALE_PODS (1000: Pods at the end) SCALE_RATE (20 Pod startups/s)
 #   SCALE_ROLLS (1: rollouts of each Deployment; startups = Pods × (1 + rolls))
 #   SCALE_REPLICAS (10) SCALE_DEADLINE (8m: bound on the load phase)
+#   SCALE_SHARDS (1: readyspan processes splitting the cluster, --shard/--total-shards)
 #   SCALE_ARGS: more scalerun flags
 source "$(dirname "$0")/lib.sh"
 
@@ -19,6 +20,7 @@ rate=${SCALE_RATE:-20}
 rolls=${SCALE_ROLLS:-1}
 replicas=${SCALE_REPLICAS:-10}
 deadline=${SCALE_DEADLINE:-8m}
+shards=${SCALE_SHARDS:-1}
 out=$STATE/scale
 
 lock_cluster
@@ -65,4 +67,4 @@ wait_for kwok 30 curl -sf http://127.0.0.1:10247/healthz
 # shellcheck disable=SC2086 # SCALE_ARGS is words
 "$BIN/scalerun" --kubeconfig "$KUBECONFIG_FILE" --readyspan "$BIN/readyspan" --baseline "$BIN/scale-baseline" \
   --out "$out" --nodes "$nodes" --pods "$pods" --rate "$rate" --rolls "$rolls" --replicas "$replicas" \
-  --deadline "$deadline" ${SCALE_ARGS:-}
+  --deadline "$deadline" --shards "$shards" ${SCALE_ARGS:-}

@@ -1,7 +1,9 @@
 // Package otlpsink is the scale test bed's OTLP/gRPC trace receiver: it accepts every request
-// and keeps, per trace, when its root span (pod.startup) was first received. Nothing else is
-// kept, so it stays small at any rate; a trace received twice keeps its first time and counts
-// the repeat.
+// and keeps, per trace, when its root span (pod.startup) was first received, and how often each
+// rollout's root span (workload.rollout) came. Nothing else is kept, so it stays small at any
+// rate; it merges nothing: a trace received twice keeps its first time and counts the repeat.
+// Root spans are also counted by the shard that sent them (the readyspan.shard resource
+// attribute), so a split run shows who exported what.
 package otlpsink
 
 import (
@@ -19,6 +21,12 @@ import (
 // RootSpan is the name of the span readyspan starts every Pod's trace with.
 const RootSpan = "pod.startup"
 
+// RolloutRootSpan starts every rollout's trace.
+const RolloutRootSpan = "workload.rollout"
+
+// ShardAttribute is the resource attribute a sharded readyspan names its shard with.
+const ShardAttribute = "readyspan.shard"
+
 // Sink records receive times.
 type Sink struct {
 	collectortrace.UnimplementedTraceServiceServer
@@ -26,6 +34,8 @@ type Sink struct {
 	mu       sync.Mutex
 	received map[string]time.Time // trace ID (hex) → first receive of its root span
 	repeats  int
+	rollouts map[string]int // rollout trace ID (hex) → root spans received
+	byShard  map[string]int // readyspan.shard ("" unsharded) → root spans received
 	spans    int
 	requests int
 
@@ -33,7 +43,9 @@ type Sink struct {
 }
 
 // New returns an empty Sink.
-func New() *Sink { return &Sink{received: map[string]time.Time{}} }
+func New() *Sink {
+	return &Sink{received: map[string]time.Time{}, rollouts: map[string]int{}, byShard: map[string]int{}}
+}
 
 // Export implements the OTLP trace service.
 func (s *Sink) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
@@ -42,10 +54,23 @@ func (s *Sink) Export(_ context.Context, req *collectortrace.ExportTraceServiceR
 	defer s.mu.Unlock()
 	s.requests++
 	for _, rs := range req.GetResourceSpans() {
+		shard := ""
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.GetKey() == ShardAttribute {
+				shard = kv.GetValue().GetStringValue()
+			}
+		}
 		for _, ss := range rs.GetScopeSpans() {
 			for _, sp := range ss.GetSpans() {
 				s.spans++
-				if sp.GetName() != RootSpan {
+				switch sp.GetName() {
+				case RolloutRootSpan:
+					s.rollouts[hex.EncodeToString(sp.GetTraceId())]++
+					s.byShard[shard]++
+					continue
+				case RootSpan:
+					s.byShard[shard]++
+				default:
 					continue
 				}
 				id := hex.EncodeToString(sp.GetTraceId())
@@ -103,4 +128,27 @@ func (s *Sink) Counts() (traces, repeats, spans, requests int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.received), s.repeats, s.spans, s.requests
+}
+
+// Rollouts returns the rollout traces received and the root spans received beyond one each.
+func (s *Sink) Rollouts() (traces, repeats int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.rollouts {
+		traces++
+		repeats += n - 1
+	}
+	return traces, repeats
+}
+
+// ByShard returns the root spans (Pods' and rollouts') received from each shard, by its
+// readyspan.shard attribute ("" for an unsharded readyspan).
+func (s *Sink) ByShard() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.byShard))
+	for k, v := range s.byShard {
+		out[k] = v
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
@@ -38,5 +40,35 @@ func TestExportKeepsFirstRootSpan(t *testing.T) {
 	}
 	if s.Has("01010101010101010101010101010101") {
 		t.Error("a trace with no root span counts as received")
+	}
+}
+
+// TestRolloutsAndShards counts rollout root spans per trace without merging repeats, and root
+// spans per sending shard.
+func TestRolloutsAndShards(t *testing.T) {
+	s := New()
+	ctx := context.Background()
+	roll := []byte{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}
+	pod := []byte{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}
+	from := func(shard string, spans ...*tracepb.Span) *collectortrace.ExportTraceServiceRequest {
+		r := request(spans...)
+		r.ResourceSpans[0].Resource = &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+			{Key: ShardAttribute, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: shard}}}}}
+		return r
+	}
+	for _, r := range []*collectortrace.ExportTraceServiceRequest{
+		from("0/2", &tracepb.Span{TraceId: roll, Name: RolloutRootSpan}, &tracepb.Span{TraceId: roll, Name: "rollout.step"}),
+		from("1/2", &tracepb.Span{TraceId: pod, Name: RootSpan}),
+		from("1/2", &tracepb.Span{TraceId: roll, Name: RolloutRootSpan}),
+	} {
+		if _, err := s.Export(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if traces, repeats := s.Rollouts(); traces != 1 || repeats != 1 {
+		t.Errorf("rollouts: %d traces, %d repeats; want 1, 1", traces, repeats)
+	}
+	if got := s.ByShard(); got["0/2"] != 1 || got["1/2"] != 2 || len(got) != 2 {
+		t.Errorf("by shard %v, want 0/2: 1, 1/2: 2", got)
 	}
 }

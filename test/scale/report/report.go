@@ -236,9 +236,14 @@ func Ratio(readyspan, baseline float64) float64 {
 // Report is one run's figures.
 type Report struct {
 	Level           Level              `json:"level"`
-	ExportLag       Summary            `json:"export_lag"`              // trace received − Ready − settle
-	ExportLagServed Summary            `json:"export_lag_from_serving"` // the same from the address ready in a slice
-	Traces          int                `json:"traces"`                  // distinct Pods' traces received
+	ExportLag       Summary            `json:"export_lag"`                    // trace received − Ready − settle
+	ExportLagServed Summary            `json:"export_lag_from_serving"`       // the same from the address ready in a slice
+	Traces          int                `json:"traces"`                        // distinct Pods' traces received
+	Repeats         int                `json:"trace_repeats"`                 // Pods' root spans received beyond one each
+	Rollouts        int                `json:"rollout_traces"`                // distinct rollouts' traces received
+	RolloutRepeats  int                `json:"rollout_repeats"`               // rollouts' root spans received beyond one each
+	RootsByShard    map[string]int     `json:"root_spans_by_shard,omitempty"` // root spans received from each shard (readyspan.shard)
+	Shards          []Process          `json:"shards,omitempty"`              // each shard's own cost; Readyspan is their sum
 	NoTrace         int                `json:"pods_without_trace"`
 	Readyspan       Process            `json:"readyspan"`
 	Baseline        Process            `json:"baseline"`
@@ -266,6 +271,13 @@ func (r *Report) Table(w io.Writer) error {
 		fmtMs(r.ExportLag.P50ms), fmtMs(r.ExportLag.P99ms), fmtMs(r.ExportLag.MaxMs), r.ExportLag.N, r.NoTrace)
 	fmt.Fprintf(tw, "export lag from serving (endpoints ready)\tp50 %s  p99 %s  max %s\n",
 		fmtMs(r.ExportLagServed.P50ms), fmtMs(r.ExportLagServed.P99ms), fmtMs(r.ExportLagServed.MaxMs))
+	fmt.Fprintf(tw, "traces received (repeats)\t%d Pods (%d), %d rollouts (%d)\n", r.Traces, r.Repeats, r.Rollouts, r.RolloutRepeats)
+	if len(r.Shards) > 0 {
+		fmt.Fprintf(tw, "root spans by shard\t%s\n", fmtCounts(r.RootsByShard))
+		for i, p := range r.Shards {
+			fmt.Fprintf(tw, "shard %d of %d\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\n", i, len(r.Shards), p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)
+		}
+	}
 	fmt.Fprintf(tw, "watch events/s (readyspan)\t%.1f\n", r.WatchEventsPerS)
 	fmt.Fprintf(tw, "dropped / unparsed / export errors\t%s / %s / %.0f\n", fmtMap(r.Dropped), fmtMap(r.Unparsed), r.ExportErrors)
 	fmt.Fprintf(tw, "apiserver requests by user\t%s\n", fmtMap(r.Requests))
@@ -294,6 +306,14 @@ func fmtMs(v float64) string {
 }
 
 // fmtMap lists the non-zero entries of m by key ("none" if there is none).
+func fmtCounts(m map[string]int) string {
+	f := make(map[string]float64, len(m))
+	for k, v := range m {
+		f[k] = float64(v)
+	}
+	return fmtMap(f)
+}
+
 func fmtMap(m map[string]float64) string {
 	keys := make([]string, 0, len(m))
 	for k, v := range m {

@@ -15,17 +15,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,7 +53,7 @@ type options struct {
 	kubeconfig, readyspan, readyspanArgs, baseline, out string
 	otlpAddr, readyspanMetrics, baselineReady           string
 	protoBaseline                                       bool
-	nodes, pods, replicas, rolls, namespaces            int
+	nodes, pods, replicas, rolls, namespaces, shards    int
 	rate                                                float64
 	settle, deadline, steady, idle, exportTimeout       time.Duration
 }
@@ -63,7 +66,8 @@ func parse() options {
 	flag.StringVar(&o.baseline, "baseline", "bin/scale-baseline", "baseline binary (test/scale/baseline)")
 	flag.StringVar(&o.out, "out", ".local/scale", "directory for the report, the per-Pod times and the processes' logs")
 	flag.StringVar(&o.otlpAddr, "otlp-addr", "127.0.0.1:4320", "the receiver readyspan exports to")
-	flag.StringVar(&o.readyspanMetrics, "readyspan-metrics", "127.0.0.1:8080", "readyspan's --metrics-addr")
+	flag.StringVar(&o.readyspanMetrics, "readyspan-metrics", "127.0.0.1:8080", "readyspan's --metrics-addr (shard i of --shards listens on the port + i)")
+	flag.IntVar(&o.shards, "shards", 1, "readyspan processes splitting the cluster (--shard i --total-shards N), all exporting to the same receiver")
 	flag.StringVar(&o.baselineReady, "baseline-ready", "127.0.0.1:8081", "the baseline's --ready-addr")
 	flag.BoolVar(&o.protoBaseline, "protobuf-baseline", false, "also run the baseline over protobuf (a third watcher, as the baseline's user)")
 	flag.IntVar(&o.nodes, "nodes", 50, "fake nodes")
@@ -126,21 +130,30 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 
-	step("readyspan and baseline")
-	rsArgs := append([]string{"run", "--kubeconfig", rk, "--metrics-addr", o.readyspanMetrics, "--otlp-endpoint", o.otlpAddr, "--otlp-insecure"},
-		strings.Fields(o.readyspanArgs)...)
-	rs, err := startProcess(filepath.Join(o.out, name+"-readyspan.log"), o.readyspan, rsArgs...)
-	if err != nil {
-		return err
+	step("readyspan (%d shards) and baseline", o.shards)
+	var ready, metricsURLs []string
+	var pids []int
+	for i, addr := range shardAddrs(o.readyspanMetrics, o.shards) {
+		rsArgs := []string{"run", "--kubeconfig", rk, "--metrics-addr", addr, "--otlp-endpoint", o.otlpAddr, "--otlp-insecure"}
+		logName := name + "-readyspan.log"
+		if o.shards > 1 {
+			rsArgs = append(rsArgs, "--shard", fmt.Sprint(i), "--total-shards", fmt.Sprint(o.shards))
+			logName = fmt.Sprintf("%s-readyspan-shard%d.log", name, i)
+		}
+		rs, err := startProcess(filepath.Join(o.out, logName), o.readyspan, append(rsArgs, strings.Fields(o.readyspanArgs)...)...)
+		if err != nil {
+			return err
+		}
+		defer stopProcess(rs)
+		ready, metricsURLs = append(ready, "http://"+addr+"/readyz"), append(metricsURLs, "http://"+addr+"/metrics")
+		pids = append(pids, rs.Process.Pid)
 	}
-	defer stopProcess(rs)
 	bl, err := startProcess(filepath.Join(o.out, name+"-baseline.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", o.baselineReady)
 	if err != nil {
 		return err
 	}
 	defer stopProcess(bl)
-	ready := []string{"http://" + o.readyspanMetrics + "/readyz", "http://" + o.baselineReady + "/readyz"}
-	pids := []int{rs.Process.Pid, bl.Process.Pid}
+	ready, pids = append(ready, "http://"+o.baselineReady+"/readyz"), append(pids, bl.Process.Pid)
 	if o.protoBaseline {
 		const addr = "127.0.0.1:8082"
 		bp, err := startProcess(filepath.Join(o.out, name+"-baseline-protobuf.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", addr, "--protobuf")
@@ -158,7 +171,7 @@ func run(ctx context.Context) (err error) {
 	sampler := newSampler(pids...)
 	go sampler.run(ctx)
 	time.Sleep(o.idle)
-	rsBefore, err := get(ctx, "http://"+o.readyspanMetrics+"/metrics")
+	rsBefore, err := getAll(ctx, metricsURLs)
 	if err != nil {
 		return err
 	}
@@ -178,7 +191,7 @@ func run(ctx context.Context) (err error) {
 	loadEnd := time.Now()
 	step("steady state for %s", o.steady)
 	time.Sleep(o.steady)
-	rsAfter, err := get(ctx, "http://"+o.readyspanMetrics+"/metrics")
+	rsAfter, err := getAll(ctx, metricsURLs)
 	if err != nil {
 		return err
 	}
@@ -188,14 +201,20 @@ func run(ctx context.Context) (err error) {
 	}
 	end := time.Now()
 	samples := sampler.stop()
-	rsSamples, blSamples := samples[0], samples[1]
+	shardSamples := samples[:o.shards]
+	rsSamples, blSamples := sumSamples(shardSamples), samples[o.shards]
 	window := report.Window{LoadStart: res.Start, LoadEnd: loadEnd, End: end}
 	r, err := build(o, res, sink, rsBefore, rsAfter, scrape.Diff(apiAfter, apiBefore), rsSamples, blSamples, window)
 	if err != nil {
 		return err
 	}
-	if len(samples) > 2 {
-		p := report.Cost(samples[2], window, len(res.Pods), o.pods)
+	if o.shards > 1 {
+		for _, ss := range shardSamples {
+			r.Shards = append(r.Shards, report.Cost(ss, window, len(res.Pods), o.pods))
+		}
+	}
+	if len(samples) > o.shards+1 {
+		p := report.Cost(samples[o.shards+1], window, len(res.Pods), o.pods)
 		r.BaselineProto = &p
 	}
 	if runErr != nil {
@@ -219,20 +238,31 @@ func run(ctx context.Context) (err error) {
 }
 
 // build assembles the report from what the run recorded.
-func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter string, requests map[string]float64,
+// Every readyspan shard's metrics are summed.
+func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter []string, requests map[string]float64,
 	rsSamples, blSamples []procstat.Sample, w report.Window) (*report.Report, error) {
-	before, err := scrape.Families(scrape.Text(rsBefore))
+	before, err := families(rsBefore)
 	if err != nil {
 		return nil, fmt.Errorf("readyspan metrics before the load: %w", err)
 	}
-	after, err := scrape.Families(scrape.Text(rsAfter))
+	after, err := families(rsAfter)
 	if err != nil {
 		return nil, fmt.Errorf("readyspan metrics after the load: %w", err)
+	}
+	byLabel := func(fams []map[string]*dto.MetricFamily, name, label string) map[string]float64 {
+		out := map[string]float64{}
+		for _, f := range fams {
+			for k, v := range scrape.ByLabel(f, name, label, nil) {
+				out[k] += v
+			}
+		}
+		return out
 	}
 	received := sink.Received()
 	lags, missing := report.Lag(res.Pods, received, o.settle, false)
 	served, _ := report.Lag(res.Pods, received, o.settle, true)
 	traces, repeats, _, _ := sink.Counts()
+	rollouts, rolloutRepeats := sink.Rollouts()
 	startups := len(res.Pods)
 	r := &report.Report{
 		Level: report.Level{
@@ -247,11 +277,14 @@ func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter st
 		NoTrace:         len(missing),
 		Readyspan:       report.Cost(rsSamples, w, startups, o.pods),
 		Baseline:        report.Cost(blSamples, w, startups, o.pods),
-		WatchEvents:     scrape.Diff(scrape.ByLabel(after, "readyspan_watch_events_total", "resource", nil), scrape.ByLabel(before, "readyspan_watch_events_total", "resource", nil)),
-		Dropped:         scrape.ByLabel(after, "readyspan_traces_dropped_total", "reason", nil),
-		Unparsed:        scrape.ByLabel(after, "readyspan_unparsed_messages_total", "reason", nil),
-		ExportErrors:    scrape.Sum(scrape.ByLabel(after, "readyspan_export_errors_total", "", nil)),
-		UIRingMiB:       scrape.Sum(scrape.ByLabel(after, "readyspan_ui_ring_bytes", "", nil)) / (1 << 20),
+		Repeats:         repeats,
+		Rollouts:        rollouts,
+		RolloutRepeats:  rolloutRepeats,
+		WatchEvents:     scrape.Diff(byLabel(after, "readyspan_watch_events_total", "resource"), byLabel(before, "readyspan_watch_events_total", "resource")),
+		Dropped:         byLabel(after, "readyspan_traces_dropped_total", "reason"),
+		Unparsed:        byLabel(after, "readyspan_unparsed_messages_total", "reason"),
+		ExportErrors:    scrape.Sum(byLabel(after, "readyspan_export_errors_total", "")),
+		UIRingMiB:       scrape.Sum(byLabel(after, "readyspan_ui_ring_bytes", "")) / (1 << 20),
 		Requests:        requests,
 	}
 	if secs := w.LoadEnd.Sub(w.LoadStart).Seconds(); secs > 0 {
@@ -263,10 +296,79 @@ func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter st
 	if repeats > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d traces received more than once", repeats))
 	}
+	if rolloutRepeats > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d rollout traces received more than once", rolloutRepeats))
+	}
+	if o.shards > 1 {
+		r.RootsByShard = sink.ByShard()
+	}
 	if traces > len(res.Pods) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d traces of Pods the driver did not see Ready (Ready after it stopped waiting, or never: stuck or deleted)", traces-len(res.Pods)+len(missing)))
 	}
 	return r, nil
+}
+
+// shardAddrs gives each shard its metrics address: the port of addr plus the shard's index.
+func shardAddrs(addr string, shards int) []string {
+	host, port, err := net.SplitHostPort(addr)
+	base, perr := strconv.Atoi(port)
+	if err != nil || perr != nil {
+		return []string{addr} // reported when readyspan cannot listen on it
+	}
+	var out []string
+	for i := 0; i < max(shards, 1); i++ {
+		out = append(out, net.JoinHostPort(host, strconv.Itoa(base+i)))
+	}
+	return out
+}
+
+// getAll reads every shard's metrics.
+func getAll(ctx context.Context, urls []string) ([]string, error) {
+	var out []string
+	for _, u := range urls {
+		body, err := get(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, body)
+	}
+	return out, nil
+}
+
+func families(texts []string) ([]map[string]*dto.MetricFamily, error) {
+	var out []map[string]*dto.MetricFamily
+	for _, t := range texts {
+		f, err := scrape.Families(scrape.Text(t))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// sumSamples adds the shards' samples taken in the same round (the sampler reads every process
+// once a second): CPU and RSS are the whole readyspan's; the peak is the sum of each one's peak.
+func sumSamples(series [][]procstat.Sample) []procstat.Sample {
+	if len(series) == 1 {
+		return series[0]
+	}
+	n := len(series[0])
+	for _, s := range series {
+		n = min(n, len(s))
+	}
+	out := make([]procstat.Sample, n)
+	for i := range out {
+		out[i] = series[0][i]
+		for _, s := range series[1:] {
+			out[i].CPU += s[i].CPU
+			out[i].RSS += s[i].RSS
+			out[i].PeakRSS += s[i].PeakRSS
+			out[i].Threads += s[i].Threads
+			out[i].Finished = out[i].Finished || s[i].Finished
+		}
+	}
+	return out
 }
 
 // waitTraces returns when every Ready Pod's trace arrived or timeout passed since the call.
