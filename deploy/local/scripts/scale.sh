@@ -11,6 +11,8 @@
 #   SCALE_ROLLS (1: rollouts of each Deployment; startups = Pods × (1 + rolls))
 #   SCALE_REPLICAS (10) SCALE_DEADLINE (8m: bound on the load phase)
 #   SCALE_SHARDS (1: readyspan processes splitting the cluster, --shard/--total-shards)
+#   SCALE_COLLECTOR (0: 1 puts Jaeger v2, an OpenTelemetry Collector, between readyspan and the
+#     receiver, with deploy/local/config/collector-scale.yaml)
 #   SCALE_ARGS: more scalerun flags
 source "$(dirname "$0")/lib.sh"
 
@@ -21,6 +23,10 @@ rolls=${SCALE_ROLLS:-1}
 replicas=${SCALE_REPLICAS:-10}
 deadline=${SCALE_DEADLINE:-8m}
 shards=${SCALE_SHARDS:-1}
+collector=()
+if [ "${SCALE_COLLECTOR:-0}" = 1 ]; then
+  collector=(--collector "$BIN/jaeger" --collector-config "$LOCAL/config/collector-scale.yaml")
+fi
 out=$STATE/scale
 
 lock_cluster
@@ -67,4 +73,4 @@ wait_for kwok 30 curl -sf http://127.0.0.1:10247/healthz
 # shellcheck disable=SC2086 # SCALE_ARGS is words
 "$BIN/scalerun" --kubeconfig "$KUBECONFIG_FILE" --readyspan "$BIN/readyspan" --baseline "$BIN/scale-baseline" \
   --out "$out" --nodes "$nodes" --pods "$pods" --rate "$rate" --rolls "$rolls" --replicas "$replicas" \
-  --deadline "$deadline" --shards "$shards" ${SCALE_ARGS:-}
+  --deadline "$deadline" --shards "$shards" "${collector[@]}" ${SCALE_ARGS:-}

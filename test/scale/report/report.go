@@ -244,6 +244,8 @@ type Report struct {
 	RolloutRepeats  int                `json:"rollout_repeats"`               // rollouts' root spans received beyond one each
 	RootsByShard    map[string]int     `json:"root_spans_by_shard,omitempty"` // root spans received from each shard (readyspan.shard)
 	Shards          []Process          `json:"shards,omitempty"`              // each shard's own cost; Readyspan is their sum
+	Collector       *Process           `json:"collector,omitempty"`           // the OpenTelemetry Collector between readyspan and the receiver, when run
+	CollectorSpans  map[string]float64 `json:"collector_spans,omitempty"`     // its receiver's accepted and refused spans, its exporter's sent and failed
 	NoTrace         int                `json:"pods_without_trace"`
 	Readyspan       Process            `json:"readyspan"`
 	Baseline        Process            `json:"baseline"`
@@ -277,6 +279,9 @@ func (r *Report) Table(w io.Writer) error {
 		for i, p := range r.Shards {
 			fmt.Fprintf(tw, "shard %d of %d\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\n", i, len(r.Shards), p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)
 		}
+	}
+	if c := r.Collector; c != nil {
+		fmt.Fprintf(tw, "collector\tCPU %.2f s (%.3f cores), RSS steady %.1f MiB, peak %.1f MiB; spans %s\n", c.CPUSeconds, c.CPUCores, c.RSSSteadyMiB, c.RSSPeakMiB, fmtMap(r.CollectorSpans))
 	}
 	fmt.Fprintf(tw, "watch events/s (readyspan)\t%.1f\n", r.WatchEventsPerS)
 	fmt.Fprintf(tw, "dropped / unparsed / export errors\t%s / %s / %.0f\n", fmtMap(r.Dropped), fmtMap(r.Unparsed), r.ExportErrors)

@@ -52,6 +52,8 @@ func main() {
 type options struct {
 	kubeconfig, readyspan, readyspanArgs, baseline, out string
 	otlpAddr, readyspanMetrics, baselineReady           string
+	collector, collectorConfig, collectorOTLP           string
+	collectorMetrics                                    string
 	protoBaseline                                       bool
 	nodes, pods, replicas, rolls, namespaces, shards    int
 	rate                                                float64
@@ -65,8 +67,12 @@ func parse() options {
 	flag.StringVar(&o.readyspanArgs, "readyspan-args", "", "more flags for readyspan run, space-separated (e.g. \"--ui=false\")")
 	flag.StringVar(&o.baseline, "baseline", "bin/scale-baseline", "baseline binary (test/scale/baseline)")
 	flag.StringVar(&o.out, "out", ".local/scale", "directory for the report, the per-Pod times and the processes' logs")
-	flag.StringVar(&o.otlpAddr, "otlp-addr", "127.0.0.1:4320", "the receiver readyspan exports to")
-	flag.StringVar(&o.readyspanMetrics, "readyspan-metrics", "127.0.0.1:8080", "readyspan's --metrics-addr (shard i of --shards listens on the port + i)")
+	flag.StringVar(&o.otlpAddr, "otlp-addr", "127.0.0.1:4320", "the receiver readyspan exports to (the trace storage's stand-in)")
+	flag.StringVar(&o.collector, "collector", "", "an OpenTelemetry Collector binary (Jaeger v2 is one) to put between readyspan and the receiver, run with --collector-config")
+	flag.StringVar(&o.collectorConfig, "collector-config", "deploy/local/config/collector-scale.yaml", "the collector's configuration: OTLP in on --collector-otlp, out to --otlp-addr, its metrics on --collector-metrics")
+	flag.StringVar(&o.collectorOTLP, "collector-otlp", "127.0.0.1:4321", "where the collector receives OTLP/gRPC (readyspan exports there when --collector is set)")
+	flag.StringVar(&o.collectorMetrics, "collector-metrics", "127.0.0.1:8888", "the collector's own Prometheus metrics")
+	flag.StringVar(&o.readyspanMetrics, "readyspan-metrics", "127.0.0.1:8080", "readyspan's --metrics-addr (shard i of --shards listens on the port + 100·i)")
 	flag.IntVar(&o.shards, "shards", 1, "readyspan processes splitting the cluster (--shard i --total-shards N), all exporting to the same receiver")
 	flag.StringVar(&o.baselineReady, "baseline-ready", "127.0.0.1:8081", "the baseline's --ready-addr")
 	flag.BoolVar(&o.protoBaseline, "protobuf-baseline", false, "also run the baseline over protobuf (a third watcher, as the baseline's user)")
@@ -130,11 +136,25 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 
+	exportTo := o.otlpAddr
+	var collectorPid int
+	if o.collector != "" {
+		step("collector in front of the receiver: %s", o.collectorConfig)
+		c, err := startProcess(filepath.Join(o.out, name+"-collector.log"), o.collector, "--config", "file:"+o.collectorConfig)
+		if err != nil {
+			return err
+		}
+		defer stopProcess(c)
+		if err := waitHTTP(ctx, "http://"+o.collectorMetrics+"/metrics", time.Minute); err != nil {
+			return fmt.Errorf("collector: %w", err)
+		}
+		exportTo, collectorPid = o.collectorOTLP, c.Process.Pid
+	}
 	step("readyspan (%d shards) and baseline", o.shards)
 	var ready, metricsURLs []string
 	var pids []int
 	for i, addr := range shardAddrs(o.readyspanMetrics, o.shards) {
-		rsArgs := []string{"run", "--kubeconfig", rk, "--metrics-addr", addr, "--otlp-endpoint", o.otlpAddr, "--otlp-insecure"}
+		rsArgs := []string{"run", "--kubeconfig", rk, "--metrics-addr", addr, "--otlp-endpoint", exportTo, "--otlp-insecure"}
 		logName := name + "-readyspan.log"
 		if o.shards > 1 {
 			rsArgs = append(rsArgs, "--shard", fmt.Sprint(i), "--total-shards", fmt.Sprint(o.shards))
@@ -167,6 +187,9 @@ func run(ctx context.Context) (err error) {
 		if err := waitHTTP(ctx, url, time.Minute); err != nil {
 			return err
 		}
+	}
+	if collectorPid != 0 {
+		pids = append(pids, collectorPid) // sampled last
 	}
 	sampler := newSampler(pids...)
 	go sampler.run(ctx)
@@ -201,6 +224,10 @@ func run(ctx context.Context) (err error) {
 	}
 	end := time.Now()
 	samples := sampler.stop()
+	var collectorSamples []procstat.Sample
+	if collectorPid != 0 {
+		collectorSamples, samples = samples[len(samples)-1], samples[:len(samples)-1]
+	}
 	shardSamples := samples[:o.shards]
 	rsSamples, blSamples := sumSamples(shardSamples), samples[o.shards]
 	window := report.Window{LoadStart: res.Start, LoadEnd: loadEnd, End: end}
@@ -211,6 +238,15 @@ func run(ctx context.Context) (err error) {
 	if o.shards > 1 {
 		for _, ss := range shardSamples {
 			r.Shards = append(r.Shards, report.Cost(ss, window, len(res.Pods), o.pods))
+		}
+	}
+	if collectorPid != 0 {
+		p := report.Cost(collectorSamples, window, len(res.Pods), o.pods)
+		r.Collector = &p
+		if text, err := get(ctx, "http://"+o.collectorMetrics+"/metrics"); err == nil {
+			r.CollectorSpans = collectorSpans(text)
+		} else {
+			r.Notes = append(r.Notes, "collector metrics: "+err.Error())
 		}
 	}
 	if len(samples) > o.shards+1 {
@@ -308,7 +344,25 @@ func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter []
 	return r, nil
 }
 
-// shardAddrs gives each shard its metrics address: the port of addr plus the shard's index.
+// collectorSpans reads, from the collector's own metrics, the spans its receiver accepted and
+// refused (the memory limiter refuses) and its exporter sent and failed to send.
+func collectorSpans(text string) map[string]float64 {
+	fams, err := scrape.Families(scrape.Text(text))
+	if err != nil {
+		return map[string]float64{"unreadable": 1}
+	}
+	out := map[string]float64{}
+	for key, name := range map[string]string{
+		"receiver_accepted": "otelcol_receiver_accepted_spans_total", "receiver_refused": "otelcol_receiver_refused_spans_total",
+		"exporter_sent": "otelcol_exporter_sent_spans_total", "exporter_send_failed": "otelcol_exporter_send_failed_spans_total",
+	} {
+		out[key] = scrape.Sum(scrape.ByLabel(fams, name, "", nil))
+	}
+	return out
+}
+
+// shardAddrs gives each shard its metrics address: the port of addr plus 100 per shard, clear of
+// the baselines' addresses next to it.
 func shardAddrs(addr string, shards int) []string {
 	host, port, err := net.SplitHostPort(addr)
 	base, perr := strconv.Atoi(port)
@@ -317,7 +371,7 @@ func shardAddrs(addr string, shards int) []string {
 	}
 	var out []string
 	for i := 0; i < max(shards, 1); i++ {
-		out = append(out, net.JoinHostPort(host, strconv.Itoa(base+i)))
+		out = append(out, net.JoinHostPort(host, strconv.Itoa(base+100*i)))
 	}
 	return out
 }
