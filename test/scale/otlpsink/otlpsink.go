@@ -16,6 +16,7 @@ import (
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/encoding/gzip" // an OpenTelemetry Collector's OTLP exporter compresses by default
 )
 
 // RootSpan is the name of the span readyspan starts every Pod's trace with.
@@ -40,6 +41,7 @@ type Sink struct {
 	requests int
 
 	server *grpc.Server
+	addr   net.Addr
 }
 
 // New returns an empty Sink.
@@ -91,11 +93,15 @@ func (s *Sink) Start(addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen for otlp on %s: %w", addr, err)
 	}
+	s.addr = l.Addr()
 	s.server = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
 	collectortrace.RegisterTraceServiceServer(s.server, s)
 	go func() { _ = s.server.Serve(l) }()
 	return nil
 }
+
+// Addr is where Start listens (the port chosen when it was given port 0).
+func (s *Sink) Addr() string { return s.addr.String() }
 
 // Shutdown stops serving; safe before Start and twice.
 func (s *Sink) Shutdown() {

@@ -8,6 +8,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 func request(spans ...*tracepb.Span) *collectortrace.ExportTraceServiceRequest {
@@ -70,5 +72,27 @@ func TestRolloutsAndShards(t *testing.T) {
 	}
 	if got := s.ByShard(); got["0/2"] != 1 || got["1/2"] != 2 || len(got) != 2 {
 		t.Errorf("by shard %v, want 0/2: 1, 1/2: 2", got)
+	}
+}
+
+// TestGzip receives what an OpenTelemetry Collector's OTLP exporter sends by default: gzip.
+func TestGzip(t *testing.T) {
+	s := New()
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	id := []byte{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4}
+	_, err = collectortrace.NewTraceServiceClient(conn).Export(context.Background(), request(&tracepb.Span{TraceId: id, Name: RootSpan}), grpc.UseCompressor("gzip")) // registered by the sink's import alone
+	if err != nil {
+		t.Fatalf("a gzip-compressed export was refused: %v", err)
+	}
+	if !s.Has("04040404040404040404040404040404") {
+		t.Error("the trace was not recorded")
 	}
 }

@@ -150,7 +150,7 @@ func run(ctx context.Context) (err error) {
 		}
 		exportTo, collectorPid = o.collectorOTLP, c.Process.Pid
 	}
-	step("readyspan (%d shards) and baseline", o.shards)
+	step("readyspan (shards: %d) and baseline", o.shards)
 	var ready, metricsURLs []string
 	var pids []int
 	for i, addr := range shardAddrs(o.readyspanMetrics, o.shards) {
