@@ -13,13 +13,14 @@ fi
 # shellcheck disable=SC2317 # finish runs from the EXIT trap
 finish() {
   local rc=$?
-  # Back to the everyday settings, or down if this script brought the cluster up.
+  # The witness first (down.sh warns of every process it finds left), then back to the everyday
+  # settings, or down if this script brought the cluster up.
+  stop otlpcapture || true
   if [ "$started" = 1 ] && [ "${E2E_KEEP_CLUSTER:-0}" != 1 ]; then
     "$LOCAL/scripts/down.sh" || true
   elif running readyspan; then
     READYSPAN_ARGS="" "$LOCAL/scripts/readyspan.sh" restart >/dev/null || true
   fi
-  stop otlpcapture || true
   exit "$rc"
 }
 trap finish EXIT
