@@ -53,6 +53,8 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"explain", "pod/web", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent"},
 		{[]string{"explain", "pod/web", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"run", "extra"}, "run takes no arguments"},
+		{[]string{"run", "--shard", "2", "--total-shards", "2"}, "--shard must be in [0, 2) for --total-shards=2, got 2"},
+		{[]string{"run", "--total-shards", "0"}, "--total-shards must be at least 1"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer

@@ -122,3 +122,21 @@ func TestEndpointThatIsNotOTLP(t *testing.T) {
 		})
 	}
 }
+
+// TestResourcesSayTheShard: every span's resource names its service and what is said of the
+// exporting process (a shard's readyspan.shard).
+func TestResourcesSayTheShard(t *testing.T) {
+	res := newResources(map[string]string{"readyspan.shard": "1/2"})
+	for _, service := range []string{"kubelet", "kube-scheduler"} {
+		attrs := map[string]string{}
+		for _, kv := range res.get(service).Attributes() {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		if attrs["service.name"] != service || attrs["readyspan.shard"] != "1/2" {
+			t.Errorf("resource of %s: %v", service, attrs)
+		}
+	}
+	if got := newResources(nil).get("kubelet").Attributes(); len(got) != 1 {
+		t.Errorf("unsharded resource: %v, want the service name only", got)
+	}
+}
