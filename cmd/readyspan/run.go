@@ -86,9 +86,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
-	lease := *leName
+	lease := leaseFor(*leName, part)
 	if part.Sharded() {
-		lease = fmt.Sprintf("%s-shard-%d-of-%d", *leName, part.Index, part.Total)
 		otlpCfg.ResourceAttributes = map[string]string{"readyspan.shard": part.String()}
 	}
 	client, restCfg, err := cf.client()
@@ -346,4 +345,12 @@ func identity() string {
 	}
 	id, _ := os.Hostname()
 	return id
+}
+
+// leaseFor is the Lease a replica contends for: each shard elects its own leader.
+func leaseFor(name string, part shard.Shard) string {
+	if !part.Sharded() {
+		return name
+	}
+	return fmt.Sprintf("%s-shard-%d-of-%d", name, part.Index, part.Total)
 }
