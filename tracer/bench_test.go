@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
@@ -80,4 +82,50 @@ func relabel(d Delta, n int) Delta {
 		d.Object = e
 	}
 	return d
+}
+
+// BenchmarkCorrelatorManyServices is BenchmarkCorrelatorDeployment in a cluster with 2,000
+// other Services (the scale test bed's 20,000 Pods come with one per Deployment), and with the
+// deadline tick running while the traces settle: whether a Pod is behind a Service must not cost
+// a walk over every Service in the cluster each time it is asked.
+func BenchmarkCorrelatorManyServices(b *testing.B) {
+	var sc scenario
+	for _, s := range scenarios {
+		if s.name == "deployment-3-replicas" {
+			sc = s
+		}
+	}
+	s := newSim(&testing.T{}, "default")
+	sc.build(s)
+	var services []Delta
+	for i := 0; i < 2000; i++ {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%4), Name: fmt.Sprintf("svc-%d", i), UID: types.UID(fmt.Sprintf("uid-svc-%d", i))},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": fmt.Sprintf("app-%d", i)}}}
+		services = append(services, Delta{Resource: ResourceServices, Type: Added, Object: svc, Initial: true})
+	}
+	pods := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer() // the cluster as it stands; what is measured is the Pods' startups in it
+		c := New(Config{Settle: 2 * time.Second}, SinkFunc(func(*phases.Trace) { pods++ }), nil, nil)
+		for _, d := range services {
+			c.Handle(d)
+		}
+		b.StartTimer()
+		var last time.Time
+		for _, d := range s.deltas {
+			c.Handle(d)
+			for ; !d.Recv.IsZero() && last.Before(d.Recv); last = last.Add(200 * time.Millisecond) {
+				if last.IsZero() {
+					last = d.Recv
+				}
+				c.Tick(last)
+			}
+		}
+		for end := last.Add(3 * time.Second); last.Before(end); last = last.Add(200 * time.Millisecond) {
+			c.Tick(last)
+		}
+	}
+	b.ReportMetric(float64(pods)/b.Elapsed().Seconds(), "pods/s")
 }

@@ -114,7 +114,9 @@ type Correlator struct {
 	done        map[types.UID]struct{} // exported or ignored; forgotten when the Pod is deleted
 	replicaSets map[types.UID]*replicaSet
 	deployments map[types.UID]*deployment
-	services    map[serviceKey]labels.Selector
+	services    map[string]map[string]labels.Selector // namespace → Service name → its selector
+	// servicesChanged counts changes to services, so an answer of hasService knows it is stale.
+	servicesChanged uint64
 	// endpointReady holds, per Pod UID, when its address first turned ready in a slice;
 	// inSlice says whether any slice lists it at all.
 	endpointReady map[types.UID]phases.Times
@@ -150,7 +152,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		done:          map[types.UID]struct{}{},
 		replicaSets:   map[types.UID]*replicaSet{},
 		deployments:   map[types.UID]*deployment{},
-		services:      map[serviceKey]labels.Selector{},
+		services:      map[string]map[string]labels.Selector{},
 		endpointReady: map[types.UID]phases.Times{},
 		inSlice:       map[types.UID]bool{},
 		pendingEvents: map[types.UID][]*event{},
@@ -422,29 +424,53 @@ func (c *Correlator) handleSlice(d *Delta, s *discoveryv1.EndpointSlice) {
 }
 
 func (c *Correlator) handleService(d *Delta, s *corev1.Service) {
-	key := serviceKey{s.Namespace, s.Name}
+	inNamespace := c.services[s.Namespace]
 	if d.Type == Deleted || len(s.Spec.Selector) == 0 {
-		delete(c.services, key)
+		if _, ok := inNamespace[s.Name]; ok {
+			delete(inNamespace, s.Name)
+			if len(inNamespace) == 0 {
+				delete(c.services, s.Namespace)
+			}
+			c.servicesChanged++
+		}
 		return
 	}
-	c.services[key] = labels.SelectorFromSet(s.Spec.Selector)
+	if inNamespace == nil {
+		inNamespace = map[string]labels.Selector{}
+		c.services[s.Namespace] = inNamespace
+	}
+	inNamespace[s.Name] = labels.SelectorFromSet(s.Spec.Selector)
+	c.servicesChanged++
 }
 
-type serviceKey struct{ namespace, name string }
-
 // hasService reports whether a Service selects the Pod, so its address in an EndpointSlice is
-// part of it serving.
+// part of it serving. The answer is kept until the Pod or a Service changes: it is asked on
+// every deadline tick while a Ready Pod settles, and a cluster has thousands of Services.
 func (c *Correlator) hasService(ps *podState) bool {
 	if c.inSlice[ps.pod.UID] {
 		return true
 	}
+	if ps.service.asked && ps.service.pod == ps.pod && ps.service.services == c.servicesChanged {
+		return ps.service.selected
+	}
 	set := labels.Set(ps.pod.Labels)
-	for key, sel := range c.services {
-		if key.namespace == ps.pod.Namespace && sel.Matches(set) {
-			return true
+	selected := false
+	for _, sel := range c.services[ps.pod.Namespace] {
+		if sel.Matches(set) {
+			selected = true
+			break
 		}
 	}
-	return false
+	ps.service = serviceAnswer{asked: true, pod: ps.pod, services: c.servicesChanged, selected: selected}
+	return selected
+}
+
+// serviceAnswer is hasService's last answer for a Pod, and what it was given.
+type serviceAnswer struct {
+	asked    bool
+	pod      *corev1.Pod // the version of the Pod asked about
+	services uint64      // Correlator.servicesChanged then
+	selected bool
 }
 
 // check exports the Pod's trace if it is complete.

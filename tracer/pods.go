@@ -14,8 +14,9 @@ import (
 
 // podState is everything readyspan holds for one in-flight Pod. The correlator owns it.
 type podState struct {
-	pod     *corev1.Pod // last seen version (after the informer transform)
-	creator string      // field manager that created the Pod
+	service serviceAnswer // whether a Service selects it, as last asked
+	pod     *corev1.Pod   // last seen version (after the informer transform)
+	creator string        // field manager that created the Pod
 	created phases.Times
 	// seen holds the receive time of the first watch event that showed each change, keyed
 	// by what changed ({nodeName}, {cond Ready}, {running web}…). Only live watch events

@@ -52,6 +52,7 @@ type WatchErrors interface {
 type Watcher struct {
 	controllers []cache.Controller
 	kinds       []runtime.Object // an example object of each kind watched, per namespace
+	resources   []Resource       // the resource of each controller
 	synced      []cache.InformerSynced
 	out         chan Delta
 	errs        WatchErrors
@@ -149,6 +150,7 @@ func (w *Watcher) add(client kubernetes.Interface, r Resource, obj runtime.Objec
 	})
 	w.controllers = append(w.controllers, ctrl)
 	w.kinds = append(w.kinds, obj)
+	w.resources = append(w.resources, r)
 	w.synced = append(w.synced, ctrl.HasSynced)
 }
 
@@ -378,10 +380,32 @@ func (w *Watcher) Sink() chan<- Delta { return w.out }
 func (w *Watcher) Deltas() <-chan Delta { return w.out }
 
 // Start starts the reflectors; it returns at once.
+//
+// A shard starts its Events' reflectors once the others have listed: its filter tells whose an
+// Event is by the Pod or ReplicaSet it is about, so it must have seen them first, or the initial
+// list's Events about other shards' objects would pass.
 func (w *Watcher) Start(ctx context.Context) {
-	for _, c := range w.controllers {
+	var events []cache.Controller
+	var others []cache.InformerSynced
+	for i, c := range w.controllers {
+		if w.shard != nil && w.resources[i] == ResourceEvents {
+			events = append(events, c)
+			continue
+		}
+		others = append(others, c.HasSynced)
 		go c.RunWithContext(ctx)
 	}
+	if len(events) == 0 {
+		return
+	}
+	go func() {
+		if !cache.WaitForCacheSync(ctx.Done(), others...) {
+			return
+		}
+		for _, c := range events {
+			go c.RunWithContext(ctx)
+		}
+	}()
 }
 
 // WaitForSync blocks until every cache has synced or ctx ends.

@@ -130,7 +130,7 @@ func TestResourcesSayTheShard(t *testing.T) {
 	for _, service := range []string{"kubelet", "kube-scheduler"} {
 		attrs := map[string]string{}
 		for _, kv := range res.get(service).Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.AsString()
 		}
 		if attrs["service.name"] != service || attrs["readyspan.shard"] != "1/2" {
 			t.Errorf("resource of %s: %v", service, attrs)
