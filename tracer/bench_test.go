@@ -16,14 +16,7 @@ import (
 // BenchmarkCorrelatorDeployment measures end-to-end reconstruction (watch deltas in, traces
 // out) for the 3-replica Deployment scenario; Pods/s is the figure the README quotes.
 func BenchmarkCorrelatorDeployment(b *testing.B) {
-	var sc scenario
-	for _, s := range scenarios {
-		if s.name == "deployment-3-replicas" {
-			sc = s
-		}
-	}
-	s := newSim(&testing.T{}, "default")
-	sc.build(s)
+	s := deploymentScenario()
 	pods := 0
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -89,14 +82,7 @@ func relabel(d Delta, n int) Delta {
 // deadline tick running while the traces settle: whether a Pod is behind a Service must not cost
 // a walk over every Service in the cluster each time it is asked.
 func BenchmarkCorrelatorManyServices(b *testing.B) {
-	var sc scenario
-	for _, s := range scenarios {
-		if s.name == "deployment-3-replicas" {
-			sc = s
-		}
-	}
-	s := newSim(&testing.T{}, "default")
-	sc.build(s)
+	s := deploymentScenario()
 	var services []Delta
 	for i := 0; i < 2000; i++ {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%4), Name: fmt.Sprintf("svc-%d", i), UID: types.UID(fmt.Sprintf("uid-svc-%d", i))},
@@ -128,4 +114,15 @@ func BenchmarkCorrelatorManyServices(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(pods)/b.Elapsed().Seconds(), "pods/s")
+}
+
+// deploymentScenario is the 3-replica Deployment scenario's stream, as the benchmarks replay it.
+func deploymentScenario() *sim {
+	s := newSim(&testing.T{}, "default")
+	for _, sc := range scenarios {
+		if sc.name == "deployment-3-replicas" {
+			sc.build(s)
+		}
+	}
+	return s
 }
