@@ -62,9 +62,9 @@ func (f *Filter) Admit(obj runtime.Object, known bool) (runtime.Object, bool) {
 	case *appsv1.Deployment:
 		return obj, known || f.shard.Owns(WorkloadKey(o.Namespace, kindDeployment, o.Name))
 	case *appsv1.StatefulSet:
-		return obj, known || f.shard.Owns(WorkloadKey(o.Namespace, "StatefulSet", o.Name))
+		return obj, known || f.shard.Owns(WorkloadKey(o.Namespace, kindStatefulSet, o.Name))
 	case *appsv1.DaemonSet:
-		return obj, known || f.shard.Owns(WorkloadKey(o.Namespace, "DaemonSet", o.Name))
+		return obj, known || f.shard.Owns(WorkloadKey(o.Namespace, kindDaemonSet, o.Name))
 	case *appsv1.ControllerRevision:
 		return obj, known || f.shard.Owns(OwnedKey("ControllerRevision", o))
 	case *corev1.Event:
@@ -89,7 +89,7 @@ func (f *Filter) admitEvent(e *corev1.Event) bool {
 		key, seen := f.replicaSets[e.Namespace+"/"+about.Name]
 		f.mu.Unlock()
 		return !seen || f.shard.Owns(key)
-	case kindDeployment, "StatefulSet", "DaemonSet":
+	case kindDeployment, kindStatefulSet, kindDaemonSet:
 		return f.shard.Owns(WorkloadKey(e.Namespace, about.Kind, about.Name))
 	}
 	return true

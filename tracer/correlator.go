@@ -450,7 +450,7 @@ func (c *Correlator) hasService(ps *podState) bool {
 	if c.inSlice[ps.pod.UID] {
 		return true
 	}
-	if ps.service.asked && ps.service.pod == ps.pod && ps.service.services == c.servicesChanged {
+	if ps.service.pod == ps.pod && ps.service.services == c.servicesChanged {
 		return ps.service.selected
 	}
 	set := labels.Set(ps.pod.Labels)
@@ -461,13 +461,13 @@ func (c *Correlator) hasService(ps *podState) bool {
 			break
 		}
 	}
-	ps.service = serviceAnswer{asked: true, pod: ps.pod, services: c.servicesChanged, selected: selected}
+	ps.service = serviceAnswer{pod: ps.pod, services: c.servicesChanged, selected: selected}
 	return selected
 }
 
-// serviceAnswer is hasService's last answer for a Pod, and what it was given.
+// serviceAnswer is hasService's last answer for a Pod, and what it was given; none while pod is
+// nil (a podState always has its Pod).
 type serviceAnswer struct {
-	asked    bool
 	pod      *corev1.Pod // the version of the Pod asked about
 	services uint64      // Correlator.servicesChanged then
 	selected bool

@@ -100,11 +100,11 @@ func TestRelistFindsDeletion(t *testing.T) {
 // to name it, never its spec, status or labels.
 func TestLastSeenKeepsIdentityOnly(t *testing.T) {
 	w := NewWatcher(fake.NewClientset(), WatchConfig{}, nil, nil)
-	if len(w.kinds) < 9 {
-		t.Fatalf("the Watcher watches %d kinds, want 9", len(w.kinds))
+	if len(w.watched) < 9 {
+		t.Fatalf("the Watcher watches %d kinds, want 9", len(w.watched))
 	}
-	for _, example := range w.kinds {
-		obj := example.DeepCopyObject()
+	for _, rf := range w.watched {
+		obj := rf.example.DeepCopyObject()
 		m := obj.(metav1.Object)
 		m.SetName("x")
 		m.SetNamespace("ns")

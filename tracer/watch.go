@@ -50,14 +50,11 @@ type WatchErrors interface {
 // what was deleted while the watch was down. Handlers only stamp and enqueue; the correlator
 // loop does the work.
 type Watcher struct {
-	controllers []cache.Controller
-	kinds       []runtime.Object // an example object of each kind watched, per namespace
-	resources   []Resource       // the resource of each controller
-	synced      []cache.InformerSynced
-	out         chan Delta
-	errs        WatchErrors
-	log         *slog.Logger
-	shard       *shard.Filter // nil: everything is this replica's
+	watched []reflected // one per resource and namespace
+	out     chan Delta
+	errs    WatchErrors
+	log     *slog.Logger
+	shard   *shard.Filter // nil: everything is this replica's
 
 	mu          sync.Mutex
 	forbidden   map[string]string   // resource → message, while a list/watch is forbidden
@@ -148,10 +145,14 @@ func (w *Watcher) add(client kubernetes.Interface, r Resource, obj runtime.Objec
 			w.watchError(r, err)
 		},
 	})
-	w.controllers = append(w.controllers, ctrl)
-	w.kinds = append(w.kinds, obj)
-	w.resources = append(w.resources, r)
-	w.synced = append(w.synced, ctrl.HasSynced)
+	w.watched = append(w.watched, reflected{resource: r, example: obj, ctrl: ctrl})
+}
+
+// reflected is one resource's reflector in one namespace.
+type reflected struct {
+	resource Resource
+	example  runtime.Object // an object of the kind it lists and watches
+	ctrl     cache.Controller
 }
 
 // process does what an informer does with what its queue pops (client-go's processDeltas),
@@ -387,13 +388,13 @@ func (w *Watcher) Deltas() <-chan Delta { return w.out }
 func (w *Watcher) Start(ctx context.Context) {
 	var events []cache.Controller
 	var others []cache.InformerSynced
-	for i, c := range w.controllers {
-		if w.shard != nil && w.resources[i] == ResourceEvents {
-			events = append(events, c)
+	for _, rf := range w.watched {
+		if w.shard != nil && rf.resource == ResourceEvents {
+			events = append(events, rf.ctrl)
 			continue
 		}
-		others = append(others, c.HasSynced)
-		go c.RunWithContext(ctx)
+		others = append(others, rf.ctrl.HasSynced)
+		go rf.ctrl.RunWithContext(ctx)
 	}
 	if len(events) == 0 {
 		return
@@ -410,7 +411,11 @@ func (w *Watcher) Start(ctx context.Context) {
 
 // WaitForSync blocks until every cache has synced or ctx ends.
 func (w *Watcher) WaitForSync(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
+	synced := make([]cache.InformerSynced, len(w.watched))
+	for i, rf := range w.watched {
+		synced[i] = rf.ctrl.HasSynced
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		if msg := w.Problem(); msg != "" {
 			return errors.New(msg)
 		}
