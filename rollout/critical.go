@@ -54,15 +54,30 @@ type item struct {
 	uid        string
 	start, end time.Time
 	endKnown   bool
-	step       int // index into Rollout.Steps, -1 when no step is known to have caused it
-	newPod     *NewPod
-	oldPod     *OldPod
-	readyAt    time.Time // new Pods: Ready (min_ready runs from here to available)
+	// endSeen is readyspan's own receive time of the end (zero when the watch did not see it),
+	// compared with a step's receive time when the end's best stamp comes after the step's.
+	endSeen time.Time
+	step    int // index into Rollout.Steps, -1 when no step is known to have caused it
+	newPod  *NewPod
+	oldPod  *OldPod
+	readyAt time.Time // new Pods: Ready (min_ready runs from here to available)
 }
 
 type timeline struct {
 	list      []*item
 	stepTimes []time.Time
+	// stepSeen is readyspan's receive time of each step's Event (zero when unknown).
+	stepSeen []time.Time
+}
+
+// seen is the watch receive time among a boundary's stamps, zero when the watch did not see it.
+func seen(t phases.Times) time.Time {
+	for _, s := range t {
+		if s.Source == phases.SourceWatch {
+			return s.Time
+		}
+	}
+	return time.Time{}
 }
 
 func timelineOf(r *Rollout) *timeline {
@@ -71,6 +86,7 @@ func timelineOf(r *Rollout) *timeline {
 	for i, s := range r.Steps {
 		at, _ := s.Time.Resolve()
 		tl.stepTimes = append(tl.stepTimes, at.Time)
+		tl.stepSeen = append(tl.stepSeen, seen(s.Time))
 		for _, uid := range s.Pods {
 			stepOf[uid] = i
 		}
@@ -89,9 +105,12 @@ func timelineOf(r *Rollout) *timeline {
 		if rd, ok := p.Ready.Resolve(); ok {
 			it.readyAt = rd.Time
 			it.end, it.endKnown = rd.Time.Add(minReady), true
+			if w := seen(p.Ready); !w.IsZero() {
+				it.endSeen = w.Add(minReady)
+			}
 		}
 		if !p.Available.IsZero() {
-			it.end, it.endKnown = p.Available, true
+			it.end, it.endKnown, it.endSeen = p.Available, true, time.Time{}
 		}
 		tl.list = append(tl.list, it)
 	}
@@ -100,7 +119,7 @@ func timelineOf(r *Rollout) *timeline {
 		d, _ := o.Deleted.Resolve()
 		it := &item{uid: o.UID, start: d.Time, step: step(o.UID), oldPod: o}
 		if g, ok := o.Gone.Resolve(); ok {
-			it.end, it.endKnown = g.Time, true
+			it.end, it.endKnown, it.endSeen = g.Time, true, seen(o.Gone)
 		}
 		tl.list = append(tl.list, it)
 	}
@@ -224,13 +243,28 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 				t = st
 			}
 		}
+		// The predecessor ended last before the step. An end that readyspan saw on its own
+		// watch no later than it saw the step's Event qualifies too, even if its stamp (a
+		// receive time, an upper bound) falls after the controller's stamp of the step: the
+		// controller acts on the change before it writes the Event, and readyspan's two
+		// receive times share one clock, so a slow readyspan cannot reorder cause and effect.
 		var pred *item
 		bound := t.Add(handoffSlack)
-		for i := sort.Search(len(known), func(i int) bool { return known[i].end.After(bound) }) - 1; i >= 0; i-- {
-			if !visited[known[i]] {
-				pred = known[i]
-				break
+		var stepSeen time.Time
+		if cp.steps[cur.step] && cur.step < len(tl.stepSeen) {
+			stepSeen = tl.stepSeen[cur.step]
+		}
+		searchTo := bound
+		if stepSeen.After(searchTo) {
+			searchTo = stepSeen
+		}
+		for i := sort.Search(len(known), func(i int) bool { return known[i].end.After(searchTo) }) - 1; i >= 0; i-- {
+			k := known[i]
+			if visited[k] || k.end.After(bound) && (k.endSeen.IsZero() || k.endSeen.After(stepSeen)) {
+				continue
 			}
+			pred = k
+			break
 		}
 		if pred == nil {
 			add(catControllers, start, t)

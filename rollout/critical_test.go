@@ -273,6 +273,29 @@ func earlyHandoff() *Rollout {
 	return r
 }
 
+// lateWatch is earlyHandoff seen by a slow readyspan: its watch received new Pod 1's Ready
+// at 3100, 32 ms after the controller stamped the second scale up (3068, the Event's name),
+// but before it received that Event (3110). The receive times share one clock and the
+// controller wrote the Event after acting on the Ready, so new Pod 1 still enabled the step;
+// the path and its figures are earlyHandoff's: new Pod 1 counts up to the step, 70 → 3068.
+func lateWatch() *Rollout {
+	r := earlyHandoff()
+	r.NewPods[0].Ready = at(3100, phases.SourceWatch)
+	r.Steps[1].Time = append(at(3068, phases.SourceEventName), phases.Stamp{Time: ms(3110), Source: phases.SourceWatch})
+	return r
+}
+
+// lateWatchAfterStep is lateWatch with new Pod 1's Ready received after the step's Event
+// (3120 > 3110): then nothing observed says it came first, and the step's predecessor is
+// unknown: controllers from the change to the step, 3068 − 0.
+//
+//	controllers 12 + 50 + 3068 = 3130; untraced 3000 (new Pod 2); total 6130
+func lateWatchAfterStep() *Rollout {
+	r := lateWatch()
+	r.NewPods[0].Ready = at(3120, phases.SourceWatch)
+	return r
+}
+
 func TestCriticalPath(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -324,6 +347,16 @@ func TestCriticalPath(t *testing.T) {
 			name: "hand-off stamped before the Ready that enabled it", r: earlyHandoff(), duration: 6130 * time.Millisecond,
 			critical: map[string]int{"controllers": 132, "untraced": 5998},
 			pods:     []string{uid("new", 1), uid("new", 2)}, steps: []int{0, 1}, waves: 2,
+		},
+		{
+			name: "Ready received late, but before the step's Event", r: lateWatch(), duration: 6130 * time.Millisecond,
+			critical: map[string]int{"controllers": 132, "untraced": 5998},
+			pods:     []string{uid("new", 1), uid("new", 2)}, steps: []int{0, 1}, waves: 2,
+		},
+		{
+			name: "Ready received after the step's Event", r: lateWatchAfterStep(), duration: 6130 * time.Millisecond,
+			critical: map[string]int{"controllers": 3130, "untraced": 3000},
+			pods:     []string{uid("new", 2)}, steps: []int{1}, waves: 2,
 		},
 	}
 	for _, tt := range tests {

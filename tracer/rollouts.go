@@ -603,7 +603,9 @@ func matchSteps(steps []rollout.Step, news, olds []*wlPod, kind string) {
 	used := map[types.UID]bool{}
 	for i := range steps {
 		s := &steps[i]
-		at, _ := s.Time.Resolve()
+		// The step's earliest stamp: a rewrite of a combined Event is stamped by its receive
+		// time (late by readyspan's watch) and its whole-second lastTimestamp (early).
+		at, _ := s.Time.Earliest()
 		pool := olds
 		if s.Up {
 			pool = news

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
@@ -448,5 +449,55 @@ func TestRolloutReleasesPodTraces(t *testing.T) {
 		if p.trace != nil {
 			t.Errorf("Pod %s (%s) still holds its trace after its rollout was exported", p.name, uid)
 		}
+	}
+}
+
+// matchSteps gives each step its Pods, in creation order, and never a Pod created well before
+// the step. A rewrite of a combined Event is stamped by readyspan's receive time, which a busy
+// apiserver or readyspan can put seconds after the Pod the step created: its whole-second
+// lastTimestamp still bounds it from below.
+func TestMatchSteps(t *testing.T) {
+	pod := func(uid string, created int) *wlPod {
+		p := &wlPod{uid: types.UID(uid), name: uid, ownerName: "web-7d4b9"}
+		p.created.Add(simAt(created), phases.SourceEventName)
+		return p
+	}
+	precise := func(at int) phases.Times {
+		return phases.Times{{Time: simAt(at), Source: phases.SourceEventName}}
+	}
+	combined := func(recv int) phases.Times {
+		return phases.Times{{Time: simAt(recv), Source: phases.SourceWatch},
+			{Time: simAt(recv).Truncate(time.Second), Source: phases.SourceEventSeconds}}
+	}
+	tests := []struct {
+		name  string
+		steps []phases.Times
+		news  []*wlPod
+		want  [][]string
+	}{
+		{"precise steps, each before its Pod", []phases.Times{precise(1_000), precise(4_000)},
+			[]*wlPod{pod("p1", 1_050), pod("p2", 4_050)}, [][]string{{"p1"}, {"p2"}}},
+		{"a Pod created long before the step is not its", []phases.Times{precise(1_000), precise(9_000)},
+			[]*wlPod{pod("p1", 1_050), pod("p2", 4_050)}, [][]string{{"p1"}, nil}},
+		// simAt(n) is on a whole second when n ends in 300: the rewrite received at 5,750 says
+		// lastTimestamp 5,300, the one received at 6,550 says 6,300.
+		{"a combined rewrite received 1.35 s after its Pod", []phases.Times{precise(1_000), combined(5_750)},
+			[]*wlPod{pod("p1", 1_050), pod("p2", 4_400)}, [][]string{{"p1"}, {"p2"}}},
+		{"a combined rewrite whose lastTimestamp is 1.9 s after the Pod", []phases.Times{precise(1_000), combined(6_550)},
+			[]*wlPod{pod("p1", 1_050), pod("p2", 4_400)}, [][]string{{"p1"}, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var steps []rollout.Step
+			for i, at := range tt.steps {
+				steps = append(steps, rollout.Step{Time: at, Up: true, Target: "web-7d4b9", From: int32(i), To: int32(i + 1)})
+			}
+			matchSteps(steps, tt.news, nil, rollout.Deployment)
+			for i, s := range steps {
+				if fmt.Sprint(s.Pods) != fmt.Sprint(tt.want[i]) {
+					t.Errorf("step %d: Pods %v, want %v", i, s.Pods, tt.want[i])
+				}
+			}
+		})
 	}
 }

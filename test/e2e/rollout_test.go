@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -301,6 +302,7 @@ func TestRolloutDeployment(t *testing.T) {
 	}
 	if v, _ := last.Tag("readyspan.rollout.critical"); v != true {
 		t.Errorf("the last wave %q is not on the critical path", last.StrTag("readyspan.rollout.step.message"))
+		logRolloutItems(t, tr)
 	}
 
 	// Start: the apiserver's own span for the PATCH.
@@ -532,4 +534,26 @@ func (e *Env) kubectlRun(t *testing.T, args ...string) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// logRolloutItems prints a rollout trace's steps and Pods in time order, each with its
+// stamps' sources and whether it is on the critical path: what a failed critical-path check
+// needs to be understood from the test's output alone.
+func logRolloutItems(t *testing.T, tr *Trace) {
+	t.Helper()
+	var items []*Span
+	for _, name := range []string{"rollout.step", "rollout.pod", "rollout.pod.terminate"} {
+		items = append(items, tr.FindAll(name)...)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].StartTimeUS < items[j].StartTimeUS })
+	for _, s := range items {
+		crit, _ := s.Tag("readyspan.rollout.critical")
+		what := s.StrTag("readyspan.rollout.step.message")
+		if what == "" {
+			what = s.StrTag("k8s.pod.name")
+		}
+		t.Logf("  %-22s %s → %s (%s → %s) critical=%v  %s", s.OperationName,
+			s.StartTime().Format("15:04:05.000000"), s.EndTime().Format("15:04:05.000000"),
+			s.StrTag("readyspan.time.source.start"), s.StrTag("readyspan.time.source.end"), crit, what)
+	}
 }
