@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"container/heap"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -135,6 +136,14 @@ type Correlator struct {
 	unknownShapes map[string]bool
 	now           time.Time // the latest time seen, for replay without a clock
 	rollouts      *rollouts
+	// due holds the in-flight Pods that the clock alone can finish, soonest first.
+	due dueHeap
+	// servicesDirty says a Service changed since the last tick: a Ready Pod may now wait for
+	// endpoints, or no longer.
+	servicesDirty bool
+	// inPhase counts the in-flight Pods by current phase, kept as Pods change.
+	inPhase   map[string]int
+	lastPrune time.Time
 }
 
 // New returns a Correlator exporting to sink.
@@ -161,6 +170,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		byName:        map[string]types.UID{},
 		audit:         map[string][]*AuditEntry{},
 		unknownShapes: map[string]bool{},
+		inPhase:       map[string]int{},
 	}
 	c.rollouts = newRollouts(cfg, cfg.Rollouts, stats, c.auditFor)
 	return c
@@ -278,6 +288,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 		delete(c.pendingEvents, p.UID)
 	}
 	ps.update(p, d.watchTime())
+	c.countPhase(ps)
 	if f := failure(p); f != "" {
 		if ps.failureReason == "" {
 			ps.firstFailure, ps.failureReason = d.Recv, f
@@ -432,6 +443,7 @@ func (c *Correlator) handleService(d *Delta, s *corev1.Service) {
 				delete(c.services, s.Namespace)
 			}
 			c.servicesChanged++
+			c.servicesDirty = true
 		}
 		return
 	}
@@ -441,6 +453,7 @@ func (c *Correlator) handleService(d *Delta, s *corev1.Service) {
 	}
 	inNamespace[s.Name] = labels.SelectorFromSet(s.Spec.Selector)
 	c.servicesChanged++
+	c.servicesDirty = true
 }
 
 // hasService reports whether a Service selects the Pod, so its address in an EndpointSlice is
@@ -473,8 +486,15 @@ type serviceAnswer struct {
 	selected bool
 }
 
-// check exports the Pod's trace if it is complete.
+// check exports the Pod's trace if it is complete, and otherwise files it under the next
+// moment the clock alone could finish it.
 func (c *Correlator) check(ps *podState, now time.Time) {
+	c.checkNow(ps, now)
+	c.schedule(ps)
+}
+
+// checkNow exports the Pod's trace if it is complete at now. dueTime follows its branches.
+func (c *Correlator) checkNow(ps *podState, now time.Time) {
 	p := ps.pod
 	if isReady(p) {
 		_, served := c.endpointReady[p.UID]
@@ -531,14 +551,16 @@ func (c *Correlator) Tick(now time.Time) {
 	if now.After(c.now) {
 		c.now = now
 	}
-	counts := map[string]int{}
-	for uid, ps := range c.pods {
-		c.check(ps, now)
-		if _, still := c.pods[uid]; still {
-			counts[currentPhase(ps.pod)]++
+	if c.servicesDirty {
+		c.servicesDirty = false
+		for _, ps := range c.pods {
+			if isReady(ps.pod) {
+				c.check(ps, now)
+			}
 		}
 	}
-	c.stats.InPhase(counts)
+	c.runDue(now)
+	c.stats.InPhase(c.inPhase)
 	c.prune(now)
 	c.rollouts.tick(now)
 }
@@ -547,8 +569,16 @@ func (c *Correlator) Tick(now time.Time) {
 // selector excludes, one deleted before its watch event arrived) are kept.
 const orphanAfter = 2 * time.Minute
 
+// pruneEvery spaces the walks of prune: its maps hold up to an hour of audit entries and two
+// minutes of orphaned events, whose limits need no finer grain than this.
+const pruneEvery = time.Second
+
 // prune forgets what belongs to no tracked Pod: orphaned events and endpoint records.
 func (c *Correlator) prune(now time.Time) {
+	if now.Sub(c.lastPrune) < pruneEvery {
+		return
+	}
+	c.lastPrune = now
 	for uid, evs := range c.pendingEvents {
 		if r := evs[0].Recv; !r.IsZero() && now.Sub(r) > orphanAfter {
 			c.pendingCount -= len(evs)
@@ -615,6 +645,19 @@ func currentPhase(p *corev1.Pod) string {
 	return phases.PhaseStatus
 }
 
+// countPhase moves the Pod to its current phase in the in-flight counts.
+func (c *Correlator) countPhase(ps *podState) {
+	ph := currentPhase(ps.pod)
+	if ph == ps.phase {
+		return
+	}
+	if ps.phase != "" {
+		c.inPhase[ps.phase]--
+	}
+	c.inPhase[ph]++
+	ps.phase = ph
+}
+
 func condTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
 	c := condition(p, t)
 	return c != nil && c.Status == corev1.ConditionTrue
@@ -636,6 +679,13 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	obs.Outcome = outcome
 	uid := ps.pod.UID
 	delete(c.pods, uid)
+	if ps.dueIndex >= 0 {
+		heap.Remove(&c.due, ps.dueIndex)
+	}
+	if ps.phase != "" {
+		c.inPhase[ps.phase]--
+		ps.phase = ""
+	}
 	delete(c.byName, ps.pod.Namespace+"/"+ps.pod.Name)
 	delete(c.endpointReady, uid)
 	delete(c.inSlice, uid)

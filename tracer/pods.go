@@ -32,6 +32,12 @@ type podState struct {
 	deletedAt     time.Time
 	completeAt    time.Time // when the trace was found complete, for Config.Settle
 	createdEvent  *event    // the replicaset controller's SuccessfulCreate for this Pod
+	// due is when the clock alone could finish the trace; dueIndex is the Pod's place in the
+	// Correlator's heap of due times, -1 when it is not in it.
+	due      time.Time
+	dueIndex int
+	// phase is the phase the Pod is counted in for the in-flight gauges, "" when not counted.
+	phase string
 }
 
 // change is a change a watch event can show first: what changed and, for a condition or a
@@ -55,7 +61,7 @@ const (
 )
 
 func newPodState(p *corev1.Pod) *podState {
-	ps := &podState{pod: p, seen: map[change]time.Time{}, events: map[types.UID]*event{}}
+	ps := &podState{pod: p, seen: map[change]time.Time{}, events: map[types.UID]*event{}, dueIndex: -1}
 	ps.created.Add(p.CreationTimestamp.Time, phases.SourceMetadata)
 	for _, f := range p.ManagedFields {
 		if f.Operation == "Update" && f.Subresource == "" {

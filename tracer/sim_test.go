@@ -22,7 +22,7 @@ import (
 // scheduler's through events.k8s.io (eventTime in µs, action, no source), conditions and
 // container statuses with whole-second times stamped by the kubelet.
 type sim struct {
-	t      *testing.T
+	t      testing.TB
 	t0     time.Time
 	ns     string
 	node   string
@@ -43,7 +43,7 @@ var simT0 = time.Date(2026, 11, 30, 8, 41, 33, 700_000_000, time.UTC)
 
 func simAt(ms int) time.Time { return simT0.Add(time.Duration(ms) * time.Millisecond) }
 
-func newSim(t *testing.T, ns string) *sim {
+func newSim(t testing.TB, ns string) *sim {
 	return &sim{
 		t: t, ns: ns, node: "nodetest",
 		t0:       simT0,
