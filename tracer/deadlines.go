@@ -96,3 +96,22 @@ func (h *dueHeap) Pop() any {
 	ps.dueIndex = -1
 	return ps
 }
+
+// NextDue is the earliest moment the clock alone could finish a trace, zero when no Pod in
+// flight has one. The live loop sleeps until then, so a trace is exported when its settle time
+// ends rather than on the tick after.
+func (c *Correlator) NextDue() time.Time {
+	if len(c.due) == 0 {
+		return time.Time{}
+	}
+	return c.due[0].due
+}
+
+// RunDue checks the Pods whose moment has come, and nothing else (Tick also runs the
+// rollouts' deadlines, prunes and publishes the gauges).
+func (c *Correlator) RunDue(now time.Time) {
+	if now.After(c.now) {
+		c.now = now
+	}
+	c.runDue(now)
+}

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"testing"
@@ -183,5 +184,36 @@ func BenchmarkTickInFlight(b *testing.B) {
 				b.Fatalf("%d Pods in flight, want %d", c.InFlight(), n)
 			}
 		})
+	}
+}
+
+// The live loop wakes when a trace's settle time ends, not on a tick: with a tick of an hour,
+// a Pod made Ready now is exported once its 300 ms have passed, and not before.
+func TestLoopWakesWhenDue(t *testing.T) {
+	s := newSim(t, "default")
+	s.t0 = time.Now()
+	s.pod("a", nil, nil, web, 0)
+	ready := happy(s, "a", 20, false, false) - 10 // no Service: complete at Ready
+	sort.SliceStable(s.deltas, func(i, j int) bool { return s.deltas[i].Recv.Before(s.deltas[j].Recv) })
+	const settle = 300 * time.Millisecond
+	exported := make(chan time.Time, 1)
+	c := New(Config{Settle: settle}, SinkFunc(func(*phases.Trace) { exported <- time.Now() }), nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	deltas := make(chan Delta)
+	go Loop(ctx, deltas, c, time.Hour, nil)
+	for _, d := range s.deltas {
+		time.Sleep(time.Until(d.Recv)) // each delta as it would arrive
+		deltas <- d
+	}
+	due := s.recv(ready).Add(settle)
+	select {
+	case at := <-exported:
+		if at.Before(due) {
+			t.Errorf("exported %v before its settle time ended", due.Sub(at))
+		}
+		t.Logf("exported %v after its settle time ended", at.Sub(due))
+	case <-time.After(time.Until(due) + 10*time.Second):
+		t.Fatal("not exported: the loop waits for a tick an hour away")
 	}
 }

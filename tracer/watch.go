@@ -555,11 +555,15 @@ func slimVolume(v corev1.VolumeSource) corev1.VolumeSource {
 	return out
 }
 
-// Loop feeds the watcher's deltas to the correlator, runs its deadlines every tick, and hands
-// each delta to tap (the recorder) first. It returns when ctx ends.
+// Loop feeds the watcher's deltas to the correlator, wakes it when a Pod's deadline comes
+// (NextDue), runs its other deadlines and gauges every tick, and hands each delta to tap (the
+// recorder) first. It returns when ctx ends.
 func Loop(ctx context.Context, deltas <-chan Delta, c *Correlator, tick time.Duration, tap func(Delta)) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	due := time.NewTimer(time.Hour)
+	defer due.Stop()
+	var armed time.Time // the due time the timer is set for, zero when it is idle
 	for {
 		select {
 		case <-ctx.Done():
@@ -575,6 +579,22 @@ func Loop(ctx context.Context, deltas <-chan Delta, c *Correlator, tick time.Dur
 			if c != nil {
 				c.Tick(now)
 			}
+		case now := <-due.C:
+			armed = time.Time{}
+			if c != nil {
+				c.RunDue(now)
+			}
+		}
+		if c == nil {
+			continue
+		}
+		if next := c.NextDue(); !next.Equal(armed) {
+			armed = next
+			wait := time.Hour // nothing due: the timer idles
+			if !next.IsZero() {
+				wait = max(time.Until(next), 0)
+			}
+			due.Reset(wait)
 		}
 	}
 }

@@ -72,9 +72,9 @@ func (p *pipeline) startFor(ctx context.Context, d time.Duration) (context.Conte
 	return ctx, cancel, nil
 }
 
-// deadlineTick is how often the correlator runs its deadlines (a trace's settle time, the
-// endpoints wait, stuck and failed Pods): it is also how late past its settle time a trace can
-// be exported. The scale test bed measured a 1 s tick as most of the export lag.
+// deadlineTick is how often the correlator runs the rollouts' deadlines, prunes and publishes
+// its gauges. A Pod's own deadlines (its settle time, the endpoints wait, stuck and failed) wake
+// the loop at their moment, without waiting for a tick.
 const deadlineTick = 200 * time.Millisecond
 
 // loop hands every delta to the tap and the correlator until ctx ends.
