@@ -3,6 +3,7 @@ package tracer
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,10 @@ func relabel(d Delta, n int) Delta {
 	case *corev1.Event:
 		e := o.DeepCopy()
 		e.UID += types.UID(suffix)
+		// <involved object>.<hex ns>: the copy's name, and the stamp its suffix carries.
+		if i := strings.LastIndex(e.Name, "."); i > 0 {
+			e.Name = e.Name[:i] + suffix + e.Name[i:]
+		}
 		if e.InvolvedObject.Kind == "Pod" {
 			e.InvolvedObject.UID = types.UID(string(e.InvolvedObject.UID[:len(e.InvolvedObject.UID)-4]) + fmt.Sprintf("%04d", n))
 			e.InvolvedObject.Name += suffix

@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkCacheBytesPerPod measures what each copy of the objects costs once a Pod's startup
-// is over: what the Watcher keeps of every object until it is deleted (its identity, lastSeen),
+// is over: what the Watcher keeps of every object but Events until it is deleted (its identity, lastSeen),
 // what an informer's store would keep instead (every object, transformed: the second cache the
 // Watcher no longer has), the correlator's maps, and the Watcher and correlator together. It feeds copies of a
 // real captured startup (run8: its Pod versions, owners and core Events, as the Watcher sees
@@ -30,7 +30,8 @@ func BenchmarkCacheBytesPerPod(b *testing.B) {
 		corr   *Correlator
 	}
 	whole := func(o k8sruntime.Object) k8sruntime.Object { return o }
-	fill := func(keep func(k8sruntime.Object) k8sruntime.Object, withCorrelator bool) (bytes uint64, pods int, h held) {
+	// watcherKeeps: keep is the Watcher's, which keeps no Event at all.
+	fill := func(keep func(k8sruntime.Object) k8sruntime.Object, watcherKeeps, withCorrelator bool) (bytes uint64, pods int, h held) {
 		before := heapAlloc()
 		h.stores = map[Resource]cache.Store{}
 		if withCorrelator {
@@ -48,7 +49,7 @@ func BenchmarkCacheBytesPerPod(b *testing.B) {
 				if p, ok := d.Object.(*corev1.Pod); ok {
 					uids[string(p.UID)] = true
 				}
-				if keep != nil {
+				if keep != nil && (!watcherKeeps || keepsIdentity(d.Resource)) {
 					s := h.stores[d.Resource]
 					if s == nil {
 						s = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{})
@@ -74,13 +75,13 @@ func BenchmarkCacheBytesPerPod(b *testing.B) {
 		return heapAlloc() - before, len(uids), h
 	}
 	for i := 0; i < b.N; i++ {
-		informer, _, h := fill(whole, false)
+		informer, _, h := fill(whole, false, false)
 		runtime.KeepAlive(h)
-		watcher, pods, h := fill(lastSeen, false)
+		watcher, pods, h := fill(lastSeen, true, false)
 		runtime.KeepAlive(h)
-		corr, _, h := fill(nil, true)
+		corr, _, h := fill(nil, false, true)
 		runtime.KeepAlive(h)
-		both, _, h := fill(lastSeen, true)
+		both, _, h := fill(lastSeen, true, true)
 		runtime.KeepAlive(h)
 		if pods == 0 {
 			b.Fatal("no Pods in the recording")

@@ -145,7 +145,7 @@ func (w *Watcher) add(client kubernetes.Interface, r Resource, obj runtime.Objec
 			w.watchError(r, err)
 		},
 	})
-	w.watched = append(w.watched, reflected{resource: r, example: obj, ctrl: ctrl})
+	w.watched = append(w.watched, reflected{resource: r, example: obj, ctrl: ctrl, known: known})
 }
 
 // reflected is one resource's reflector in one namespace.
@@ -153,6 +153,7 @@ type reflected struct {
 	resource Resource
 	example  runtime.Object // an object of the kind it lists and watches
 	ctrl     cache.Controller
+	known    cache.Store // the identities kept (lastSeen), by key
 }
 
 // process does what an informer does with what its queue pops (client-go's processDeltas),
@@ -165,6 +166,10 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 			obj, ok := d.Object.(runtime.Object)
 			if !ok {
 				return fmt.Errorf("%s: not an API object: %T", r, d.Object)
+			}
+			if !keepsIdentity(r) {
+				w.processEvent(obj, d.Type, initial)
+				continue
 			}
 			old, exists, err := known.Get(obj)
 			if err != nil {
@@ -208,6 +213,28 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 		}
 	}
 	return nil
+}
+
+// keepsIdentity tells whether the Watcher keeps the identities of a resource's objects: of
+// every one but Events (processEvent says why).
+func keepsIdentity(r Resource) bool { return r != ResourceEvents }
+
+// processEvent hands on an Event without keeping anything of it. An Event is read once, when
+// it arrives; its deletion (the apiserver expires Events after an hour) changes no trace, so a
+// relist need not find which ones went. Keeping their identities cost an hour of Events'
+// worth of memory: at 25 startups/s, about 540,000 of them. The queue's own delta type says
+// Added or Modified; a relist hands on every Event again, as Added, and the correlator drops
+// the versions it has read (by UID and resourceVersion).
+func (w *Watcher) processEvent(obj runtime.Object, typ cache.DeltaType, initial bool) {
+	obj, ok := w.shard.Admit(obj, false)
+	if !ok {
+		return // another shard's
+	}
+	if typ == cache.Updated {
+		w.emit(Delta{Resource: ResourceEvents, Type: Modified, Object: obj})
+		return
+	}
+	w.emit(Delta{Resource: ResourceEvents, Type: Added, Object: obj, Initial: initial})
 }
 
 // lastSeen is what the Watcher keeps of an object once it is handed on: its identity, owners,
