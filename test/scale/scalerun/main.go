@@ -338,6 +338,11 @@ func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter []
 	if o.shards > 1 {
 		r.RootsByShard = sink.ByShard()
 	}
+	// A trace cannot arrive a second before the Pod it is about served, except by the driver's
+	// clock: its own watch fell behind a loaded apiserver, and its Ready and serving times with it.
+	if r.ExportLagServed.N > 0 && r.ExportLagServed.MinMs < -1000 {
+		r.Notes = append(r.Notes, fmt.Sprintf("export lags not usable: a trace arrived %.1f s before the driver saw its Pod serve (the driver's watch fell behind)", -r.ExportLagServed.MinMs/1000))
+	}
 	if traces > len(res.Pods) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d traces of Pods the driver did not see Ready (Ready after it stopped waiting, or never: stuck or deleted)", traces-len(res.Pods)+len(missing)))
 	}
