@@ -250,8 +250,8 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 		// receive times share one clock, so a slow readyspan cannot reorder cause and effect.
 		var pred *item
 		bound := t.Add(handoffSlack)
-		var stepSeen time.Time
-		if cp.steps[cur.step] && cur.step < len(tl.stepSeen) {
+		var stepSeen time.Time // zero when the item has no step, or its Event was not watched
+		if cur.step >= 0 && cur.step < len(tl.stepSeen) {
 			stepSeen = tl.stepSeen[cur.step]
 		}
 		searchTo := bound
