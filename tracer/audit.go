@@ -97,7 +97,11 @@ func (c *Correlator) handleAudit(a *AuditEntry) {
 	c.audit[k] = list
 }
 
-// auditFor returns the last client write of an object answered no later than before.
+// auditFor returns the last client write of an object received no later than before, a
+// whole-second stamp (a creationTimestamp, an Event's lastTimestamp) or a receive time, plus its
+// second. The receipt is what bounds it: the apiserver stamps the object while it handles the
+// request, so a write stamped at 12:00:58.995 whose answer left at 12:00:59.020 is still the
+// write of an object created "12:00:58".
 func (c *Correlator) auditFor(key string, before time.Time) *AuditEntry {
 	list := c.audit[key]
 	for i := len(list) - 1; i >= 0; i-- {
@@ -105,7 +109,7 @@ func (c *Correlator) auditFor(key string, before time.Time) *AuditEntry {
 		if a.client() == controllerManager {
 			continue
 		}
-		if before.IsZero() || !a.StageTimestamp.After(before.Add(time.Second)) {
+		if before.IsZero() || !a.RequestReceived.After(before.Add(time.Second)) {
 			return a
 		}
 	}
