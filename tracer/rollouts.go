@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,8 +41,12 @@ const (
 	podTraceWait = 45 * time.Second
 	// maxStepsKept bounds the scaling steps remembered per workload.
 	maxStepsKept = 2048
-	// goneRetention is how long a deleted Pod is remembered for the rollouts that removed it.
-	goneRetention = time.Hour
+	// historyRetention is how long a workload's scaling steps and its deleted Pods are
+	// remembered when no rollout in progress holds them: long enough for a rollout readyspan
+	// sees late (its watch behind, a relist) to find its own, short enough that a cluster's
+	// churn does not pile up (at 10 startups/s an hour of deleted Pods was 36,000 of them). A
+	// rollout in progress keeps everything from its start, however long it runs.
+	historyRetention = 10 * time.Minute
 )
 
 // wlPod is what rollouts keep of a Pod a workload controls: the four moments a rollout draws
@@ -666,29 +671,55 @@ func (r *rollouts) tick(now time.Time) {
 	r.prune(now)
 }
 
-// prune forgets Pods gone long ago and placeholder workloads nobody saw, every half minute (it
-// walks every Pod).
+// prune forgets what no rollout can still claim, every half minute (it walks every Pod and
+// step): Pods gone and steps taken more than historyRetention ago, unless they fall in the
+// window of their workload's rollout in progress; and placeholder workloads (Events about a
+// workload readyspan has not seen) left with no step.
 func (r *rollouts) prune(now time.Time) {
 	if now.Sub(r.lastPrune) < 30*time.Second {
 		return
 	}
 	r.lastPrune = now
+	cut := now.Add(-historyRetention)
 	for uid, p := range r.pods {
-		if g, ok := p.gone.Resolve(); ok && now.Sub(g.Time) > goneRetention {
-			delete(r.pods, uid)
-			delete(r.byOwner[p.owner], uid)
-			if len(r.byOwner[p.owner]) == 0 {
-				delete(r.byOwner, p.owner)
-			}
+		g, ok := p.gone.Resolve()
+		if !ok || !g.Time.Before(cut) || r.claimed(p) {
+			continue
+		}
+		delete(r.pods, uid)
+		delete(r.byOwner[p.owner], uid)
+		if len(r.byOwner[p.owner]) == 0 {
+			delete(r.byOwner, p.owner)
 		}
 	}
 	for uid, w := range r.workloads {
-		if w.generation == 0 && len(w.steps) > 0 {
-			if last, _ := w.steps[len(w.steps)-1].Time.Resolve(); now.Sub(last.Time) > goneRetention {
-				delete(r.workloads, uid)
-			}
+		keepFrom := cut
+		if w.cur != nil && w.cur.from.Before(keepFrom) {
+			keepFrom = w.cur.from
+		}
+		w.steps = slices.DeleteFunc(w.steps, func(s rollout.Step) bool {
+			at, _ := s.Time.Resolve()
+			return at.Time.Before(keepFrom)
+		})
+		if w.generation == 0 && w.cur == nil && len(w.steps) == 0 {
+			delete(r.workloads, uid)
 		}
 	}
+}
+
+// claimed tells whether a Pod belongs to its workload's rollout in progress: created or
+// deleted from the rollout's start on (members' test, with no end).
+func (r *rollouts) claimed(p *wlPod) bool {
+	w, _ := r.workloadOf(p)
+	if w == nil || w.cur == nil {
+		return false
+	}
+	for _, t := range []phases.Times{p.created, p.deleted} {
+		if s, ok := t.Resolve(); ok && !s.Time.Before(w.cur.from) {
+			return true
+		}
+	}
+	return false
 }
 
 // flush exports every rollout in progress as it stands (explain, the end of a replay): complete

@@ -501,3 +501,86 @@ func TestMatchSteps(t *testing.T) {
 		})
 	}
 }
+
+// What a workload's history holds is bounded in time, not by the cluster's churn: Pods gone and
+// steps taken historyRetention ago are forgotten once no rollout can claim them; a rollout still
+// in progress keeps all of its own, however long it runs, and exports them in full.
+func TestRolloutHistoryBounded(t *testing.T) {
+	feed := func(c *Correlator, deltas []Delta) time.Time {
+		var last time.Time
+		for _, d := range deltas {
+			c.Tick(d.Recv)
+			c.Handle(d)
+			last = d.Recv
+		}
+		return last
+	}
+	gonePods := func(c *Correlator) (n int) {
+		for _, p := range c.rollouts.pods {
+			if p.gone.Known() {
+				n++
+			}
+		}
+		return n
+	}
+
+	t.Run("rolled out", func(t *testing.T) {
+		s := newRollingSim(t, 5000)
+		c := New(Config{Rollouts: RolloutSinkFunc(func(*rollout.Trace) {})}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+		last := feed(c, s.deltas)
+		w := c.rollouts.workloads[s.dep.UID]
+		c.Tick(last.Add(historyRetention - time.Minute))
+		if n := gonePods(c); n != 2 {
+			t.Errorf("%d gone Pods remembered within the retention, want the 2 old ones", n)
+		}
+		if len(w.steps) != 5 {
+			t.Errorf("%d steps remembered within the retention, want 5 (the creation's and the update's 4)", len(w.steps))
+		}
+		c.Tick(last.Add(historyRetention + time.Minute))
+		if n := gonePods(c); n != 0 {
+			t.Errorf("%d gone Pods remembered past the retention, want none", n)
+		}
+		if len(w.steps) != 0 {
+			t.Errorf("%d steps remembered past the retention, want none", len(w.steps))
+		}
+		if c.rollouts.workloads[s.dep.UID] == nil || len(c.rollouts.pods) != 2 {
+			t.Errorf("the Deployment and its 2 running Pods must stay (workload kept: %v, Pods %d)", c.rollouts.workloads[s.dep.UID] != nil, len(c.rollouts.pods))
+		}
+	})
+
+	t.Run("in progress past the retention", func(t *testing.T) {
+		s := newRollingSim(t, 5000)
+		// The second new Pod never turns Ready: its old Pod stays, and the controller gives no
+		// verdict (a Deployment with no progress deadline).
+		var deltas []Delta
+		stuck := s.at(9060) // web-new-1's Ready
+		for _, d := range s.deltas {
+			if d.Recv.Before(stuck) {
+				deltas = append(deltas, d)
+			}
+		}
+		var rs []*rollout.Trace
+		c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+		last := feed(c, deltas)
+		for at := last; at.Before(last.Add(historyRetention + 5*time.Minute)); at = at.Add(30 * time.Second) {
+			c.Tick(at)
+		}
+		if n := gonePods(c); n != 1 {
+			t.Errorf("%d gone Pods remembered, want the rollout's old one", n)
+		}
+		c.Tick(s.at(5000).Add(DefaultRolloutStuckAfter + time.Minute))
+		var update *rollout.Trace
+		for _, r := range rs {
+			if r.Rollout.Generation == 2 {
+				update = r
+			}
+		}
+		if update == nil {
+			t.Fatalf("the update was not exported (%d rollouts)", len(rs))
+		}
+		if update.Rollout.Outcome != rollout.OutcomeFailed || len(update.Rollout.OldPods) != 1 || len(update.Rollout.NewPods) != 2 || len(update.Rollout.Steps) != 3 {
+			t.Errorf("stuck update: outcome %s, %d old Pods, %d new, %d steps; want failed, 1, 2, 3",
+				update.Rollout.Outcome, len(update.Rollout.OldPods), len(update.Rollout.NewPods), len(update.Rollout.Steps))
+		}
+	})
+}
