@@ -152,6 +152,7 @@ func (d *Driver) Run(ctx context.Context) (Result, error) {
 	for {
 		if d.readyCount() >= res.Expected {
 			res.Complete = err == nil
+			d.awaitServing(ctx, servingWait)
 			return d.result(res, err)
 		}
 		select {
@@ -160,6 +161,39 @@ func (d *Driver) Run(ctx context.Context) (Result, error) {
 		case <-poll.C:
 		}
 	}
+}
+
+// servingWait bounds how long the driver waits, after the last Pod turned Ready, for the last
+// addresses to turn ready in their Services' EndpointSlices (the EndpointSlice controller lags
+// the Pods by up to a second or two on a loaded cluster). Without it the last Pods had no
+// serving time, and the lag from serving took their lag from Ready instead.
+const servingWait = 15 * time.Second
+
+// awaitServing waits until every Pod seen Ready was seen serving too (every Deployment of the
+// driver has a Service), for at most wait.
+func (d *Driver) awaitServing(ctx context.Context, wait time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for !d.allServing() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+func (d *Driver) allServing() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range d.pods {
+		if !p.Ready.IsZero() && p.Serving.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // retry makes up to three attempts at an action, a second apart: on an overloaded cluster a

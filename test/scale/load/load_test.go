@@ -1,11 +1,18 @@
 package load
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/readyspan/readyspan/test/scale/report"
 )
 
 func deployment(name string, generation, observed int64, replicas, updated, ready, total int32) *appsv1.Deployment {
@@ -54,4 +61,36 @@ func TestNextToRoll(t *testing.T) {
 	if got := d.nextToRoll(4, []int{1, 1, 1, 0}); got != 0 {
 		t.Errorf("next = %d, want 0 (3 was never seen on the watch)", got)
 	}
+}
+
+// The last Pods turn Ready before their addresses do: the driver waits for the EndpointSlice
+// that serves them, so their lag is measured from serving like every other Pod's, and gives up
+// after its bound when an address never turns ready.
+func TestAwaitServing(t *testing.T) {
+	readyPod := func(uid string) *report.PodTimes {
+		return &report.PodTimes{UID: uid, Ready: time.Now()}
+	}
+	t.Run("address turns ready", func(t *testing.T) {
+		d := &Driver{pods: map[types.UID]*report.PodTimes{"a": readyPod("a")}, serving: map[types.UID]time.Time{}}
+		go func() {
+			time.Sleep(150 * time.Millisecond)
+			d.slice(&discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{
+				{TargetRef: &corev1.ObjectReference{Kind: "Pod", UID: "a"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}})
+		}()
+		d.awaitServing(context.Background(), time.Minute)
+		res, _ := d.result(Result{}, nil)
+		if len(res.Pods) != 1 || res.Pods[0].Serving.IsZero() {
+			t.Fatalf("pods %+v: want the one Pod with its serving time", res.Pods)
+		}
+	})
+	t.Run("address never ready", func(t *testing.T) {
+		d := &Driver{pods: map[types.UID]*report.PodTimes{"a": readyPod("a")}, serving: map[types.UID]time.Time{}}
+		done := make(chan struct{})
+		go func() { d.awaitServing(context.Background(), 200*time.Millisecond); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("awaitServing did not give up after its bound")
+		}
+	})
 }
