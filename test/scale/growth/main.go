@@ -28,6 +28,7 @@ func main() {
 func run() error {
 	pods := flag.Float64("pods", 150000, "Pods to extrapolate to")
 	rate := flag.Float64("rate", 100, "Pod startups per second to extrapolate to")
+	ringMiB := flag.Float64("ui-ring-mib", 64, "the UI ring's bound readyspan runs with (--ui-max-mib): added whole to the extrapolated RSS, since the ring stops growing at its bound")
 	within := flag.String("within", "", "instead: fit one run's RSS against its Pods Ready so far, from PREFIX-samples.jsonl and PREFIX-pods.jsonl")
 	flag.Parse()
 	if *within != "" {
@@ -52,7 +53,7 @@ func run() error {
 
 	fmt.Println("| nodes | Pods | startups | Pods/s | readyspan RSS MiB | baseline RSS MiB | ratio | readyspan CPU s | baseline CPU s | ratio | readyspan CPU µs/watch event |")
 	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-	var x, rsRSS, blRSS, st, rsCPU, blCPU []float64
+	var x, rsRSS, rsNoRing, blRSS, st, rsCPU, blCPU []float64
 	for _, r := range reports {
 		events := 0.0
 		for _, v := range r.WatchEvents {
@@ -68,6 +69,9 @@ func run() error {
 			r.Readyspan.CPUSeconds, r.Baseline.CPUSeconds, r.CPURatio, perEvent)
 		x = append(x, float64(r.Level.Pods))
 		rsRSS, blRSS = append(rsRSS, r.Readyspan.RSSSteadyMiB), append(blRSS, r.Baseline.RSSSteadyMiB)
+		// The UI's ring of recent traces fills up to a bound (Pods, rollouts, MiB) and then stays:
+		// a line through it would extrapolate a fixed cost as if it grew with the cluster.
+		rsNoRing = append(rsNoRing, r.Readyspan.RSSSteadyMiB-r.UIRingMiB)
 		st = append(st, float64(r.Level.Startups))
 		rsCPU, blCPU = append(rsCPU, r.Readyspan.CPUSeconds), append(blCPU, r.Baseline.CPUSeconds)
 	}
@@ -78,16 +82,17 @@ func run() error {
 		unit string
 	}{
 		{"readyspan RSS MiB = a + b·Pods", report.FitLine(x, rsRSS), "MiB"},
+		{"readyspan RSS less the UI ring", report.FitLine(x, rsNoRing), "MiB"},
 		{"baseline RSS MiB = a + b·Pods", report.FitLine(x, blRSS), "MiB"},
 		{"readyspan CPU s = a + b·startups", report.FitLine(st, rsCPU), "s"},
 		{"baseline CPU s = a + b·startups", report.FitLine(st, blCPU), "s"},
 	} {
 		fmt.Printf("%-34s a %.3g  b %.4g  (R² %.3f, %d points)\n", f.what, f.l.Intercept, f.l.Slope, f.l.R2, f.l.N)
 	}
-	rs, bl := report.FitLine(x, rsRSS), report.FitLine(x, blRSS)
+	rs, bl := report.FitLine(x, rsNoRing), report.FitLine(x, blRSS)
 	rc, bc := report.FitLine(st, rsCPU), report.FitLine(st, blCPU)
 	fmt.Printf("\nEXTRAPOLATION (beyond every measured size) to %.0f Pods and %.0f Pod startups/s:\n", *pods, *rate)
-	fmt.Printf("  readyspan RSS %.0f MiB, baseline %.0f MiB\n", rs.At(*pods), bl.At(*pods))
+	fmt.Printf("  readyspan RSS %.0f MiB (the line less the UI ring, plus the ring's bound %.0f MiB), baseline %.0f MiB\n", rs.At(*pods)+*ringMiB, *ringMiB, bl.At(*pods))
 	fmt.Printf("  readyspan CPU %.2f cores, baseline %.2f cores (the slope: CPU seconds per startup, times the rate)\n", rc.Slope**rate, bc.Slope**rate)
 	return nil
 }
