@@ -467,10 +467,7 @@ func (r *rollouts) endOf(w *workloadState, a *activeRollout, verdict phases.Stam
 // requested (old) from its start until the next rollout's.
 func (r *rollouts) members(w *workloadState, a *activeRollout, until time.Time) (news, olds []*wlPod) {
 	uid := types.UID(a.obs.Workload.UID)
-	in := func(t phases.Times) bool {
-		s, ok := t.Resolve()
-		return ok && !s.Time.Before(a.from) && (until.IsZero() || s.Time.Before(until))
-	}
+	in := func(t phases.Times) bool { return within(t, a.from, until) }
 	owners := []types.UID{uid}
 	for rs := range r.ownedRS[uid] {
 		owners = append(owners, rs)
@@ -711,15 +708,14 @@ func (r *rollouts) prune(now time.Time) {
 // deleted from the rollout's start on (members' test, with no end).
 func (r *rollouts) claimed(p *wlPod) bool {
 	w, _ := r.workloadOf(p)
-	if w == nil || w.cur == nil {
-		return false
-	}
-	for _, t := range []phases.Times{p.created, p.deleted} {
-		if s, ok := t.Resolve(); ok && !s.Time.Before(w.cur.from) {
-			return true
-		}
-	}
-	return false
+	return w != nil && w.cur != nil && (within(p.created, w.cur.from, time.Time{}) || within(p.deleted, w.cur.from, time.Time{}))
+}
+
+// within tells whether a moment falls in a rollout's window: from its start on, and before
+// until unless until is zero.
+func within(t phases.Times, from, until time.Time) bool {
+	s, ok := t.Resolve()
+	return ok && !s.Time.Before(from) && (until.IsZero() || s.Time.Before(until))
 }
 
 // flush exports every rollout in progress as it stands (explain, the end of a replay): complete
