@@ -119,15 +119,22 @@ func rolloutsOf(t *testing.T, deltas []Delta) ([]*rollout.Trace, []*phases.Trace
 	var rs []*rollout.Trace
 	var ps []*phases.Trace
 	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(p *phases.Trace) { ps = append(ps, p) }), nil, nil)
+	last := feed(c, deltas)
+	c.Tick(last.Add(time.Minute))
+	c.Flush(phases.OutcomeInProgress) // what is still rolling out
+	return rs, ps
+}
+
+// feed hands the deltas to c in order, ticking at each one's receive time first, as the loop
+// does; it returns the last receive time.
+func feed(c *Correlator, deltas []Delta) time.Time {
 	var last time.Time
 	for _, d := range deltas {
 		c.Tick(d.Recv)
 		c.Handle(d)
 		last = d.Recv
 	}
-	c.Tick(last.Add(time.Minute))
-	c.Flush(phases.OutcomeInProgress) // what is still rolling out
-	return rs, ps
+	return last
 }
 
 func TestRolloutLive(t *testing.T) {
@@ -432,13 +439,7 @@ func TestRolloutReleasesPodTraces(t *testing.T) {
 	s := newRollingSim(t, 5000)
 	var exported int
 	c := New(Config{Rollouts: RolloutSinkFunc(func(*rollout.Trace) { exported++ })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
-	var last time.Time
-	for _, d := range s.deltas {
-		c.Tick(d.Recv)
-		c.Handle(d)
-		last = d.Recv
-	}
-	c.Tick(last.Add(time.Minute))
+	c.Tick(feed(c, s.deltas).Add(time.Minute))
 	if exported < 2 {
 		t.Fatalf("%d rollouts exported, want the creation and the update", exported)
 	}
@@ -506,15 +507,6 @@ func TestMatchSteps(t *testing.T) {
 // steps taken historyRetention ago are forgotten once no rollout can claim them; a rollout still
 // in progress keeps all of its own, however long it runs, and exports them in full.
 func TestRolloutHistoryBounded(t *testing.T) {
-	feed := func(c *Correlator, deltas []Delta) time.Time {
-		var last time.Time
-		for _, d := range deltas {
-			c.Tick(d.Recv)
-			c.Handle(d)
-			last = d.Recv
-		}
-		return last
-	}
 	gonePods := func(c *Correlator) (n int) {
 		for _, p := range c.rollouts.pods {
 			if p.gone.Known() {
