@@ -137,7 +137,7 @@ func phaseIndex(name string) int {
 // the same Pod gives the same spans.
 func Build(in *Pod, opts Options) *Trace {
 	p, skew := correctSkew(in)
-	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}, outcome: p.Outcome}
+	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}, outcome: p.Outcome, spanIDs: spanIDSeedFor(p.UID)}
 	sc := scratchPool.Get().(*buildScratch)
 	defer sc.release(b)
 	b.trace.Spans, b.attrBlock = sc.spans[:0], sc.attrs[:0]
@@ -162,11 +162,10 @@ type buildScratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(buildScratch) }}
 
-// release keeps what b grew the scratch to, cleared so that it holds on to no Pod's strings,
-// and returns it to the pool.
+// release keeps what b grew the scratch to and returns it to the pool. It is not cleared: the
+// next Build overwrites what it reads, and until then the scratch holds one trace's strings,
+// whose clearing was a tenth of a Build.
 func (sc *buildScratch) release(b *builder) {
-	clear(b.drawn)
-	clear(b.attrBlock)
 	sc.spans, sc.attrs = b.drawn[:0], b.attrBlock[:0]
 	scratchPool.Put(sc)
 }
@@ -396,6 +395,8 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 type builder struct {
 	pod   *Pod
 	trace *Trace
+	// spanIDs derives the span IDs from the Pod's UID (SpanIDFor), hashed once per trace.
+	spanIDs spanIDSeed
 	// outcome is the Pod's, normalised once: the tracer leaves it empty for a Pod that got Ready.
 	outcome Outcome
 	// pulls are the image pulls drawn, in the order drawn, for the summary to count.
@@ -442,7 +443,7 @@ func (b *builder) add(s Span, parent int, start, end point) int {
 // one begins or ends.
 func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
 	s.TraceID = b.trace.TraceID
-	s.SpanID = SpanIDFor(b.pod.UID, s.Path)
+	s.SpanID = b.spanIDs.spanID(s.Path)
 	if s.Attrs == nil {
 		s.Attrs = b.attrs(spanAttrs)
 	}

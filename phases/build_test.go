@@ -1,9 +1,10 @@
 package phases
 
 import (
-	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,8 +77,21 @@ func TestTraceAndSpanIDs(t *testing.T) {
 	if a, b := SpanIDFor("u", long), SpanIDFor("u", long); a != b || a == SpanIDFor("u", long+"x") {
 		t.Fatal("span IDs of long paths must be distinct and stable")
 	}
-	if want := sha256.Sum256([]byte("u\x00kubelet")); !bytes.Equal(want[:8], func() []byte { id := SpanIDFor("u", "kubelet"); return id[:] }()) {
-		t.Fatal("a span ID is the first 8 bytes of SHA-256 of UID, NUL, path")
+	// Another version of readyspan, or the other replica, must give the same IDs: the first
+	// 8 bytes, big-endian, of FNV-1a 64 of UID, NUL, path (the standard library's) spread by
+	// SplitMix64's finaliser.
+	for _, c := range []struct{ uid, path string }{{"u", "kubelet"}, {"9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f", RootSpanName}, {"", ""}, {"u", long}} {
+		h := fnv.New64a()
+		h.Write([]byte(c.uid + "\x00" + c.path))
+		x := h.Sum64()
+		x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+		x = (x ^ x>>27) * 0x94d049bb133111eb
+		x ^= x >> 31
+		var want SpanID
+		binary.BigEndian.PutUint64(want[:], x)
+		if got := SpanIDFor(c.uid, c.path); got != want || got.IsZero() {
+			t.Errorf("SpanIDFor(%q, %.20q) = %s, want %s", c.uid, c.path, got, want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package phases
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"time"
 )
@@ -89,23 +90,52 @@ func hexValue(c byte) (byte, bool) {
 }
 
 // SpanIDFor derives a span ID from the Pod UID and the span's path (name plus container), so a
-// restarted readyspan, or a second replica, produces the same IDs for the same Pod.
-func SpanIDFor(uid, path string) SpanID {
-	// The hash input is built in a buffer on the stack: a span ID is derived for every span.
-	var buf [spanIDInputOnStack]byte
-	in := append(append(append(buf[:0], uid...), 0), path...)
-	sum := sha256.Sum256(in)
-	var id SpanID
-	copy(id[:], sum[:8])
-	if id.IsZero() {
-		id[7] = 1
+// restarted readyspan, or a second replica, produces the same IDs for the same Pod. The hash is
+// 64-bit FNV-1a of UID, NUL, path, its bits spread by SplitMix64's finaliser: a span ID is
+// derived for every span of every trace, and it needs to be stable and distinct within a trace,
+// not secret (SHA-256 was a fifth of drawing a trace).
+func SpanIDFor(uid, path string) SpanID { return spanIDSeedFor(uid).spanID(path) }
+
+// spanIDSeed is the hash's state after a UID and the NUL: the spans of one trace share it, and
+// each hashes only its path from there.
+type spanIDSeed uint64
+
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+func spanIDSeedFor(uid string) spanIDSeed {
+	h := uint64(fnvOffset64)
+	for i := 0; i < len(uid); i++ {
+		h = (h ^ uint64(uid[i])) * fnvPrime64
 	}
+	return spanIDSeed(h * fnvPrime64) // the NUL between UID and path
+}
+
+func (seed spanIDSeed) spanID(path string) SpanID {
+	h := uint64(seed)
+	for i := 0; i < len(path); i++ {
+		h = (h ^ uint64(path[i])) * fnvPrime64
+	}
+	h = mix64(h)
+	if h == 0 {
+		h = 1 // the zero ID means "no parent"
+	}
+	var id SpanID
+	binary.BigEndian.PutUint64(id[:], h)
 	return id
 }
 
-// spanIDInputOnStack is the longest UID and path SpanIDFor hashes without allocating: a UUID
-// and the longest container step path, with room to spare. Longer ones are hashed all the same.
-const spanIDInputOnStack = 192
+// mix64 is SplitMix64's finaliser: every input bit changes about half the output bits.
+func mix64(h uint64) uint64 {
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}
 
 // StatusCode is a span's outcome.
 type StatusCode int

@@ -226,9 +226,15 @@ func (c *Correlator) Handle(d Delta) {
 	case *appsv1.ControllerRevision:
 		c.rollouts.handleRevision(&d, o)
 	case *corev1.Event:
-		c.handleEvent(&d, fromCoreEvent(o, d.watchTime()))
+		// Each Event arrives through both Events APIs: the second view is dropped before it
+		// is converted.
+		if seen, fresh := c.eventVersion(&d, o.UID, o.ResourceVersion); fresh {
+			c.handleEvent(&d, fromCoreEvent(o, d.watchTime()), seen)
+		}
 	case *eventsv1.Event:
-		c.handleEvent(&d, fromEventsV1(o, d.watchTime()))
+		if seen, fresh := c.eventVersion(&d, o.UID, o.ResourceVersion); fresh {
+			c.handleEvent(&d, fromEventsV1(o, d.watchTime()), seen)
+		}
 	case *discoveryv1.EndpointSlice:
 		c.handleSlice(&d, o)
 	case *corev1.Service:
@@ -314,21 +320,28 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 	c.check(ps, d.Recv)
 }
 
-func (c *Correlator) handleEvent(d *Delta, e *event) {
-	rv, seen := c.seenEvents[e.UID]
-	if seen && d.Type != Deleted {
-		if !rvLess(rv, e.RV) && e.RV != "" {
-			return // the same version through the other Events API, or an older one
-		}
-	}
+// eventVersion records the version of an Event and says whether it is one to fold in: not
+// the same version seen through the other Events API, nor an older one, nor the Event's
+// expiry (what it said is already folded in). seen is whether an earlier version was.
+func (c *Correlator) eventVersion(d *Delta, uid types.UID, version string) (seen, fresh bool) {
+	rv, seen := c.seenEvents[uid]
 	if d.Type == Deleted {
-		delete(c.seenEvents, e.UID)
-		return // expiry: what it said is already folded in
+		delete(c.seenEvents, uid)
+		return seen, false
 	}
-	c.seenEvents[e.UID] = e.RV
+	if seen && !rvLess(rv, version) && version != "" {
+		return seen, false
+	}
+	c.seenEvents[uid] = version
 	if len(c.seenEvents) > 4*maxPendingEvents+len(c.pods)*32 {
 		c.seenEvents = map[types.UID]string{} // bounded; a reset only risks counting a view twice
 	}
+	return seen, true
+}
+
+// handleEvent folds in a version of an Event eventVersion found fresh; seen says an earlier
+// version was folded in already (so an unknown message is counted once).
+func (c *Correlator) handleEvent(d *Delta, e *event, seen bool) {
 	switch e.Regarding.Kind {
 	case "Deployment":
 		known := c.rollouts.handleEvent(e)

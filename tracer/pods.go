@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
 )
@@ -21,9 +20,10 @@ type podState struct {
 	// seen holds the receive time of the first watch event that showed each change, keyed
 	// by what changed ({nodeName}, {cond Ready}, {running web}…). Only live watch events
 	// count; an initial list does not witness when anything happened.
-	seen map[change]time.Time
-	// events about this Pod, by Event UID, with the receive time of their first version.
-	events map[types.UID]*event
+	seen seenChanges
+	// events about this Pod, one per Event UID (its latest version), with the receive time of
+	// their first version. A Pod has about a dozen: a list walked beats a map made per Pod.
+	events []*event
 	// firstFailure is when a persistent failure (ErrImagePull, CrashLoopBackOff…) was first
 	// seen in the Pod's status, for --fail-after.
 	firstFailure  time.Time
@@ -38,6 +38,26 @@ type podState struct {
 	dueIndex int
 	// phase is the phase the Pod is counted in for the in-flight gauges, "" when not counted.
 	phase string
+}
+
+// seenChanges is the receive time of each change, first seen. A Pod shows about a dozen (its
+// conditions, and three or four per container), so a list walked costs less than a map made
+// and grown for every Pod; every version of the Pod marks each change again.
+type seenChanges []seenChange
+
+type seenChange struct {
+	key change
+	at  time.Time
+}
+
+// at is when the change was first seen, zero if it was not.
+func (sc seenChanges) at(key change) time.Time {
+	for i := range sc {
+		if sc[i].key == key {
+			return sc[i].at
+		}
+	}
+	return time.Time{}
 }
 
 // change is a change a watch event can show first: what changed and, for a condition or a
@@ -61,7 +81,7 @@ const (
 )
 
 func newPodState(p *corev1.Pod) *podState {
-	ps := &podState{pod: p, seen: map[change]time.Time{}, events: map[types.UID]*event{}, dueIndex: -1}
+	ps := &podState{pod: p, dueIndex: -1}
 	ps.created.Add(p.CreationTimestamp.Time, phases.SourceMetadata)
 	for _, f := range p.ManagedFields {
 		if f.Operation == "Update" && f.Subresource == "" {
@@ -76,9 +96,12 @@ func (ps *podState) mark(key change, at time.Time) {
 	if at.IsZero() {
 		return
 	}
-	if _, ok := ps.seen[key]; !ok {
-		ps.seen[key] = at
+	for i := range ps.seen {
+		if ps.seen[i].key == key {
+			return
+		}
 	}
+	ps.seen = append(ps.seen, seenChange{key, at})
 }
 
 // update records which changes this version of the Pod shows for the first time.
@@ -120,13 +143,17 @@ func (ps *podState) update(p *corev1.Pod, at time.Time) {
 }
 
 func (ps *podState) addEvent(e *event) {
-	if prev, ok := ps.events[e.UID]; ok {
-		e.Recv = prev.Recv // the first version's receive time is when it happened
-		if e.Count < prev.Count {
-			return // an older version delivered late
+	for i, prev := range ps.events {
+		if prev.UID == e.UID {
+			e.Recv = prev.Recv // the first version's receive time is when it happened
+			if e.Count < prev.Count {
+				return // an older version delivered late
+			}
+			ps.events[i] = e
+			return
 		}
 	}
-	ps.events[e.UID] = e
+	ps.events = append(ps.events, e)
 }
 
 func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
@@ -150,7 +177,7 @@ func (ps *podState) condTimes(t corev1.PodConditionType) phases.Times {
 	if c := condition(ps.pod, t); c != nil && c.Status == corev1.ConditionTrue {
 		out.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
-	out.Add(ps.seen[change{seenCond, string(t)}], phases.SourceWatch)
+	out.Add(ps.seen.at(change{seenCond, string(t)}), phases.SourceWatch)
 	if len(out) == 0 {
 		return nil // as observed: nothing
 	}
@@ -186,17 +213,19 @@ const combinedPrefix = "(combined from similar events): "
 // of one message are merged into one Event whose count says how often it happened, so the counts
 // of either kind add up to the attempts; the larger sum is used, since either kind can be lost.
 // Back-off waits (`Back-off pulling image "IMG"`, `Error: ImagePullBackOff`) are not attempts.
-func countFailedPulls(obs *phases.Pod, idx map[string]int, evs []*event) {
-	pulls := map[int]int{} // "Failed to pull image" events
-	errs := map[int]int{}  // "Error: ErrImagePull" and the like
+func countFailedPulls(obs *phases.Pod, idx containerIndex, evs []*event) {
+	var pulls, errs []int // per container: "Failed to pull image" events, "Error: ErrImagePull" and the like
 	for _, e := range evs {
 		if e.Reason != "Failed" {
 			continue
 		}
 		name, _, ok := containerFromFieldPath(e.Regarding.FieldPath)
-		i, known := idx[name]
+		i, known := idx.of(name)
 		if !ok || !known {
 			continue
+		}
+		if pulls == nil {
+			pulls, errs = make([]int, len(obs.Containers)), make([]int, len(obs.Containers))
 		}
 		n := int(max(e.Count, 1))
 		msg := strings.TrimPrefix(e.Message, combinedPrefix)
@@ -208,7 +237,10 @@ func countFailedPulls(obs *phases.Pod, idx map[string]int, evs []*event) {
 		}
 	}
 	for i := range obs.Containers {
-		obs.Containers[i].FailedPulls = max(pulls[i], errs[i])
+		obs.Containers[i].FailedPulls = 0
+		if pulls != nil {
+			obs.Containers[i].FailedPulls = max(pulls[i], errs[i])
+		}
 	}
 }
 
@@ -246,16 +278,16 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionTrue {
 		obs.Scheduled.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
 	}
-	obs.Scheduled.Add(ps.seen[change{what: seenNodeName}], phases.SourceWatch)
+	obs.Scheduled.Add(ps.seen.at(change{what: seenNodeName}), phases.SourceWatch)
 	if p.Status.StartTime != nil {
 		obs.KubeletStarted.Add(p.Status.StartTime.Time, phases.SourceStatus)
 	}
-	obs.KubeletStarted.Add(ps.seen[change{what: seenStart}], phases.SourceWatch)
+	obs.KubeletStarted.Add(ps.seen.at(change{what: seenStart}), phases.SourceWatch)
 	obs.SandboxReady = ps.condTimes(corev1.PodReadyToStartContainers)
 	obs.Initialized = ps.condTimes(corev1.PodInitialized)
 	obs.ContainersReady = ps.condTimes(corev1.ContainersReady)
 	obs.Ready = ps.condTimes(corev1.PodReady)
-	obs.Running.Add(ps.seen[change{what: seenRunning}], phases.SourceWatch)
+	obs.Running.Add(ps.seen.at(change{what: seenRunning}), phases.SourceWatch)
 	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" {
 		// The scheduler's own record of the last failed attempt, kept in case its events are lost.
 		obs.SchedulingFailure = append(obs.SchedulingFailure, phases.Occurrence{
@@ -264,27 +296,25 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	}
 
 	// Containers from the spec, then their statuses.
-	idx := map[string]int{}
-	statusFailures := map[int][]statusFailure{}
+	var statusFailures []statusFailure
 	if n := len(p.Spec.InitContainers) + len(p.Spec.Containers); n > 0 {
 		obs.Containers = make([]phases.Container, 0, n)
 	}
 	for _, ct := range p.Spec.InitContainers {
-		idx[ct.Name] = len(obs.Containers)
 		obs.Containers = append(obs.Containers, containerFromSpec(&ct, true))
 	}
 	for _, ct := range p.Spec.Containers {
-		idx[ct.Name] = len(obs.Containers)
 		obs.Containers = append(obs.Containers, containerFromSpec(&ct, false))
 	}
+	idx := containerIndex(obs.Containers)
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, cs := range list {
-			i, ok := idx[cs.Name]
+			i, ok := idx.of(cs.Name)
 			if !ok {
 				continue
 			}
 			if f, pull := ps.containerStatus(&obs.Containers[i], &cs); f != nil {
-				statusFailures[i] = append(statusFailures[i], statusFailure{*f, pull})
+				statusFailures = append(statusFailures, statusFailure{*f, pull, i})
 			}
 		}
 	}
@@ -297,17 +327,15 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	}
 	countFailedPulls(obs, idx, evs)
 	// A failure the status shows but no event reported (events lost or expired).
-	for i, fs := range statusFailures {
-		c := &obs.Containers[i]
-		for _, f := range fs {
-			if f.pull && len(c.PullFailures) == 0 {
-				c.PullFailures = append(c.PullFailures, f.o)
-			} else if !f.pull && len(c.Failures) == 0 {
-				c.Failures = append(c.Failures, f.o)
-			}
-			if f.pull && c.FailedPulls == 0 && (pullAttemptErrors[f.o.Reason] || f.o.Reason == "ImagePullBackOff") {
-				c.FailedPulls = 1 // the status shows that at least one attempt failed
-			}
+	for _, f := range statusFailures {
+		c := &obs.Containers[f.container]
+		if f.pull && len(c.PullFailures) == 0 {
+			c.PullFailures = append(c.PullFailures, f.o)
+		} else if !f.pull && len(c.Failures) == 0 {
+			c.Failures = append(c.Failures, f.o)
+		}
+		if f.pull && c.FailedPulls == 0 && (pullAttemptErrors[f.o.Reason] || f.o.Reason == "ImagePullBackOff") {
+			c.FailedPulls = 1 // the status shows that at least one attempt failed
 		}
 	}
 
@@ -376,8 +404,22 @@ func containerFromSpec(ct *corev1.Container, init bool) phases.Container {
 }
 
 type statusFailure struct {
-	o    phases.Occurrence
-	pull bool
+	o         phases.Occurrence
+	pull      bool
+	container int // index into the observation's containers
+}
+
+// containerIndex finds a container of an observation by name. A Pod has a few containers, so a
+// walk beats a map built for every trace.
+type containerIndex []phases.Container
+
+func (ci containerIndex) of(name string) (int, bool) {
+	for i := range ci {
+		if ci[i].Name == name {
+			return i, true
+		}
+	}
+	return -1, false
 }
 
 // containerStatus folds a container status into the observation and returns the persistent
@@ -398,14 +440,14 @@ func (ps *podState) containerStatus(c *phases.Container, cs *corev1.ContainerSta
 		}
 	}
 	if cs.RestartCount == 0 {
-		c.Started.Add(ps.seen[change{seenCtrRun, cs.Name}], phases.SourceWatch)
+		c.Started.Add(ps.seen.at(change{seenCtrRun, cs.Name}), phases.SourceWatch)
 	}
-	c.Finished.Add(ps.seen[change{seenDone, cs.Name}], phases.SourceWatch)
+	c.Finished.Add(ps.seen.at(change{seenDone, cs.Name}), phases.SourceWatch)
 	if cs.Ready {
-		c.ReadyAt.Add(ps.seen[change{seenReady, cs.Name}], phases.SourceWatch)
+		c.ReadyAt.Add(ps.seen.at(change{seenReady, cs.Name}), phases.SourceWatch)
 	}
 	if cs.Started != nil && *cs.Started {
-		c.StartupDone.Add(ps.seen[change{seenStarted, cs.Name}], phases.SourceWatch)
+		c.StartupDone.Add(ps.seen.at(change{seenStarted, cs.Name}), phases.SourceWatch)
 	}
 	if w := cs.State.Waiting; w != nil && failureReasons[w.Reason] {
 		o := phases.Occurrence{Time: phases.Stamp{Time: ps.firstFailure, Source: phases.SourceWatch}, Reason: w.Reason, Message: w.Message}
@@ -420,10 +462,10 @@ func (ps *podState) containerStatus(c *phases.Container, cs *corev1.ContainerSta
 // applyEvent folds one Event about the Pod into the observation. It returns false when the
 // message is in a format it does not know; the event is still kept as an occurrence where its
 // reason says so, but nothing is read from its message.
-func applyEvent(obs *phases.Pod, idx map[string]int, e *event) bool {
+func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 	var c *phases.Container
 	if name, _, ok := containerFromFieldPath(e.Regarding.FieldPath); ok {
-		if i, ok := idx[name]; ok {
+		if i, ok := idx.of(name); ok {
 			c = &obs.Containers[i]
 		}
 	}

@@ -134,6 +134,11 @@ func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
 		return
 	}
 	w := r.workload(uid)
+	if w.generation != 0 {
+		v.sign(&w.view)
+	} else {
+		v.sign(nil)
+	}
 	switch {
 	case w.generation == 0: // first sight
 		w.view, w.generation = v, v.generation

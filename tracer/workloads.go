@@ -47,14 +47,16 @@ type workloadView struct {
 	changed time.Time
 	client  string
 	meta    *metav1.ObjectMeta
+	// template is the Pod template templateHash and restartedAt are read from (sign): hashed
+	// only when the generation is one the rollout tracker has not signed yet.
+	template *corev1.PodTemplateSpec
 }
 
 func baseView(kind string, m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) workloadView {
 	v := workloadView{
 		ref:        rollout.Workload{Kind: kind, Name: m.Name, Namespace: m.Namespace, UID: string(m.UID)},
-		generation: m.Generation, created: m.CreationTimestamp.Time, meta: m,
+		generation: m.Generation, created: m.CreationTimestamp.Time, meta: m, template: tmpl,
 	}
-	v.templateHash, v.restartedAt = templateSignature(m, tmpl)
 	v.client, v.changed = clientChange(m)
 	return v
 }
@@ -151,6 +153,18 @@ func intOrString(v *intstr.IntOrString) string {
 	return v.String()
 }
 
+// sign fills templateHash and restartedAt: from known, the view of the same workload at the same
+// generation, when there is one (the template changes only with the generation, and a workload's
+// status changes with every replica that becomes available: hashing each of those is most of
+// what a Deployment update costs), else from the template.
+func (v *workloadView) sign(known *workloadView) {
+	if known != nil && known.generation == v.generation && v.generation != 0 && known.templateHash != "" {
+		v.templateHash, v.restartedAt = known.templateHash, known.restartedAt
+		return
+	}
+	v.templateHash, v.restartedAt = templateSignature(v.meta, v.template)
+}
+
 // templateSignature is a hash of the Pod template without its restartedAt annotation, and that
 // annotation: a change of the first is an update, of the second alone a restart. Objects that
 // went through Transform carry both in readyspan's own annotations.
@@ -158,13 +172,20 @@ func templateSignature(m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) (stri
 	if tmpl == nil || len(tmpl.Spec.Containers) == 0 {
 		return m.Annotations[annTemplateHash], m.Annotations[annTemplateRestart]
 	}
-	restartedAt := tmpl.Annotations[annRestartedAt]
-	t := tmpl.DeepCopy()
-	delete(t.Annotations, annRestartedAt)
+	restartedAt, restarted := tmpl.Annotations[annRestartedAt]
+	t := *tmpl // a shallow copy: only its annotations differ, and Marshal only reads
+	if restarted {
+		t.Annotations = make(map[string]string, len(tmpl.Annotations)-1)
+		for k, val := range tmpl.Annotations {
+			if k != annRestartedAt {
+				t.Annotations[k] = val
+			}
+		}
+	}
 	if len(t.Annotations) == 0 {
 		t.Annotations = nil
 	}
-	b, _ := json.Marshal(t) // struct fields in order and map keys sorted: deterministic
+	b, _ := json.Marshal(&t) // struct fields in order and map keys sorted: deterministic
 	h := fnv.New64a()
 	_, _ = h.Write(b)
 	return strconv.FormatUint(h.Sum64(), 16), restartedAt
