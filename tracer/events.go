@@ -20,7 +20,7 @@ import (
 type event struct {
 	UID       types.UID // the Event's own UID, to drop the second view of the same event
 	Namespace string
-	Regarding corev1.ObjectReference
+	Regarding eventRef
 	Reason    string
 	Message   string
 	Type      string
@@ -33,11 +33,25 @@ type event struct {
 	RV        string
 }
 
+// eventRef is what readyspan reads of the object an Event is about: an ObjectReference less
+// its API version, namespace (the Event's own) and resourceVersion. An event is made for each
+// Event that arrives; this is most of it.
+type eventRef struct {
+	Kind      string
+	Name      string
+	UID       types.UID
+	FieldPath string
+}
+
+func refOf(r *corev1.ObjectReference) eventRef {
+	return eventRef{Kind: r.Kind, Name: r.Name, UID: r.UID, FieldPath: r.FieldPath}
+}
+
 func fromCoreEvent(e *corev1.Event, recv time.Time) *event {
 	out := &event{
 		UID:       e.UID,
 		Namespace: e.Namespace,
-		Regarding: e.InvolvedObject,
+		Regarding: refOf(&e.InvolvedObject),
 		Reason:    e.Reason,
 		Message:   e.Message,
 		Type:      e.Type,
@@ -60,7 +74,7 @@ func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
 	out := &event{
 		UID:       e.UID,
 		Namespace: e.Namespace,
-		Regarding: e.Regarding,
+		Regarding: refOf(&e.Regarding),
 		Reason:    e.Reason,
 		Message:   e.Note,
 		Type:      e.Type,

@@ -123,7 +123,7 @@ func FuzzStepOf(f *testing.F) {
 	f.Add("DaemonSet", "SuccessfulCreate", "Created pod: agent-x7k2p")
 	f.Add("DaemonSet", "SuccessfulDelete", "Deleted pod: ")
 	f.Fuzz(func(t *testing.T, kind, reason, msg string) {
-		e := &event{Regarding: corev1.ObjectReference{Kind: kind}, Reason: reason, Message: msg}
+		e := &event{Regarding: eventRef{Kind: kind}, Reason: reason, Message: msg}
 		st, ok, known := stepOf(e)
 		if !ok || !known {
 			return

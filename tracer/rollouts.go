@@ -83,7 +83,15 @@ type activeRollout struct {
 	seenAt   time.Time // receive time of the change, for matching the audit log
 	verdict  phases.Times
 	lastStep time.Time
+	// traceID and rootSpanID are the rollout trace's, which its Pods' traces link to; set
+	// by the first Pod trace that links.
+	traceID    phases.TraceID
+	rootSpanID phases.SpanID
 }
+
+// rolloutLinkAttrs are the attributes of a Pod trace's link to its rollout, shared by every
+// such link: full (len == cap), so an append to one copies rather than writes into the others.
+var rolloutLinkAttrs = []phases.Attr{{Key: rollout.AttrLinkRelation, Value: "rollout"}}
 
 // rollouts turns workload changes into one trace per rollout. It is fed by the Correlator, in
 // its goroutine, so it shares its determinism.
@@ -406,12 +414,12 @@ func (r *rollouts) podTrace(tr *phases.Trace) {
 	if c, _ := wp.created.Resolve(); c.Time.Before(w.cur.from) {
 		return
 	}
+	if w.cur.traceID == (phases.TraceID{}) { // once per rollout: a hash, not a Pod's work
+		w.cur.traceID = rollout.TraceIDFor(string(uid), w.cur.obs.Generation)
+		w.cur.rootSpanID = rollout.RootSpanIDFor(string(uid), w.cur.obs.Generation)
+	}
 	root := &tr.Spans[0]
-	root.Links = append(root.Links, phases.Link{
-		TraceID: rollout.TraceIDFor(string(uid), w.cur.obs.Generation),
-		SpanID:  rollout.RootSpanIDFor(string(uid), w.cur.obs.Generation),
-		Attrs:   []phases.Attr{{Key: rollout.AttrLinkRelation, Value: "rollout"}},
-	})
+	root.Links = append(root.Links, phases.Link{TraceID: w.cur.traceID, SpanID: w.cur.rootSpanID, Attrs: rolloutLinkAttrs})
 }
 
 // check exports the workload's rollout once it is over: the controller's verdict seen, every

@@ -339,7 +339,7 @@ func TestStepOf(t *testing.T) {
 		{"DaemonSet", "SuccessfulDelete", "Removed pod agent-x7k2p", true, false, false, "", -1, -1},
 	}
 	for _, tt := range tests {
-		st, ok, known := stepOf(&event{Regarding: corev1.ObjectReference{Kind: tt.kind}, Reason: tt.reason, Message: tt.msg})
+		st, ok, known := stepOf(&event{Regarding: eventRef{Kind: tt.kind}, Reason: tt.reason, Message: tt.msg})
 		if ok != tt.ok || known != tt.known {
 			t.Errorf("%q: ok %v known %v, want %v %v", tt.msg, ok, known, tt.ok, tt.known)
 			continue
@@ -359,7 +359,7 @@ func TestCombinedStepTime(t *testing.T) {
 	r := newRollouts(Config{}, nil, noStats{}, nil)
 	first := simAt(0)
 	recv := simAt(12_345)
-	e := &event{UID: "e1", Regarding: corev1.ObjectReference{Kind: "Deployment", UID: "d1"}, Reason: "ScalingReplicaSet",
+	e := &event{UID: "e1", Regarding: eventRef{Kind: "Deployment", UID: "d1"}, Reason: "ScalingReplicaSet",
 		Message: "(combined from similar events): Scaled up replica set web-7d4b9 from 4 to 5", NameTime: first, EventTime: first,
 		First: first.Truncate(time.Second), Last: recv.Truncate(time.Second), Count: 3, Recv: recv}
 	if !r.handleEvent(e) {
@@ -422,7 +422,7 @@ func TestRolloutRecordReplay(t *testing.T) {
 // rewrites are a known format, and their name's time (the first occurrence's) dates no Pod.
 func TestCombinedSuccessfulCreate(t *testing.T) {
 	c := New(Config{}, SinkFunc(func(*phases.Trace) {}), nil, nil)
-	e := &event{UID: "e1", Namespace: "default", Regarding: corev1.ObjectReference{Kind: "ReplicaSet", Name: "web-7d4b9"}, Reason: "SuccessfulCreate",
+	e := &event{UID: "e1", Namespace: "default", Regarding: eventRef{Kind: "ReplicaSet", Name: "web-7d4b9"}, Reason: "SuccessfulCreate",
 		Message: "(combined from similar events): Created pod: web-7d4b9-x2x9k", NameTime: simAt(0), Count: 4, Recv: simAt(9000)}
 	if !c.handleReplicaSetEvent(e) {
 		t.Fatal("a combined SuccessfulCreate is a known format")
