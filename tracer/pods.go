@@ -61,23 +61,26 @@ func (sc seenChanges) at(key change) time.Time {
 }
 
 // change is a change a watch event can show first: what changed and, for a condition or a
-// container, which. A key of two strings, not one joined, so that marking a change that was
+// container, which. A key of two parts, not one string joined, so that marking a change that was
 // seen already allocates nothing: every version of every Pod marks each of them again.
 type change struct {
-	what string // one of the seen… constants
+	what podChange
 	of   string // the condition type or container name, or ""
 }
 
-// What changed, for change.what.
+// podChange is what changed, for change.what: a number, so that telling two changes apart
+// mostly compares no string.
+type podChange uint8
+
 const (
-	seenNodeName = "nodeName"
-	seenStart    = "startTime"
-	seenRunning  = "phase/Running"
-	seenCond     = "cond"    // a condition turned True
-	seenCtrRun   = "running" // a container running or terminated
-	seenStarted  = "started" // a container's startup probe passed
-	seenReady    = "ready"   // a container ready
-	seenDone     = "done"    // a container exited 0
+	seenNodeName podChange = iota
+	seenStart              // status.startTime
+	seenRunning            // phase Running
+	seenCond               // a condition turned True
+	seenCtrRun             // a container running or terminated
+	seenStarted            // a container's startup probe passed
+	seenReady              // a container ready
+	seenDone               // a container exited 0
 )
 
 func newPodState(p *corev1.Pod) *podState {
