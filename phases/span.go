@@ -93,7 +93,7 @@ func hexValue(c byte) (byte, bool) {
 // restarted readyspan, or a second replica, produces the same IDs for the same Pod. The hash is
 // 64-bit FNV-1a of UID, NUL, path, its bits spread by SplitMix64's finaliser: a span ID is
 // derived for every span of every trace, and it needs to be stable and distinct within a trace,
-// not secret (SHA-256 was a fifth of drawing a trace).
+// not secret (SHA-256 was a sixth of drawing a trace).
 func SpanIDFor(uid, path string) SpanID { return spanIDSeedFor(uid).spanID(path) }
 
 // spanIDSeed is the hash's state after a UID and the NUL: the spans of one trace share it, and
