@@ -260,7 +260,53 @@ type Report struct {
 	ExportErrors    float64            `json:"export_errors"`
 	UIRingMiB       float64            `json:"ui_ring_mib"`        // readyspan_ui_ring_bytes at the end: the web UI's recent traces, part of readyspan's RSS
 	Requests        map[string]float64 `json:"apiserver_requests"` // dispatched by the apiserver, by flow schema (one per user)
+	Restart         *Restart           `json:"restart,omitempty"`  // a fresh readyspan and baseline started into the cluster the load left
 	Notes           []string           `json:"notes,omitempty"`
+}
+
+// Restart is what it costs to start watching a cluster that is already full: a readyspan (after
+// a crash, an upgrade, a handover) and a baseline started side by side once the load is over,
+// every Pod of it still there.
+type Restart struct {
+	Pods      int     `json:"pods"` // Pods in the cluster the processes started into
+	Readyspan Catchup `json:"readyspan"`
+	Baseline  Catchup `json:"baseline"`
+	PeakRatio float64 `json:"rss_peak_ratio"`
+	// Requests are the apiserver's LIST and WATCH requests over the phase, by verb and
+	// resource, from every client (the cluster is otherwise quiet): LISTs of the watched
+	// resources mean the initial lists were not streamed (WatchList).
+	Requests map[string]float64 `json:"apiserver_list_watch"`
+	// NewTraces and NewRollouts are the Pod and rollout traces received over the phase: none is
+	// expected, every Pod having been Ready before the processes started.
+	NewTraces   int `json:"new_pod_traces"`
+	NewRollouts int `json:"new_rollout_traces"`
+}
+
+// Catchup is one process's start into the full cluster.
+type Catchup struct {
+	SyncSeconds float64 `json:"sync_seconds"` // started → /readyz answered (every list synced)
+	CPUSeconds  float64 `json:"cpu_seconds"`  // to sync
+	RSSSyncMiB  float64 `json:"rss_at_sync_mib"`
+	RSSAfterMiB float64 `json:"rss_after_mib"` // at the end of the phase
+	RSSPeakMiB  float64 `json:"rss_peak_mib"`  // VmHWM over the phase
+}
+
+// CatchupOf reads a Catchup from the samples of a process started at started whose /readyz
+// first answered at synced: the CPU and RSS of the last sample at or before synced, the RSS of
+// the last sample, the highest VmHWM.
+func CatchupOf(samples []procstat.Sample, started, synced time.Time) Catchup {
+	c := Catchup{SyncSeconds: synced.Sub(started).Seconds()}
+	for _, sm := range samples {
+		if sm.Finished {
+			continue
+		}
+		if !sm.At.After(synced) {
+			c.CPUSeconds, c.RSSSyncMiB = sm.CPU.Seconds(), mib(sm.RSS)
+		}
+		c.RSSAfterMiB = mib(sm.RSS)
+		c.RSSPeakMiB = max(c.RSSPeakMiB, mib(sm.PeakRSS))
+	}
+	return c
 }
 
 // Table writes the report as the table make scale prints.
@@ -299,6 +345,16 @@ func (r *Report) Table(w io.Writer) error {
 	fmt.Fprintf(tw, "bytes per cached Pod\t%.0f\t%.0f\t\n", r.Readyspan.BytesPerPod, r.Baseline.BytesPerPod)
 	if p := r.BaselineProto; p != nil {
 		fmt.Fprintf(tw, "baseline over protobuf\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\t\t\n", p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)
+	}
+	if rs := r.Restart; rs != nil {
+		fmt.Fprintf(tw, "\t\n")
+		fmt.Fprintf(tw, "started into the full cluster (%d Pods)\treadyspan\tbaseline\tratio\n", rs.Pods)
+		fmt.Fprintf(tw, "seconds to sync\t%.1f\t%.1f\t\n", rs.Readyspan.SyncSeconds, rs.Baseline.SyncSeconds)
+		fmt.Fprintf(tw, "CPU seconds to sync\t%.2f\t%.2f\t\n", rs.Readyspan.CPUSeconds, rs.Baseline.CPUSeconds)
+		fmt.Fprintf(tw, "RSS at sync / after, MiB\t%.1f / %.1f\t%.1f / %.1f\t\n", rs.Readyspan.RSSSyncMiB, rs.Readyspan.RSSAfterMiB, rs.Baseline.RSSSyncMiB, rs.Baseline.RSSAfterMiB)
+		fmt.Fprintf(tw, "RSS peak MiB\t%.1f\t%.1f\t%.2f\n", rs.Readyspan.RSSPeakMiB, rs.Baseline.RSSPeakMiB, rs.PeakRatio)
+		fmt.Fprintf(tw, "apiserver LIST and WATCH requests (every client)\t%s\t\t\n", fmtMap(rs.Requests))
+		fmt.Fprintf(tw, "traces received meanwhile (none expected)\t%d Pods, %d rollouts\t\t\n", rs.NewTraces, rs.NewRollouts)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", n)

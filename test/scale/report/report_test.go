@@ -174,3 +174,33 @@ func TestTable(t *testing.T) {
 		}
 	}
 }
+
+// A restart's catch-up: CPU and RSS as they were when /readyz first answered, the RSS at the
+// end, the highest peak; a sample taken after the process ended counts for nothing.
+func TestCatchupOf(t *testing.T) {
+	mib := int64(1 << 20)
+	sample := func(ms int, cpu time.Duration, rss, peak int64) procstat.Sample {
+		return procstat.Sample{At: at(ms), CPU: cpu, RSS: rss * mib, PeakRSS: peak * mib}
+	}
+	for _, tc := range []struct {
+		name    string
+		samples []procstat.Sample
+		synced  int // ms
+		want    Catchup
+	}{
+		{"synced between samples", []procstat.Sample{
+			sample(0, 0, 10, 10), sample(200, 400*time.Millisecond, 80, 150), sample(400, 700*time.Millisecond, 90, 160),
+			sample(600, 800*time.Millisecond, 70, 160), sample(5000, 900*time.Millisecond, 60, 160),
+		}, 500, Catchup{SyncSeconds: 0.5, CPUSeconds: 0.7, RSSSyncMiB: 90, RSSAfterMiB: 60, RSSPeakMiB: 160}},
+		{"synced at a sample", []procstat.Sample{
+			sample(0, 0, 10, 10), sample(200, 300*time.Millisecond, 40, 40), sample(400, 350*time.Millisecond, 45, 50),
+		}, 200, Catchup{SyncSeconds: 0.2, CPUSeconds: 0.3, RSSSyncMiB: 40, RSSAfterMiB: 45, RSSPeakMiB: 50}},
+		{"a sample after the end", []procstat.Sample{
+			sample(0, 0, 10, 10), sample(200, 300*time.Millisecond, 40, 40), {At: at(400), Finished: true},
+		}, 100, Catchup{SyncSeconds: 0.1, CPUSeconds: 0, RSSSyncMiB: 10, RSSAfterMiB: 40, RSSPeakMiB: 40}},
+	} {
+		if got := CatchupOf(tc.samples, at(0), at(tc.synced)); got != tc.want {
+			t.Errorf("%s: CatchupOf =\n %+v\nwant\n %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -54,7 +54,7 @@ type options struct {
 	otlpAddr, readyspanMetrics, baselineReady           string
 	collector, collectorConfig, collectorOTLP           string
 	collectorMetrics                                    string
-	protoBaseline                                       bool
+	protoBaseline, restart                              bool
 	nodes, pods, replicas, rolls, namespaces, shards    int
 	rate                                                float64
 	settle, deadline, steady, idle, exportTimeout       time.Duration
@@ -76,6 +76,7 @@ func parse() options {
 	flag.IntVar(&o.shards, "shards", 1, "readyspan processes splitting the cluster (--shard i --total-shards N), all exporting to the same receiver")
 	flag.StringVar(&o.baselineReady, "baseline-ready", "127.0.0.1:8081", "the baseline's --ready-addr")
 	flag.BoolVar(&o.protoBaseline, "protobuf-baseline", false, "also run the baseline over protobuf (a third watcher, as the baseline's user)")
+	flag.BoolVar(&o.restart, "restart", true, "after the report's figures, stop readyspan and the baseline and start fresh ones into the full cluster: their catch-up")
 	flag.IntVar(&o.nodes, "nodes", 50, "fake nodes")
 	flag.IntVar(&o.pods, "pods", 1000, "Pods existing at the end (Deployments × replicas)")
 	flag.IntVar(&o.replicas, "replicas", 10, "replicas per Deployment")
@@ -152,6 +153,7 @@ func run(ctx context.Context) (err error) {
 	}
 	step("readyspan (shards: %d) and baseline", o.shards)
 	var ready, metricsURLs []string
+	var watchers []*exec.Cmd // readyspan's shards, the baseline(s): stopped before the restart
 	var pids []int
 	for i, addr := range shardAddrs(o.readyspanMetrics, o.shards) {
 		rsArgs := []string{"run", "--kubeconfig", rk, "--metrics-addr", addr, "--otlp-endpoint", exportTo, "--otlp-insecure"}
@@ -165,6 +167,7 @@ func run(ctx context.Context) (err error) {
 			return err
 		}
 		defer stopProcess(rs)
+		watchers = append(watchers, rs)
 		ready, metricsURLs = append(ready, "http://"+addr+"/readyz"), append(metricsURLs, "http://"+addr+"/metrics")
 		pids = append(pids, rs.Process.Pid)
 	}
@@ -173,6 +176,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer stopProcess(bl)
+	watchers = append(watchers, bl)
 	ready, pids = append(ready, "http://"+o.baselineReady+"/readyz"), append(pids, bl.Process.Pid)
 	if o.protoBaseline {
 		const addr = "127.0.0.1:8082"
@@ -181,6 +185,7 @@ func run(ctx context.Context) (err error) {
 			return err
 		}
 		defer stopProcess(bp)
+		watchers = append(watchers, bp)
 		ready, pids = append(ready, "http://"+addr+"/readyz"), append(pids, bp.Process.Pid)
 	}
 	for _, url := range ready {
@@ -255,6 +260,22 @@ func run(ctx context.Context) (err error) {
 	}
 	if runErr != nil {
 		r.Notes = append(r.Notes, "load driver: "+runErr.Error())
+	}
+	if o.restart {
+		switch {
+		case o.shards > 1:
+			r.Notes = append(r.Notes, "restart: not run with shards")
+		default:
+			for _, w := range watchers {
+				stopProcess(w)
+			}
+			step("restart: a fresh readyspan and baseline into the cluster's %d Pods", len(res.Pods))
+			rs, err := restart(ctx, o, name, rk, bk, exportTo, cfg, sink, len(res.Pods))
+			if err != nil {
+				return fmt.Errorf("restart: %w", err)
+			}
+			r.Restart = rs
+		}
 	}
 	if err := writeJSON(filepath.Join(o.out, name+".json"), r); err != nil {
 		return err
@@ -494,6 +515,93 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float6
 	return out, nil
 }
 
+// restart starts a fresh readyspan and baseline side by side into the cluster the load left and
+// measures their catch-up: the time and CPU to sync, their memory, the apiserver's LIST and WATCH
+// requests meanwhile, and the traces readyspan sends (none is expected: every Pod was Ready
+// before it started).
+func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg *rest.Config, sink *otlpsink.Sink, pods int) (*report.Restart, error) {
+	apiBefore, err := apiserverListWatch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tracesBefore, _, _, _ := sink.Counts()
+	rolloutsBefore, _ := sink.Rollouts()
+	rsArgs := append([]string{"run", "--kubeconfig", rk, "--metrics-addr", o.readyspanMetrics, "--otlp-endpoint", exportTo, "--otlp-insecure"}, strings.Fields(o.readyspanArgs)...)
+	started := time.Now()
+	rs, err := startProcess(filepath.Join(o.out, name+"-restart-readyspan.log"), o.readyspan, rsArgs...)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProcess(rs)
+	bl, err := startProcess(filepath.Join(o.out, name+"-restart-baseline.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", o.baselineReady)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProcess(bl)
+	// Sampled five times a second: the initial lists are where the memory peaks, and VmHWM
+	// keeps the peak whatever the sampling misses.
+	sampler := newSamplerEvery(200*time.Millisecond, rs.Process.Pid, bl.Process.Pid)
+	go sampler.run(ctx)
+	synced := make([]time.Time, 2)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, url := range []string{"http://" + o.readyspanMetrics + "/readyz", "http://" + o.baselineReady + "/readyz"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = waitHTTPEvery(ctx, url, 5*time.Minute, 50*time.Millisecond)
+			synced[i] = time.Now()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		sampler.stop()
+		return nil, err
+	}
+	time.Sleep(o.steady)
+	samples := sampler.stop()
+	apiAfter, err := apiserverListWatch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tracesAfter, _, _, _ := sink.Counts()
+	rolloutsAfter, _ := sink.Rollouts()
+	out := &report.Restart{
+		Pods:        pods,
+		Readyspan:   report.CatchupOf(samples[0], started, synced[0]),
+		Baseline:    report.CatchupOf(samples[1], started, synced[1]),
+		Requests:    scrape.Diff(apiAfter, apiBefore),
+		NewTraces:   tracesAfter - tracesBefore,
+		NewRollouts: rolloutsAfter - rolloutsBefore,
+	}
+	out.PeakRatio = report.Ratio(out.Readyspan.RSSPeakMiB, out.Baseline.RSSPeakMiB)
+	return out, nil
+}
+
+// apiserverListWatch counts the apiserver's LIST and WATCH requests so far, by verb and
+// resource ("LIST pods"), from every client.
+func apiserverListWatch(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get apiserver metrics: %w", err)
+	}
+	fams, err := scrape.Families(scrape.Text(string(body)))
+	if err != nil {
+		return nil, fmt.Errorf("apiserver metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, verb := range []string{"LIST", "WATCH"} {
+		for resource, n := range scrape.ByLabel(fams, "apiserver_request_total", "resource", map[string]string{"verb": verb}) {
+			out[verb+" "+resource] = n
+		}
+	}
+	return out, nil
+}
+
 func startProcess(logPath, bin string, args ...string) (*exec.Cmd, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -520,6 +628,11 @@ func stopProcess(cmd *exec.Cmd) {
 }
 
 func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	return waitHTTPEvery(ctx, url, timeout, 250*time.Millisecond)
+}
+
+// waitHTTPEvery asks url every interval until it answers 200 OK or timeout passes.
+func waitHTTPEvery(ctx context.Context, url string, timeout, interval time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		if _, err := get(ctx, url); err == nil {
@@ -527,7 +640,7 @@ func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
 		} else if time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready after %s: %w", url, timeout, err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 
@@ -554,21 +667,24 @@ func get(ctx context.Context, url string) (string, error) {
 	return string(sb), sc.Err()
 }
 
-// sampler reads the processes from /proc every second.
+// sampler reads the processes from /proc every second (or every).
 type sampler struct {
+	every      time.Duration
 	pids       []int
 	mu         sync.Mutex
 	samples    [][]procstat.Sample
 	done, quit chan struct{}
 }
 
-func newSampler(pids ...int) *sampler {
-	return &sampler{pids: pids, samples: make([][]procstat.Sample, len(pids)), done: make(chan struct{}), quit: make(chan struct{})}
+func newSampler(pids ...int) *sampler { return newSamplerEvery(time.Second, pids...) }
+
+func newSamplerEvery(every time.Duration, pids ...int) *sampler {
+	return &sampler{every: every, pids: pids, samples: make([][]procstat.Sample, len(pids)), done: make(chan struct{}), quit: make(chan struct{})}
 }
 
 func (s *sampler) run(ctx context.Context) {
 	defer close(s.done)
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(s.every)
 	defer t.Stop()
 	for {
 		for i, pid := range s.pids {
