@@ -156,7 +156,7 @@ func run(ctx context.Context) (err error) {
 	var watchers []*exec.Cmd // readyspan's shards, the baseline(s): stopped before the restart
 	var pids []int
 	for i, addr := range shardAddrs(o.readyspanMetrics, o.shards) {
-		rsArgs := []string{"run", "--kubeconfig", rk, "--metrics-addr", addr, "--otlp-endpoint", exportTo, "--otlp-insecure"}
+		rsArgs := runArgs(rk, addr, exportTo)
 		logName := name + "-readyspan.log"
 		if o.shards > 1 {
 			rsArgs = append(rsArgs, "--shard", fmt.Sprint(i), "--total-shards", fmt.Sprint(o.shards))
@@ -496,6 +496,19 @@ func impersonating(adminKubeconfig, user, path string) error {
 // apiserverRequests reads, from the apiserver's /metrics, the requests dispatched for each of
 // the watchers' FlowSchemas.
 func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	fams, err := apiserverMetrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, user := range []string{load.ReadyspanUser, load.BaselineUser} {
+		out[user] = scrape.Sum(scrape.ByLabel(fams, "apiserver_flowcontrol_dispatched_requests_total", "flow_schema", map[string]string{"flow_schema": user}))
+	}
+	return out, nil
+}
+
+// apiserverMetrics scrapes the apiserver's own metrics.
+func apiserverMetrics(ctx context.Context, cfg *rest.Config) (map[string]*dto.MetricFamily, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -508,11 +521,7 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float6
 	if err != nil {
 		return nil, fmt.Errorf("apiserver metrics: %w", err)
 	}
-	out := map[string]float64{}
-	for _, user := range []string{load.ReadyspanUser, load.BaselineUser} {
-		out[user] = scrape.Sum(scrape.ByLabel(fams, "apiserver_flowcontrol_dispatched_requests_total", "flow_schema", map[string]string{"flow_schema": user}))
-	}
-	return out, nil
+	return fams, nil
 }
 
 // restart starts a fresh readyspan and baseline side by side into the cluster the load left and
@@ -526,7 +535,7 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 	}
 	tracesBefore, _, _, _ := sink.Counts()
 	rolloutsBefore, _ := sink.Rollouts()
-	rsArgs := append([]string{"run", "--kubeconfig", rk, "--metrics-addr", o.readyspanMetrics, "--otlp-endpoint", exportTo, "--otlp-insecure"}, strings.Fields(o.readyspanArgs)...)
+	rsArgs := append(runArgs(rk, o.readyspanMetrics, exportTo), strings.Fields(o.readyspanArgs)...)
 	started := time.Now()
 	rs, err := startProcess(filepath.Join(o.out, name+"-restart-readyspan.log"), o.readyspan, rsArgs...)
 	if err != nil {
@@ -581,17 +590,9 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 // apiserverListWatch counts the apiserver's LIST and WATCH requests so far, by verb and
 // resource ("LIST pods"), from every client.
 func apiserverListWatch(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
-	client, err := kubernetes.NewForConfig(cfg)
+	fams, err := apiserverMetrics(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("get apiserver metrics: %w", err)
-	}
-	fams, err := scrape.Families(scrape.Text(string(body)))
-	if err != nil {
-		return nil, fmt.Errorf("apiserver metrics: %w", err)
 	}
 	out := map[string]float64{}
 	for _, verb := range []string{"LIST", "WATCH"} {
@@ -600,6 +601,12 @@ func apiserverListWatch(ctx context.Context, cfg *rest.Config) (map[string]float
 		}
 	}
 	return out, nil
+}
+
+// runArgs are readyspan run's flags in the test bed: the watcher user's kubeconfig, its metrics
+// address, OTLP to the receiver (or the collector in front of it).
+func runArgs(kubeconfig, metricsAddr, exportTo string) []string {
+	return []string{"run", "--kubeconfig", kubeconfig, "--metrics-addr", metricsAddr, "--otlp-endpoint", exportTo, "--otlp-insecure"}
 }
 
 func startProcess(logPath, bin string, args ...string) (*exec.Cmd, error) {
