@@ -272,9 +272,10 @@ type Restart struct {
 	Readyspan Catchup `json:"readyspan"`
 	Baseline  Catchup `json:"baseline"`
 	PeakRatio float64 `json:"rss_peak_ratio"`
-	// Requests are the apiserver's LIST and WATCH requests over the phase, by verb and
-	// resource, from every client (the cluster is otherwise quiet): LISTs of the watched
-	// resources mean the initial lists were not streamed (WatchList).
+	// Requests are, for each resource the processes watch, the apiserver's LIST requests over
+	// the phase and the change in its open WATCH requests ("LIST pods", "open WATCH pods"),
+	// from every client (the cluster is otherwise quiet). Two more open watches of a resource
+	// and no LIST of it: both processes streamed their initial list (WatchList).
 	Requests map[string]float64 `json:"apiserver_list_watch"`
 	// NewTraces and NewRollouts are the Pod and rollout traces received over the phase: none is
 	// expected, every Pod having been Ready before the processes started.
@@ -353,7 +354,7 @@ func (r *Report) Table(w io.Writer) error {
 		fmt.Fprintf(tw, "CPU seconds to sync\t%.2f\t%.2f\t\n", rs.Readyspan.CPUSeconds, rs.Baseline.CPUSeconds)
 		fmt.Fprintf(tw, "RSS at sync / after, MiB\t%.1f / %.1f\t%.1f / %.1f\t\n", rs.Readyspan.RSSSyncMiB, rs.Readyspan.RSSAfterMiB, rs.Baseline.RSSSyncMiB, rs.Baseline.RSSAfterMiB)
 		fmt.Fprintf(tw, "RSS peak MiB\t%.1f\t%.1f\t%.2f\n", rs.Readyspan.RSSPeakMiB, rs.Baseline.RSSPeakMiB, rs.PeakRatio)
-		fmt.Fprintf(tw, "apiserver LIST and WATCH requests (every client)\t%s\t\t\n", fmtMap(rs.Requests))
+		fmt.Fprintf(tw, "apiserver LISTs, open WATCHes (every client)\t%s\t\t\n", fmtMap(rs.Requests))
 		fmt.Fprintf(tw, "traces received meanwhile (none expected)\t%d Pods, %d rollouts\t\t\n", rs.NewTraces, rs.NewRollouts)
 	}
 	for _, n := range r.Notes {

@@ -587,21 +587,26 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 	return out, nil
 }
 
-// apiserverListWatch counts the apiserver's LIST and WATCH requests so far, by verb and
-// resource ("LIST pods"), from every client.
+// apiserverListWatch reads the apiserver's LIST requests so far and its WATCH requests open now,
+// for each resource the watchers watch ("LIST pods", "open WATCH pods"), from every client.
+// apiserver_request_total counts a watch only once it ends, so open ones are read from
+// apiserver_longrunning_requests.
 func apiserverListWatch(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	fams, err := apiserverMetrics(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	lists := scrape.ByLabel(fams, "apiserver_request_total", "resource", map[string]string{"verb": "LIST"})
+	watches := scrape.ByLabel(fams, "apiserver_longrunning_requests", "resource", map[string]string{"verb": "WATCH"})
 	out := map[string]float64{}
-	for _, verb := range []string{"LIST", "WATCH"} {
-		for resource, n := range scrape.ByLabel(fams, "apiserver_request_total", "resource", map[string]string{"verb": verb}) {
-			out[verb+" "+resource] = n
-		}
+	for _, r := range watchedResources {
+		out["LIST "+r], out["open WATCH "+r] = lists[r], watches[r]
 	}
 	return out, nil
 }
+
+// watchedResources are the resources readyspan and the baseline watch.
+var watchedResources = []string{"pods", "events", "replicasets", "deployments", "endpointslices", "services", "statefulsets", "daemonsets", "controllerrevisions"}
 
 // runArgs are readyspan run's flags in the test bed: the watcher user's kubeconfig, its metrics
 // address, OTLP to the receiver (or the collector in front of it).
