@@ -593,7 +593,7 @@ func (c *Correlator) prune(now time.Time) {
 	}
 	c.lastPrune = now
 	for uid, evs := range c.pendingEvents {
-		if r := evs[0].Recv; !r.IsZero() && now.Sub(r) > orphanAfter {
+		if evs[0].orphaned(now) {
 			c.pendingCount -= len(evs)
 			delete(c.pendingEvents, uid)
 		}
@@ -617,7 +617,7 @@ func (c *Correlator) prune(now time.Time) {
 		}
 	}
 	for key, e := range c.createdBy {
-		if !e.Recv.IsZero() && now.Sub(e.Recv) > orphanAfter {
+		if e.orphaned(now) {
 			delete(c.createdBy, key)
 		}
 	}

@@ -31,6 +31,25 @@ type event struct {
 	Count     int32
 	Recv      time.Time // readyspan's receive time (zero for initial lists and old recordings)
 	RV        string
+	// heldSince is when prune first saw the event held for a Pod not seen yet, when it has no
+	// receive time to age it by (orphaned).
+	heldSince time.Time
+}
+
+// orphaned reports whether an event held for a Pod readyspan has not seen has waited
+// orphanAfter: since it was received or, for one from an initial list (no receive time), since
+// the first prune that found it waiting. An initial list brings the Events of the last hour,
+// most of them about Pods that are long Ready and will never be traced; without an age they
+// were held until readyspan stopped.
+func (e *event) orphaned(now time.Time) bool {
+	since := e.Recv
+	if since.IsZero() {
+		if e.heldSince.IsZero() {
+			e.heldSince = now
+		}
+		since = e.heldSince
+	}
+	return now.Sub(since) > orphanAfter
 }
 
 // eventRef is what readyspan reads of the object an Event is about: an ObjectReference less

@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/readyspan/readyspan/test/scale/procstat"
 )
 
@@ -259,6 +261,7 @@ type Report struct {
 	Unparsed        map[string]float64 `json:"unparsed_messages"` // readyspan_unparsed_messages_total by reason
 	ExportErrors    float64            `json:"export_errors"`
 	UIRingMiB       float64            `json:"ui_ring_mib"`        // readyspan_ui_ring_bytes at the end: the web UI's recent traces, part of readyspan's RSS
+	ReadyspanHeap   Heap               `json:"readyspan_heap"`     // readyspan's Go heap at the end of the steady state
 	Requests        map[string]float64 `json:"apiserver_requests"` // dispatched by the apiserver, by flow schema (one per user)
 	Restart         *Restart           `json:"restart,omitempty"`  // a fresh readyspan and baseline started into the cluster the load left
 	Notes           []string           `json:"notes,omitempty"`
@@ -277,10 +280,38 @@ type Restart struct {
 	// from every client (the cluster is otherwise quiet). Two more open watches of a resource
 	// and no LIST of it: both processes streamed their initial list (WatchList).
 	Requests map[string]float64 `json:"apiserver_list_watch"`
+	// ReadyspanHeap is readyspan's Go heap at the end of the phase: with Report.ReadyspanHeap,
+	// whether a difference in RSS is data held or heap the runtime keeps.
+	ReadyspanHeap Heap `json:"readyspan_heap"`
 	// NewTraces and NewRollouts are the Pod and rollout traces received over the phase: none is
 	// expected, every Pod having been Ready before the processes started.
 	NewTraces   int `json:"new_pod_traces"`
 	NewRollouts int `json:"new_rollout_traces"`
+}
+
+// Heap is a Go process's heap as its go_memstats metrics give it.
+type Heap struct {
+	AllocMiB  float64 `json:"alloc_mib"`     // heap objects, live and not yet collected
+	InUseMiB  float64 `json:"inuse_mib"`     // spans holding objects
+	KeptMiB   float64 `json:"idle_kept_mib"` // free spans not yet returned to the OS (part of RSS)
+	NextGCMiB float64 `json:"next_gc_mib"`   // the heap size the next collection is due at
+}
+
+func (h Heap) String() string {
+	return fmt.Sprintf("%.1f, %.1f, %.1f, %.1f", h.AllocMiB, h.InUseMiB, h.KeptMiB, h.NextGCMiB)
+}
+
+// HeapOf reads a Heap from a process's metric families.
+func HeapOf(fams map[string]*dto.MetricFamily) Heap {
+	get := func(name string) float64 {
+		f, ok := fams[name]
+		if !ok || len(f.GetMetric()) == 0 {
+			return 0
+		}
+		return f.GetMetric()[0].GetGauge().GetValue() / (1 << 20)
+	}
+	return Heap{AllocMiB: get("go_memstats_heap_alloc_bytes"), InUseMiB: get("go_memstats_heap_inuse_bytes"),
+		KeptMiB: get("go_memstats_heap_idle_bytes") - get("go_memstats_heap_released_bytes"), NextGCMiB: get("go_memstats_next_gc_bytes")}
 }
 
 // Catchup is one process's start into the full cluster.
@@ -288,7 +319,7 @@ type Catchup struct {
 	SyncSeconds float64 `json:"sync_seconds"` // started → /readyz answered (every list synced)
 	CPUSeconds  float64 `json:"cpu_seconds"`  // to sync
 	RSSSyncMiB  float64 `json:"rss_at_sync_mib"`
-	RSSAfterMiB float64 `json:"rss_after_mib"` // at the end of the phase
+	RSSAfterMiB float64 `json:"rss_after_mib"` // at the end of the phase (scalerun --restart-after)
 	RSSPeakMiB  float64 `json:"rss_peak_mib"`  // VmHWM over the phase
 }
 
@@ -354,6 +385,7 @@ func (r *Report) Table(w io.Writer) error {
 		fmt.Fprintf(tw, "CPU seconds to sync\t%.2f\t%.2f\t\n", rs.Readyspan.CPUSeconds, rs.Baseline.CPUSeconds)
 		fmt.Fprintf(tw, "RSS at sync / after, MiB\t%.1f / %.1f\t%.1f / %.1f\t\n", rs.Readyspan.RSSSyncMiB, rs.Readyspan.RSSAfterMiB, rs.Baseline.RSSSyncMiB, rs.Baseline.RSSAfterMiB)
 		fmt.Fprintf(tw, "RSS peak MiB\t%.1f\t%.1f\t%.2f\n", rs.Readyspan.RSSPeakMiB, rs.Baseline.RSSPeakMiB, rs.PeakRatio)
+		fmt.Fprintf(tw, "readyspan's heap, MiB: objects, in use, kept idle, next GC\t%s (steady state before: %s)\t\t\n", rs.ReadyspanHeap, r.ReadyspanHeap)
 		fmt.Fprintf(tw, "apiserver LISTs, open WATCHes (every client)\t%s\t\t\n", fmtMap(rs.Requests))
 		fmt.Fprintf(tw, "traces received meanwhile (none expected)\t%d Pods, %d rollouts\t\t\n", rs.NewTraces, rs.NewRollouts)
 	}

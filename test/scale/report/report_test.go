@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/readyspan/readyspan/test/scale/procstat"
+	"github.com/readyspan/readyspan/test/scale/scrape"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -202,5 +203,25 @@ func TestCatchupOf(t *testing.T) {
 		if got := CatchupOf(tc.samples, at(0), at(tc.synced)); got != tc.want {
 			t.Errorf("%s: CatchupOf =\n %+v\nwant\n %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestHeapOf(t *testing.T) {
+	fams, err := scrape.Families(scrape.Text(`# TYPE go_memstats_heap_alloc_bytes gauge
+go_memstats_heap_alloc_bytes 1.048576e+08
+# TYPE go_memstats_heap_inuse_bytes gauge
+go_memstats_heap_inuse_bytes 1.2582912e+08
+# TYPE go_memstats_heap_idle_bytes gauge
+go_memstats_heap_idle_bytes 8.388608e+07
+# TYPE go_memstats_heap_released_bytes gauge
+go_memstats_heap_released_bytes 3.145728e+07
+# TYPE go_memstats_next_gc_bytes gauge
+go_memstats_next_gc_bytes 2.097152e+08
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := HeapOf(fams), (Heap{AllocMiB: 100, InUseMiB: 120, KeptMiB: 50, NextGCMiB: 200}); got != want {
+		t.Errorf("HeapOf = %+v, want %+v", got, want)
 	}
 }

@@ -55,6 +55,7 @@ type options struct {
 	collector, collectorConfig, collectorOTLP           string
 	collectorMetrics                                    string
 	protoBaseline, restart                              bool
+	restartAfter                                        time.Duration
 	nodes, pods, replicas, rolls, namespaces, shards    int
 	rate                                                float64
 	settle, deadline, steady, idle, exportTimeout       time.Duration
@@ -77,6 +78,7 @@ func parse() options {
 	flag.StringVar(&o.baselineReady, "baseline-ready", "127.0.0.1:8081", "the baseline's --ready-addr")
 	flag.BoolVar(&o.protoBaseline, "protobuf-baseline", false, "also run the baseline over protobuf (a third watcher, as the baseline's user)")
 	flag.BoolVar(&o.restart, "restart", true, "after the report's figures, stop readyspan and the baseline and start fresh ones into the full cluster: their catch-up")
+	flag.DurationVar(&o.restartAfter, "restart-after", time.Minute, "how long the restarted processes are watched after both synced")
 	flag.IntVar(&o.nodes, "nodes", 50, "fake nodes")
 	flag.IntVar(&o.pods, "pods", 1000, "Pods existing at the end (Deployments × replicas)")
 	flag.IntVar(&o.replicas, "replicas", 10, "replicas per Deployment")
@@ -342,6 +344,7 @@ func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter []
 		Unparsed:        byLabel(after, "readyspan_unparsed_messages_total", "reason"),
 		ExportErrors:    scrape.Sum(byLabel(after, "readyspan_export_errors_total", "")),
 		UIRingMiB:       scrape.Sum(byLabel(after, "readyspan_ui_ring_bytes", "")) / (1 << 20),
+		ReadyspanHeap:   report.HeapOf(after[0]),
 		Requests:        requests,
 	}
 	if secs := w.LoadEnd.Sub(w.LoadStart).Seconds(); secs > 0 {
@@ -567,7 +570,7 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 		sampler.stop()
 		return nil, err
 	}
-	time.Sleep(o.steady)
+	time.Sleep(o.restartAfter)
 	samples := sampler.stop()
 	apiAfter, err := apiserverListWatch(ctx, cfg)
 	if err != nil {
@@ -575,13 +578,22 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 	}
 	tracesAfter, _, _, _ := sink.Counts()
 	rolloutsAfter, _ := sink.Rollouts()
+	text, err := get(ctx, "http://"+o.readyspanMetrics+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	fams, err := scrape.Families(scrape.Text(text))
+	if err != nil {
+		return nil, fmt.Errorf("readyspan metrics after the restart: %w", err)
+	}
 	out := &report.Restart{
-		Pods:        pods,
-		Readyspan:   report.CatchupOf(samples[0], started, synced[0]),
-		Baseline:    report.CatchupOf(samples[1], started, synced[1]),
-		Requests:    scrape.Diff(apiAfter, apiBefore),
-		NewTraces:   tracesAfter - tracesBefore,
-		NewRollouts: rolloutsAfter - rolloutsBefore,
+		Pods:          pods,
+		Readyspan:     report.CatchupOf(samples[0], started, synced[0]),
+		Baseline:      report.CatchupOf(samples[1], started, synced[1]),
+		Requests:      scrape.Diff(apiAfter, apiBefore),
+		NewTraces:     tracesAfter - tracesBefore,
+		NewRollouts:   rolloutsAfter - rolloutsBefore,
+		ReadyspanHeap: report.HeapOf(fams),
 	}
 	out.PeakRatio = report.Ratio(out.Readyspan.RSSPeakMiB, out.Baseline.RSSPeakMiB)
 	return out, nil
