@@ -51,6 +51,7 @@ func main() {
 
 type options struct {
 	kubeconfig, readyspan, readyspanArgs, baseline, out string
+	readyspanEnv                                        string
 	otlpAddr, readyspanMetrics, baselineReady           string
 	collector, collectorConfig, collectorOTLP           string
 	collectorMetrics                                    string
@@ -66,6 +67,7 @@ func parse() options {
 	flag.StringVar(&o.kubeconfig, "kubeconfig", ".local/kubeconfig", "the cluster admin's kubeconfig")
 	flag.StringVar(&o.readyspan, "readyspan", "bin/readyspan", "readyspan binary")
 	flag.StringVar(&o.readyspanArgs, "readyspan-args", "", "more flags for readyspan run, space-separated (e.g. \"--ui=false\")")
+	flag.StringVar(&o.readyspanEnv, "readyspan-env", "", "more environment for readyspan run, space-separated KEY=VALUE (e.g. \"GOMEMLIMIT=256MiB\", as the in-cluster manifest sets it from the memory limit)")
 	flag.StringVar(&o.baseline, "baseline", "bin/scale-baseline", "baseline binary (test/scale/baseline)")
 	flag.StringVar(&o.out, "out", ".local/scale", "directory for the report, the per-Pod times and the processes' logs")
 	flag.StringVar(&o.otlpAddr, "otlp-addr", "127.0.0.1:4320", "the receiver readyspan exports to (the trace storage's stand-in)")
@@ -164,7 +166,7 @@ func run(ctx context.Context) (err error) {
 			rsArgs = append(rsArgs, "--shard", fmt.Sprint(i), "--total-shards", fmt.Sprint(o.shards))
 			logName = fmt.Sprintf("%s-readyspan-shard%d.log", name, i)
 		}
-		rs, err := startProcess(filepath.Join(o.out, logName), o.readyspan, append(rsArgs, strings.Fields(o.readyspanArgs)...)...)
+		rs, err := startProcessEnv(filepath.Join(o.out, logName), strings.Fields(o.readyspanEnv), o.readyspan, append(rsArgs, strings.Fields(o.readyspanArgs)...)...)
 		if err != nil {
 			return err
 		}
@@ -540,7 +542,7 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 	rolloutsBefore, _ := sink.Rollouts()
 	rsArgs := append(runArgs(rk, o.readyspanMetrics, exportTo), strings.Fields(o.readyspanArgs)...)
 	started := time.Now()
-	rs, err := startProcess(filepath.Join(o.out, name+"-restart-readyspan.log"), o.readyspan, rsArgs...)
+	rs, err := startProcessEnv(filepath.Join(o.out, name+"-restart-readyspan.log"), strings.Fields(o.readyspanEnv), o.readyspan, rsArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -627,11 +629,17 @@ func runArgs(kubeconfig, metricsAddr, exportTo string) []string {
 }
 
 func startProcess(logPath, bin string, args ...string) (*exec.Cmd, error) {
+	return startProcessEnv(logPath, nil, bin, args...)
+}
+
+// startProcessEnv starts bin with scalerun's environment and env (KEY=VALUE) added.
+func startProcessEnv(logPath string, env []string, bin string, args ...string) (*exec.Cmd, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", logPath, err)
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
