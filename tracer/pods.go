@@ -99,12 +99,9 @@ func (ps *podState) mark(key change, at time.Time) {
 	if at.IsZero() {
 		return
 	}
-	for i := range ps.seen {
-		if ps.seen[i].key == key {
-			return
-		}
+	if ps.seen.at(key).IsZero() { // a change seen is never marked at the zero time
+		ps.seen = append(ps.seen, seenChange{key, at})
 	}
-	ps.seen = append(ps.seen, seenChange{key, at})
 }
 
 // update records which changes this version of the Pod shows for the first time.
@@ -239,11 +236,11 @@ func countFailedPulls(obs *phases.Pod, idx containerIndex, evs []*event) {
 			errs[i] += n
 		}
 	}
+	if pulls == nil {
+		return // no failed attempt: FailedPulls stays 0
+	}
 	for i := range obs.Containers {
-		obs.Containers[i].FailedPulls = 0
-		if pulls != nil {
-			obs.Containers[i].FailedPulls = max(pulls[i], errs[i])
-		}
+		obs.Containers[i].FailedPulls = max(pulls[i], errs[i])
 	}
 }
 

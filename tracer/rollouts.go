@@ -142,11 +142,7 @@ func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
 		return
 	}
 	w := r.workload(uid)
-	if w.generation != 0 {
-		v.sign(&w.view)
-	} else {
-		v.sign(nil)
-	}
+	v.sign(&w.view) // a workload seen first has a zero view: nothing to reuse
 	switch {
 	case w.generation == 0: // first sight
 		w.view, w.generation = v, v.generation

@@ -153,12 +153,12 @@ func intOrString(v *intstr.IntOrString) string {
 	return v.String()
 }
 
-// sign fills templateHash and restartedAt: from known, the view of the same workload at the same
-// generation, when there is one (the template changes only with the generation, and a workload's
+// sign fills templateHash and restartedAt: from known, the workload's view last seen, when it is
+// of the same generation (the template changes only with the generation, and a workload's
 // status changes with every replica that becomes available: hashing each of those is most of
 // what a Deployment update costs), else from the template.
 func (v *workloadView) sign(known *workloadView) {
-	if known != nil && known.generation == v.generation && v.generation != 0 && known.templateHash != "" {
+	if known.generation == v.generation && v.generation != 0 && known.templateHash != "" {
 		v.templateHash, v.restartedAt = known.templateHash, known.restartedAt
 		return
 	}

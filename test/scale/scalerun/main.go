@@ -584,7 +584,7 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 	if err != nil {
 		return nil, err
 	}
-	fams, err := scrape.Families(scrape.Text(text))
+	fams, err := families([]string{text})
 	if err != nil {
 		return nil, fmt.Errorf("readyspan metrics after the restart: %w", err)
 	}
@@ -595,7 +595,7 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 		Requests:      scrape.Diff(apiAfter, apiBefore),
 		NewTraces:     tracesAfter - tracesBefore,
 		NewRollouts:   rolloutsAfter - rolloutsBefore,
-		ReadyspanHeap: report.HeapOf(fams),
+		ReadyspanHeap: report.HeapOf(fams[0]),
 	}
 	out.PeakRatio = report.Ratio(out.Readyspan.RSSPeakMiB, out.Baseline.RSSPeakMiB)
 	return out, nil
