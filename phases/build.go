@@ -515,34 +515,40 @@ func clampedValue(start, end bool) any {
 	return nil
 }
 
-// attrValues holds the attribute values readyspan states over and over (the sources, the
-// precisions), each converted to an interface once: converting a string on every span would
-// allocate.
-var attrValues = func() map[string]any {
-	m := map[string]any{}
-	for _, s := range []Source{SourceEventTime, SourceEventName, SourceWatch, SourceStatus, SourceMetadata,
-		SourceEventSeconds, SourceMessage, SourceAudit, SourceDerived} {
-		m[string(s)] = string(s)
+// sourceValue is a source as an attribute value. Each source is a constant, and a constant
+// converts to an interface without allocating, where converting a string read from a variable
+// would allocate on every span; a switch finds it without hashing.
+func sourceValue(src Source) any {
+	switch src {
+	case SourceEventTime:
+		return string(SourceEventTime)
+	case SourceEventName:
+		return string(SourceEventName)
+	case SourceWatch:
+		return string(SourceWatch)
+	case SourceStatus:
+		return string(SourceStatus)
+	case SourceMetadata:
+		return string(SourceMetadata)
+	case SourceEventSeconds:
+		return string(SourceEventSeconds)
+	case SourceMessage:
+		return string(SourceMessage)
+	case SourceAudit:
+		return string(SourceAudit)
+	case SourceDerived:
+		return string(SourceDerived)
 	}
-	for _, p := range []string{"1ns", "1us", "1ms", "1s", "receive", "none"} {
-		m[p] = p
-	}
-	return m
-}()
-
-// constValue is v as an attribute value, without allocating when it is one of attrValues.
-func constValue(v string) any {
-	if a, ok := attrValues[v]; ok {
-		return a
-	}
-	return v
+	return string(src)
 }
 
-// sourceValue is a source as an attribute value.
-func sourceValue(src Source) any { return constValue(string(src)) }
-
 // precisionValue is precision as an attribute value.
-func precisionValue(p point) any { return constValue(precision(p)) }
+func precisionValue(p point) any {
+	if !p.observed {
+		return "none"
+	}
+	return precisionOf(p.src)
+}
 
 // secondMillis is a whole second's uncertainty as stated, the usual one.
 var secondMillis any = millis(time.Second)
@@ -588,24 +594,19 @@ func orDerived(p point) Source {
 	return p.src
 }
 
-func precision(p point) string {
-	if !p.observed {
-		return "none"
-	}
-	return PrecisionText(p.src)
-}
-
 // PrecisionText is how spans state a source's precision: "1ns", "1us", "1ms", "1s", "receive"
 // (a watch receive time: an upper bound) or "none".
-func PrecisionText(src Source) string {
+func PrecisionText(src Source) string { return precisionOf(src).(string) }
+
+// precisionOf is PrecisionText as an attribute value: constants, as in sourceValue.
+func precisionOf(src Source) any {
 	switch src {
 	case SourceWatch:
 		return "receive"
 	case SourceMessage:
 		return "1ms"
 	}
-	d := src.Precision()
-	switch d {
+	switch src.Precision() {
 	case time.Nanosecond:
 		return "1ns"
 	case time.Microsecond:
