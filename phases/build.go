@@ -140,7 +140,7 @@ func Build(in *Pod, opts Options) *Trace {
 	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}, outcome: p.Outcome, spanIDs: spanIDSeedFor(p.UID)}
 	sc := scratchPool.Get().(*buildScratch)
 	defer sc.release(b)
-	b.trace.Spans, b.attrBlock = sc.spans[:0], sc.attrs[:0]
+	b.trace.Spans, b.attrBlock = make([]Span, 0, max(sc.spans, minSpans)), sc.attrs[:0]
 	if b.outcome == "" { // the tracer leaves it empty for a Pod that got Ready
 		b.outcome = OutcomeReady
 	}
@@ -151,14 +151,23 @@ func Build(in *Pod, opts Options) *Trace {
 	return b.trace
 }
 
-// buildScratch is the working memory of a Build: the spans as drawn and the block their
-// attributes are cut from, until finish copies them, in order, into the trace. It is reused
+// buildScratch is the working memory of a Build: the block the spans' attributes are cut from
+// until finish copies them into the trace, and how many spans the last trace had. It is reused
 // from one Build to the next (scratchPool), so drawing a trace allocates little beyond the
 // trace itself.
 type buildScratch struct {
-	spans []Span
 	attrs []Attr
+	// spans is the room the next trace's spans are drawn into: the last one's count, so a
+	// stream of like Pods draws each without growing the slice.
+	spans int
 }
+
+// minSpans is the room for spans a Build starts with at least: a Pod with one container has
+// about 17.
+const minSpans = 16
+
+// maxSpareSpans is the unused room a trace may keep in its spans (finish).
+const maxSpareSpans = 4
 
 var scratchPool = sync.Pool{New: func() any { return new(buildScratch) }}
 
@@ -166,7 +175,7 @@ var scratchPool = sync.Pool{New: func() any { return new(buildScratch) }}
 // next Build overwrites what it reads, and until then the scratch holds one trace's strings,
 // whose clearing was a tenth of a Build.
 func (sc *buildScratch) release(b *builder) {
-	sc.spans, sc.attrs = b.drawn[:0], b.attrBlock[:0]
+	sc.spans, sc.attrs = len(b.trace.Spans), b.attrBlock[:0]
 	scratchPool.Put(sc)
 }
 
@@ -351,24 +360,30 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	root := Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan, Attrs: b.attrs(rootAttrs)}
 	rootIdx := b.add(root, -1, tl.rootStart, tl.chain[podServing])
 	b.trace.Spans[rootIdx].Attrs = b.podAttrs(b.trace.Spans[rootIdx].Attrs, skew)
+	// Each phase is drawn and then its steps, depth first: the order the trace lists its spans
+	// in (finish), so that most traces need no reordering.
 	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
-	var phaseDrawn [len(phaseTable)]interval
 	for i, ph := range phaseTable {
-		phaseSpan[i], phaseDrawn[i] = b.draw(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, tl.phases[i].start, tl.phases[i].end)
+		var drawn interval
+		phaseSpan[i], drawn = b.draw(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, tl.phases[i].start, tl.phases[i].end)
+		sp := &b.trace.Spans[phaseSpan[i]]
 		if tl.clamped[ph.to] {
-			b.trace.Spans[phaseSpan[i]].Attrs = append(b.trace.Spans[phaseSpan[i]].Attrs, Attr{AttrClamped, clampedEnd})
+			sp.Attrs = append(sp.Attrs, Attr{AttrClamped, clampedEnd})
+		}
+		switch ph.name {
+		case PhaseControllers:
+			if tl.bareRoot {
+				sp.Attrs = append(sp.Attrs, Attr{AttrApplicable, false})
+			}
+			b.controllers(phaseSpan[i], tl.chain[requestPersisted], tl.chain[podCreated], tl.scaled)
+		case PhaseScheduling:
+			b.scheduling(phaseSpan[i])
+		case PhaseKubelet:
+			b.kubelet(phaseSpan[i], tl.chain[podScheduled])
+		case PhaseStatus:
+			b.status(phaseSpan[i], drawn.start, tl.kubeletDone, tl.ready)
 		}
 	}
-	spanOf := func(name string) int { return phaseSpan[phaseIndex(name)] }
-	if tl.bareRoot {
-		sp := &b.trace.Spans[spanOf(PhaseControllers)]
-		sp.Attrs = append(sp.Attrs, Attr{AttrApplicable, false})
-	}
-
-	b.controllers(spanOf(PhaseControllers), tl.chain[requestPersisted], tl.chain[podCreated], tl.scaled)
-	b.scheduling(spanOf(PhaseScheduling))
-	b.kubelet(spanOf(PhaseKubelet), tl.chain[podScheduled])
-	b.status(spanOf(PhaseStatus), phaseDrawn[phaseIndex(PhaseStatus)].start, tl.kubeletDone, tl.ready)
 
 	rootSpan := &b.trace.Spans[rootIdx]
 	switch b.outcome {
@@ -403,16 +418,14 @@ type builder struct {
 	pulls []drawnPull
 	// failedPulls counts the failed pull attempts of every container, drawn or not.
 	failedPulls int
-	// attrBlock is where the spans' attribute slices are cut from (attrs); drawn holds the
-	// spans as drawn once finish has given the trace its own.
+	// attrBlock is where the spans' attribute slices are cut from (attrs).
 	attrBlock []Attr
-	drawn     []Span
 }
 
-// Attributes a span is given room for (attrs): what draw states about its bounds, and what
-// its caller adds after (the root: the Pod's attributes and its outcome's).
+// Attributes a span is given room for (attrs): what draw states (its bounds are fields, not
+// attributes), and what its caller adds after (the root: the Pod's attributes and its outcome's).
 const (
-	drawnAttrs = 8                   // clamped twice, the sources and precisions, the uncertainties, observed
+	drawnAttrs = 2                   // clamped twice (the bounds are fields: Span.StartBound)
 	spanAttrs  = drawnAttrs + 5      // an image pull's five are the most a step adds
 	rootAttrs  = drawnAttrs + 12 + 4 // podAttrs; the current phase, attempts, inconsistency
 	// attrBlockLen is how many attributes the first block holds: the spans of a Pod with a
@@ -473,23 +486,7 @@ func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
 		}
 	}
 	s.Start, s.End = start.t, end.t
-	s.Attrs = append(s.Attrs,
-		Attr{AttrSourceStart, sourceValue(orDerived(start))},
-		Attr{AttrSourceEnd, sourceValue(orDerived(end))},
-		Attr{AttrPrecisionStart, precisionValue(start)},
-		Attr{AttrPrecisionEnd, precisionValue(end)},
-	)
-	if start.observed && start.uncertainty > 0 {
-		s.Attrs = append(s.Attrs, Attr{AttrUncertaintyStart, millisValue(start.uncertainty)})
-	}
-	if end.observed && end.uncertainty > 0 {
-		s.Attrs = append(s.Attrs, Attr{AttrUncertaintyEnd, millisValue(end.uncertainty)})
-	}
-	if !start.observed || !end.observed {
-		if !hasAttr(s.Attrs, AttrObserved) {
-			s.Attrs = append(s.Attrs, Attr{AttrObserved, false})
-		}
-	}
+	s.StartBound, s.EndBound = boundOf(start), boundOf(end)
 	b.trace.Spans = append(b.trace.Spans, s)
 	return len(b.trace.Spans) - 1, interval{start: asDrawn(start), end: asDrawn(end)}
 }
@@ -542,14 +539,6 @@ func sourceValue(src Source) any {
 	return string(src)
 }
 
-// precisionValue is precision as an attribute value.
-func precisionValue(p point) any {
-	if !p.observed {
-		return "none"
-	}
-	return precisionOf(p.src)
-}
-
 // secondMillis is a whole second's uncertainty as stated, the usual one.
 var secondMillis any = millis(time.Second)
 
@@ -559,6 +548,11 @@ func millisValue(d time.Duration) any {
 		return secondMillis
 	}
 	return millis(d)
+}
+
+// boundOf is what a span states about an end drawn at p.
+func boundOf(p point) Bound {
+	return Bound{Source: orDerived(p), Observed: p.observed, Uncertainty: p.uncertainty}
 }
 
 // interval is a start and an end: a phase's before it is drawn, a span's as drawn.
@@ -1081,26 +1075,47 @@ func failureMessage(p *Pod, outcome Outcome, phase string) string {
 }
 
 // finish orders spans as a waterfall: the root, then depth-first, children by start time (ties
-// in the order they were added, which is causal order), so output is byte-identical between runs.
-// The trace gets the spans, and their attributes, in memory of their exact size: the drawn ones
-// are scratch (buildScratch), and a trace waits in the exporter's queue.
+// in the order they were added, which is causal order), so output is byte-identical between
+// runs. Spans are drawn depth first, so they are nearly always in that order already (all but
+// one of the tests' traces) and stay where they were drawn; otherwise, or when the room they
+// were drawn into is well beyond them, they are copied in order. The attributes are copied
+// out of the scratch block into memory of their exact size: a trace waits in the exporter's
+// queue and the UI's ring.
 func (b *builder) finish() {
 	spans := b.trace.Spans
 	var orderBuf, kidsBuf [64]int
 	order := waterfall(spans, 0, orderBuf[:0], kidsBuf[:0])
-	out := make([]Span, len(order))
+	if !identity(order, len(spans)) || cap(spans)-len(spans) > maxSpareSpans {
+		out := make([]Span, len(order))
+		for k, i := range order {
+			out[k] = spans[i]
+		}
+		spans = out
+	}
 	attrs := 0
-	for k, i := range order {
-		out[k] = spans[i]
-		attrs += len(spans[i].Attrs)
+	for k := range spans {
+		attrs += len(spans[k].Attrs)
 	}
 	all := make([]Attr, 0, attrs)
-	for k := range out {
+	for k := range spans {
 		at := len(all)
-		all = append(all, out[k].Attrs...)
-		out[k].Attrs = all[at:len(all):len(all)]
+		all = append(all, spans[k].Attrs...)
+		spans[k].Attrs = all[at:len(all):len(all)]
 	}
-	b.drawn, b.trace.Spans = spans, out
+	b.trace.Spans = spans
+}
+
+// identity reports whether order lists 0 … n−1 in turn.
+func identity(order []int, n int) bool {
+	if len(order) != n {
+		return false
+	}
+	for k, i := range order {
+		if k != i {
+			return false
+		}
+	}
+	return true
 }
 
 // waterfall appends span i and then, depth-first, its descendants to order: the children of

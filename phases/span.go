@@ -179,17 +179,78 @@ type Span struct {
 	End           time.Time
 	Status        StatusCode
 	StatusMessage string
-	Attrs         []Attr
-	Events        []Event
-	Links         []Link
+	// StartBound and EndBound say where the span's start and end came from. A span drawn from
+	// observations (every span of a Pod's trace) has both; one that states its bounds in its
+	// attributes itself (a rollout's) has neither: Source is empty.
+	StartBound, EndBound Bound
+	Attrs                []Attr
+	Events               []Event
+	Links                []Link
+}
+
+// Bound is what a drawn span states about one of its ends: the readyspan.time.* attributes,
+// kept as fields because every span of every trace has two (about two thirds of a trace's
+// attributes) and an attribute list of them was a tenth of reconstructing a trace. BoundAttrs
+// writes them out as attributes; Attr reads them as one.
+type Bound struct {
+	// Source is where the time came from: SourceDerived when nothing observed it.
+	Source Source
+	// Observed is false for a bound taken from a neighbouring boundary.
+	Observed bool
+	// Uncertainty is the width of the window the observed time lies in; 0 states none.
+	Uncertainty time.Duration
+}
+
+// boundAttrsMax is the most attributes BoundAttrs writes: source, precision and uncertainty of
+// each end, and observed.
+const boundAttrsMax = 7
+
+// BoundAttrs appends the span's bounds to dst as the attributes they stand for: each end's
+// source (readyspan.time.source.*), precision (readyspan.time.precision.*) and, when one is
+// stated, uncertainty in ms; readyspan.time.observed=false when either end was not observed.
+// A span without bounds adds nothing.
+func (s *Span) BoundAttrs(dst []Attr) []Attr {
+	if s.StartBound.Source == "" {
+		return dst
+	}
+	dst = append(dst,
+		Attr{AttrSourceStart, sourceValue(s.StartBound.Source)},
+		Attr{AttrSourceEnd, sourceValue(s.EndBound.Source)},
+		Attr{AttrPrecisionStart, precisionOf(s.StartBound.Source)},
+		Attr{AttrPrecisionEnd, precisionOf(s.EndBound.Source)},
+	)
+	if s.StartBound.Observed && s.StartBound.Uncertainty > 0 {
+		dst = append(dst, Attr{AttrUncertaintyStart, millisValue(s.StartBound.Uncertainty)})
+	}
+	if s.EndBound.Observed && s.EndBound.Uncertainty > 0 {
+		dst = append(dst, Attr{AttrUncertaintyEnd, millisValue(s.EndBound.Uncertainty)})
+	}
+	if (!s.StartBound.Observed || !s.EndBound.Observed) && !hasAttr(s.Attrs, AttrObserved) {
+		dst = append(dst, Attr{AttrObserved, false})
+	}
+	return dst
+}
+
+// AllAttrs is every attribute of the span: its bounds' (BoundAttrs), then Attrs.
+func (s *Span) AllAttrs() []Attr {
+	if s.StartBound.Source == "" {
+		return s.Attrs
+	}
+	return append(s.BoundAttrs(make([]Attr, 0, boundAttrsMax+len(s.Attrs))), s.Attrs...)
 }
 
 // Duration is End − Start.
 func (s *Span) Duration() time.Duration { return s.End.Sub(s.Start) }
 
-// Attr returns the value of the attribute key, or nil.
+// Attr returns the value of the attribute key, or nil. Bounds are read as their attributes.
 func (s *Span) Attr(key string) any {
 	for _, a := range s.Attrs {
+		if a.Key == key {
+			return a.Value
+		}
+	}
+	var buf [boundAttrsMax]Attr
+	for _, a := range s.BoundAttrs(buf[:0]) {
 		if a.Key == key {
 			return a.Value
 		}

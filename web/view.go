@@ -184,7 +184,7 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 	if o, ok := s.Attr(phases.AttrObserved).(bool); ok && !o {
 		sv.NotObserved = true
 	}
-	for _, a := range s.Attrs {
+	for _, a := range s.AllAttrs() {
 		if spanAttrsShown[a.Key] {
 			continue
 		}

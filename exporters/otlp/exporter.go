@@ -437,7 +437,7 @@ func queueBytes(spans []phases.Span) int64 {
 	n := int64(0)
 	for i := range spans {
 		s := &spans[i]
-		n += 64 + int64(len(s.Name)+len(s.Service)+len(s.StatusMessage)) + attrBytes(s.Attrs)
+		n += 64 + int64(len(s.Name)+len(s.Service)+len(s.StatusMessage)) + attrBytes(s.AllAttrs())
 		for _, ev := range s.Events {
 			n += 24 + int64(len(ev.Name)) + attrBytes(ev.Attrs)
 		}

@@ -74,7 +74,7 @@ func readOnly(spans []phases.Span, res *resources) []sdktrace.ReadOnlySpan {
 			SpanKind:             trace.SpanKindInternal,
 			StartTime:            s.Start,
 			EndTime:              s.End,
-			Attributes:           attributes(s.Attrs),
+			Attributes:           attributes(s.AllAttrs()),
 			Resource:             res.get(s.Service),
 			InstrumentationScope: scope,
 		}

@@ -30,7 +30,7 @@ func FuzzAttributes(f *testing.F) {
 		extra := []phases.Attr{{Key: key, Value: s}, {Key: key, Value: i}, {Key: key, Value: fl}, {Key: key, Value: b}, {Key: key, Value: int(i)}}
 		sp.Attrs = append(sp.Attrs, extra...)
 		sp.Events = append(sp.Events, phases.Event{Name: s, Time: sp.Start, Attrs: extra})
-		want := len(sp.Attrs)
+		want := len(sp.AllAttrs())
 		got := readOnly(tr.Spans, newResources(nil))
 		if len(got) != len(tr.Spans) {
 			t.Fatalf("%d spans built from %d", len(got), len(tr.Spans))

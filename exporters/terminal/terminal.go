@@ -166,7 +166,7 @@ func jsonSpans(w io.Writer, spans []phases.Span) error {
 			DurationMs: float64(s.Duration()) / float64(time.Millisecond),
 			Status:     statusName(s.Status),
 			StatusMsg:  s.StatusMessage,
-			Attributes: attrMap(s.Attrs),
+			Attributes: attrMap(s.AllAttrs()),
 		}
 		if !s.ParentSpanID.IsZero() {
 			js.ParentSpanID = s.ParentSpanID.String()
