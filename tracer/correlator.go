@@ -246,8 +246,10 @@ func (c *Correlator) Handle(d Delta) {
 }
 
 func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
-	if ps := c.pods[p.UID]; ps != nil && d.FinalStateUnknown {
-		p = ps.pod // deleted while the watch was down: its last state is the last one seen
+	if d.FinalStateUnknown {
+		if ps := c.pods[p.UID]; ps != nil {
+			p = ps.pod // deleted while the watch was down: its last state is the last one seen
+		}
 	}
 	c.rollouts.handlePod(d, p)
 	if _, done := c.done[p.UID]; done {

@@ -34,6 +34,9 @@ type event struct {
 	// heldSince is when prune first saw the event held for a Pod not seen yet, when it has no
 	// receive time to age it by (orphaned).
 	heldSince time.Time
+	// at is when the event first happened (when), once it is kept for a Pod: the Pod's events
+	// are put in order by it each time its trace is drawn.
+	at time.Time
 }
 
 // orphaned reports whether an event held for a Pod readyspan has not seen has waited

@@ -149,10 +149,12 @@ func (ps *podState) addEvent(e *event) {
 			if e.Count < prev.Count {
 				return // an older version delivered late
 			}
+			e.at = e.when().Time
 			ps.events[i] = e
 			return
 		}
 	}
+	e.at = e.when().Time
 	ps.events = append(ps.events, e)
 }
 
@@ -350,28 +352,17 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	return obs
 }
 
-// eventsInOrder returns the Pod's events in the order they happened: by when they first
-// happened, then by resourceVersion. Each event's time is resolved once, not per comparison.
+// eventsInOrder puts the Pod's events in the order they happened, by when they first happened
+// (resolved once, when each was added) and then by resourceVersion, and returns them. They are
+// sorted where they are kept: they mostly arrive in that order, and nothing else reads it.
 func (ps *podState) eventsInOrder() []*event {
-	type timed struct {
-		e  *event
-		at time.Time
-	}
-	list := make([]timed, 0, len(ps.events))
-	for _, e := range ps.events {
-		list = append(list, timed{e, e.when().Time})
-	}
-	slices.SortFunc(list, func(a, b timed) int {
+	slices.SortFunc(ps.events, func(a, b *event) int {
 		if c := a.at.Compare(b.at); c != 0 {
 			return c
 		}
-		return rvCompare(a.e.RV, b.e.RV)
+		return rvCompare(a.RV, b.RV)
 	})
-	evs := make([]*event, len(list))
-	for i, t := range list {
-		evs[i] = t.e
-	}
-	return evs
+	return ps.events
 }
 
 // rvCompare is rvLess as a comparison, for sorting.
