@@ -136,6 +136,12 @@ func TestAPIRealCaptures(t *testing.T) {
 					if len(s.Events) != len(p.Spans[i].Events) {
 						t.Errorf("Pod %s span %s: %d events, want %d", p.Pod.Name, s.Name, len(s.Events), len(p.Spans[i].Events))
 					}
+					// Every other attribute is listed, the bounds' uncertainty and observed too.
+					for _, a := range p.Spans[i].AllAttrs() {
+						if _, ok := s.Attrs[a.Key]; !ok && !spanAttrsShown[a.Key] {
+							t.Errorf("Pod %s span %s: attribute %s not shown", p.Pod.Name, s.Name, a.Key)
+						}
+					}
 				}
 			}
 			get(t, srv, "/api/v1/pods/no-such-uid", http.StatusNotFound, nil)
