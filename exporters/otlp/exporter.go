@@ -1,3 +1,6 @@
+// Package otlp exports readyspan's traces over OTLP (gRPC or HTTP), without ever blocking the
+// watch: traces are queued, sent in batches, retried with backoff while the backend is down,
+// and dropped (and counted) when the queue is full or retries run out.
 package otlp
 
 import (
@@ -9,9 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
@@ -99,11 +102,11 @@ type queued struct {
 // Exporter queues traces and sends them to an OTLP backend. The queue is bounded by count and
 // by bytes; past the bound the oldest traces are dropped, each counted once.
 type Exporter struct {
-	cfg   Config
-	exp   sdktrace.SpanExporter
-	stats Stats
-	log   *slog.Logger
-	res   *resources
+	cfg    Config
+	client otlptrace.Client
+	stats  Stats
+	log    *slog.Logger
+	res    *resources
 
 	mu      sync.Mutex
 	queue   []*queued // oldest first
@@ -121,15 +124,15 @@ type Exporter struct {
 
 // New creates the exporter; it does not connect until the first export.
 func New(ctx context.Context, cfg Config, stats Stats, log *slog.Logger) (*Exporter, error) {
-	exp, err := newSpanExporter(ctx, cfg)
+	client, err := newClient(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return NewWithExporter(exp, cfg, stats, log), nil
+	return NewWithClient(client, cfg, stats, log), nil
 }
 
-// NewWithExporter wraps any span exporter (tests use an in-memory one).
-func NewWithExporter(exp sdktrace.SpanExporter, cfg Config, stats Stats, log *slog.Logger) *Exporter {
+// NewWithClient wraps any started OTLP client (tests use in-memory ones).
+func NewWithClient(client otlptrace.Client, cfg Config, stats Stats, log *slog.Logger) *Exporter {
 	if cfg.QueueTraces <= 0 {
 		cfg.QueueTraces = DefaultQueueTraces
 	}
@@ -145,11 +148,15 @@ func NewWithExporter(exp sdktrace.SpanExporter, cfg Config, stats Stats, log *sl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Exporter{cfg: cfg, exp: exp, stats: stats, log: log, res: newResources(cfg.ResourceAttributes),
+	return &Exporter{cfg: cfg, client: client, stats: stats, log: log, res: newResources(cfg.ResourceAttributes),
 		wake: make(chan struct{}, 1), flush: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
+// newClient makes and starts the OTLP client of cfg's protocol: the OpenTelemetry exporters'
+// own, to which readyspan hands requests it builds itself (resourceSpans). A client does not
+// connect until its first request.
+func newClient(ctx context.Context, cfg Config) (otlptrace.Client, error) {
+	var client otlptrace.Client
 	switch cfg.Protocol {
 	case "", "grpc":
 		opts := []otlptracegrpc.Option{otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}),
@@ -169,7 +176,7 @@ func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, er
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, otlptracegrpc.WithHeaders(cfg.Headers))
 		}
-		return otlptracegrpc.New(ctx, opts...)
+		client = otlptracegrpc.NewClient(opts...)
 	case "http", "http/protobuf":
 		opts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false})}
 		if cfg.Endpoint != "" {
@@ -181,9 +188,14 @@ func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, er
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, otlptracehttp.WithHeaders(cfg.Headers))
 		}
-		return otlptracehttp.New(ctx, opts...)
+		client = otlptracehttp.NewClient(opts...)
+	default:
+		return nil, fmt.Errorf("unknown OTLP protocol %q: use grpc or http", cfg.Protocol)
 	}
-	return nil, fmt.Errorf("unknown OTLP protocol %q: use grpc or http", cfg.Protocol)
+	if err := client.Start(ctx); err != nil {
+		return nil, err
+	}
+	return client, nil
 }
 
 func endpointGRPC(ep string) otlptracegrpc.Option {
@@ -349,10 +361,11 @@ func (e *Exporter) dropQueued() {
 // send makes one export attempt of a batch. On success the batch leaves the queue; on failure
 // it stays (a trace dropped meanwhile to make room is already counted).
 func (e *Exporter) send(batch []*queued) error {
-	var spans []sdktrace.ReadOnlySpan
-	for _, q := range batch {
-		spans = append(spans, readOnly(q.spans, e.res)...)
+	traces := make([][]phases.Span, len(batch))
+	for i, q := range batch {
+		traces[i] = q.spans
 	}
+	request := resourceSpans(traces, e.res)
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	go func() {
 		select {
@@ -361,8 +374,11 @@ func (e *Exporter) send(batch []*queued) error {
 		case <-ctx.Done():
 		}
 	}()
-	err := e.exp.ExportSpans(ctx, spans)
+	err := e.client.UploadTraces(ctx, request)
 	cancel()
+	if err != nil {
+		err = fmt.Errorf("traces export: %w", err) // as the OpenTelemetry exporter says it
+	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -426,7 +442,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 				err = errors.Join(err, fmt.Errorf("flush traces: %w", ctx.Err()))
 			}
 		}
-		err = errors.Join(err, e.exp.Shutdown(ctx))
+		err = errors.Join(err, e.client.Stop(ctx))
 	})
 	return err
 }

@@ -1,13 +1,15 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -34,27 +36,52 @@ func (c *counts) TraceDropped(r string) {
 type flaky struct {
 	mu    sync.Mutex
 	fails int
-	got   []sdktrace.ReadOnlySpan
+	got   []sentSpan
 }
 
-func (f *flaky) Shutdown(context.Context) error { return nil }
+func (f *flaky) Start(context.Context) error { return nil }
+func (f *flaky) Stop(context.Context) error  { return nil }
 
-func (f *flaky) GetSpans() []sdktrace.ReadOnlySpan {
+func (f *flaky) GetSpans() []sentSpan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.got
 }
 
-func (f *flaky) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+func (f *flaky) UploadTraces(ctx context.Context, rs []*tracepb.ResourceSpans) error {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.fails > 0 {
 		f.fails--
-		f.mu.Unlock()
 		return errors.New("connection refused")
 	}
-	f.got = append(f.got, spans...)
-	f.mu.Unlock()
+	f.got = append(f.got, flatten(rs)...)
 	return nil
+}
+
+// sentSpan is a span as an OTLP request carries it, with its resource's service.name.
+type sentSpan struct {
+	*tracepb.Span
+	service string
+}
+
+// flatten lists the spans of a request, each with its service.
+func flatten(rs []*tracepb.ResourceSpans) []sentSpan {
+	var out []sentSpan
+	for _, r := range rs {
+		service := ""
+		for _, kv := range r.GetResource().GetAttributes() {
+			if kv.Key == "service.name" {
+				service = kv.GetValue().GetStringValue()
+			}
+		}
+		for _, ss := range r.ScopeSpans {
+			for _, s := range ss.Spans {
+				out = append(out, sentSpan{s, service})
+			}
+		}
+	}
+	return out
 }
 
 func testTrace(uid string) *phases.Trace {
@@ -70,7 +97,7 @@ func testTrace(uid string) *phases.Trace {
 func TestExporterRetriesUntilBackendIsUp(t *testing.T) {
 	mem := &flaky{fails: 2}
 	st := &counts{}
-	e := NewWithExporter(mem, Config{InitialBackoff: time.Millisecond}, st, nil)
+	e := NewWithClient(mem, Config{InitialBackoff: time.Millisecond}, st, nil)
 	e.Start(context.Background())
 	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
 	e.Export(tr)
@@ -87,16 +114,12 @@ func TestExporterRetriesUntilBackendIsUp(t *testing.T) {
 		t.Fatalf("exported=%d errors=%d, want 1 and 2", st.exported, st.errors)
 	}
 	root := spans[0]
-	if got := root.SpanContext().TraceID().String(); got != "9cade20b81ea4be9bdc9d3f2d8d8b69f" {
+	if got := hex.EncodeToString(root.TraceId); got != "9cade20b81ea4be9bdc9d3f2d8d8b69f" {
 		t.Fatalf("trace ID %s, want the Pod UID", got)
 	}
 	services := map[string]bool{}
 	for _, s := range spans {
-		for _, kv := range s.Resource().Attributes() {
-			if kv.Key == "service.name" {
-				services[kv.Value.AsString()] = true
-			}
-		}
+		services[s.service] = true
 	}
 	for _, want := range []string{"readyspan", "kubectl", "kube-apiserver", "kube-scheduler", "kubelet"} {
 		if !services[want] {
@@ -121,7 +144,7 @@ func TestExportRolloutLinks(t *testing.T) {
 
 	mem := &flaky{}
 	st := &counts{}
-	e := NewWithExporter(mem, Config{}, st, nil)
+	e := NewWithClient(mem, Config{}, st, nil)
 	e.Start(context.Background())
 	e.ExportRollout(tr)
 	if err := e.Shutdown(context.Background()); err != nil {
@@ -132,12 +155,13 @@ func TestExportRolloutLinks(t *testing.T) {
 		t.Fatalf("%d spans (%d traces) reached the backend, want %d spans of 1 trace", len(got), st.exported, len(tr.Spans))
 	}
 	var links int
+	podTrace, podRoot := phases.TraceIDFor(np.UID), phases.SpanIDFor(np.UID, phases.RootSpanName)
 	for _, s := range got {
-		if s.Name() != rollout.PodSpanName {
+		if s.Name != rollout.PodSpanName {
 			continue
 		}
-		for _, l := range s.Links() {
-			if l.SpanContext.TraceID() == [16]byte(phases.TraceIDFor(np.UID)) && l.SpanContext.SpanID() == [8]byte(phases.SpanIDFor(np.UID, phases.RootSpanName)) {
+		for _, l := range s.Links {
+			if bytes.Equal(l.TraceId, podTrace[:]) && bytes.Equal(l.SpanId, podRoot[:]) {
 				links++
 			}
 		}

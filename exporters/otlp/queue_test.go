@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
@@ -9,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/readyspan/readyspan/phases"
 )
@@ -26,11 +27,12 @@ type backend struct {
 	order    []string       // trace IDs in the order accepted
 }
 
-func (b *backend) Shutdown(context.Context) error { return nil }
+func (b *backend) Start(context.Context) error { return nil }
+func (b *backend) Stop(context.Context) error  { return nil }
 
 func (b *backend) setDown(down bool) { b.mu.Lock(); b.down = down; b.mu.Unlock() }
 
-func (b *backend) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+func (b *backend) UploadTraces(ctx context.Context, rs []*tracepb.ResourceSpans) error {
 	b.mu.Lock()
 	b.attempts = append(b.attempts, time.Now())
 	delay := b.delay
@@ -54,9 +56,9 @@ func (b *backend) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan
 	if b.got == nil {
 		b.got = map[string]int{}
 	}
-	for _, s := range spans {
-		if !s.Parent().IsValid() {
-			id := s.SpanContext().TraceID().String()
+	for _, s := range flatten(rs) {
+		if len(s.ParentSpanId) == 0 {
+			id := hex.EncodeToString(s.TraceId)
 			b.got[id]++
 			b.order = append(b.order, id)
 		}
@@ -94,7 +96,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestBackendDownWithinBound(t *testing.T) {
 	b := &backend{down: true}
 	st := &counts{}
-	e := NewWithExporter(b, Config{QueueTraces: 100, InitialBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}, st, nil)
+	e := NewWithClient(b, Config{QueueTraces: 100, InitialBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}, st, nil)
 	e.Start(context.Background())
 	for i := range 100 {
 		e.Export(testTrace(uidN(i)))
@@ -143,7 +145,7 @@ func TestBackendDownBeyondBound(t *testing.T) {
 			// A long backoff: after the first failure the queue sits still, so which traces
 			// are dropped is exact.
 			tc.cfg.InitialBackoff, tc.cfg.MaxBackoff = time.Hour, time.Hour
-			e := NewWithExporter(b, tc.cfg, st, nil)
+			e := NewWithClient(b, tc.cfg, st, nil)
 			e.Start(context.Background())
 			e.Export(testTrace(uidN(0)))
 			waitFor(t, "the first failure", func() bool { return !e.Status().FailingSince.IsZero() })
@@ -174,7 +176,7 @@ func TestBackendDownBeyondBound(t *testing.T) {
 func TestBackendErrorsBackoff(t *testing.T) {
 	b := &backend{failNext: 5}
 	st := &counts{}
-	e := NewWithExporter(b, Config{InitialBackoff: 10 * time.Millisecond, MaxBackoff: 80 * time.Millisecond}, st, nil)
+	e := NewWithClient(b, Config{InitialBackoff: 10 * time.Millisecond, MaxBackoff: 80 * time.Millisecond}, st, nil)
 	e.Start(context.Background())
 	e.Export(testTrace(uidN(1)))
 	waitFor(t, "the trace to arrive", func() bool { got, _ := b.accepted(); return got[traceN(1)] == 1 })
@@ -203,7 +205,7 @@ func TestBackendSlow(t *testing.T) {
 	t.Parallel()
 	b := &backend{delay: 5 * time.Second}
 	st := &counts{}
-	e := NewWithExporter(b, Config{}, st, nil)
+	e := NewWithClient(b, Config{}, st, nil)
 	e.Start(context.Background())
 	start := time.Now()
 	for i := range 100 {
@@ -235,7 +237,7 @@ func TestShutdownCountsWhatIsLeft(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &backend{down: true}
 			st := &counts{}
-			e := NewWithExporter(b, Config{InitialBackoff: time.Hour}, st, nil)
+			e := NewWithClient(b, Config{InitialBackoff: time.Hour}, st, nil)
 			if tc.start {
 				e.Start(context.Background())
 			}
@@ -262,7 +264,7 @@ func TestShutdownCountsWhatIsLeft(t *testing.T) {
 // A burst faster than a healthy backend takes it is dropped oldest first as queue_full.
 func TestQueueFullWhileHealthy(t *testing.T) {
 	st := &counts{}
-	e := NewWithExporter(&backend{}, Config{QueueTraces: 2}, st, nil)
+	e := NewWithClient(&backend{}, Config{QueueTraces: 2}, st, nil)
 	for i := range 5 { // not started: nothing drains the queue
 		e.Export(testTrace(uidN(i)))
 	}

@@ -9,15 +9,16 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/readyspan/readyspan/phases"
 )
 
-// FuzzAttributes builds OTLP spans from arbitrary names, attribute keys and values: every
-// attribute of a supported type reaches the span, and every string is valid UTF-8, as OTLP's
-// protobuf requires (one invalid string fails the whole request).
+// FuzzAttributes builds OTLP requests from arbitrary names, attribute keys and values: every
+// attribute of a supported type reaches the span, every string is valid UTF-8, as OTLP's
+// protobuf requires (one invalid string fails the whole request), and the request marshals.
 func FuzzAttributes(f *testing.F) {
 	f.Add("k8s.pod.name", "web-6d4f8c7b9-x7k2p", int64(3), 1.5, true)
 	f.Add("", "", int64(-1), 0.0, false)
@@ -31,12 +32,16 @@ func FuzzAttributes(f *testing.F) {
 		sp.Attrs = append(sp.Attrs, extra...)
 		sp.Events = append(sp.Events, phases.Event{Name: s, Time: sp.Start, Attrs: extra})
 		want := len(sp.AllAttrs())
-		got := readOnly(tr.Spans, newResources(nil))
+		rs := resourceSpans([][]phases.Span{tr.Spans}, newResources(nil))
+		got := flatten(rs)
 		if len(got) != len(tr.Spans) {
 			t.Fatalf("%d spans built from %d", len(got), len(tr.Spans))
 		}
+		if _, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: rs}); err != nil {
+			t.Fatalf("the request does not marshal: %v", err)
+		}
 		root := got[0]
-		if n := len(root.Attributes()); n != want {
+		if n := len(root.Attributes); n != want {
 			t.Fatalf("%d attributes on the span, want %d", n, want)
 		}
 		check := func(what, v string) {
@@ -44,28 +49,24 @@ func FuzzAttributes(f *testing.F) {
 				t.Fatalf("%s is not valid UTF-8: %q", what, v)
 			}
 		}
-		check("name", root.Name())
-		check("status", root.Status().Description)
-		for _, e := range root.Events() {
+		check("name", root.Name)
+		check("status", root.Status.GetMessage())
+		for _, e := range root.Events {
 			check("event name", e.Name)
 			for _, kv := range e.Attributes {
-				check("event attribute key", string(kv.Key))
-				if kv.Value.Type() == attribute.STRING {
-					check("event attribute", kv.Value.AsString())
-				}
+				check("event attribute key", kv.Key)
+				check("event attribute", kv.GetValue().GetStringValue())
 			}
 		}
-		for _, kv := range root.Attributes() {
-			check("attribute key", string(kv.Key))
-			if kv.Value.Type() == attribute.STRING {
-				check("attribute", kv.Value.AsString())
-			}
+		for _, kv := range root.Attributes {
+			check("attribute key", kv.Key)
+			check("attribute", kv.GetValue().GetStringValue())
 		}
 	})
 }
 
 // TestInvalidUTF8ReachesTheBackend sends a trace holding invalid UTF-8 to a real OTLP/HTTP
-// exporter: before validUTF8, the request failed to marshal ("string field contains invalid
+// client: before validUTF8, the request failed to marshal ("string field contains invalid
 // UTF-8") and the batch was retried until dropped.
 func TestInvalidUTF8ReachesTheBackend(t *testing.T) {
 	var bodies int
@@ -74,14 +75,14 @@ func TestInvalidUTF8ReachesTheBackend(t *testing.T) {
 		bodies++
 	}))
 	defer srv.Close()
-	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(srv.URL+"/v1/traces"))
-	if err != nil {
+	client := otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(srv.URL + "/v1/traces"))
+	if err := client.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
 	tr.Spans[0].Attrs = append(tr.Spans[0].Attrs, phases.Attr{Key: "message", Value: "exit \xff\xfe"})
 	tr.Spans[0].Events = append(tr.Spans[0].Events, phases.Event{Name: "Failed \xc3", Time: tr.Spans[0].Start})
-	if err := exp.ExportSpans(context.Background(), readOnly(tr.Spans, newResources(nil))); err != nil {
+	if err := client.UploadTraces(context.Background(), resourceSpans([][]phases.Span{tr.Spans}, newResources(nil))); err != nil {
 		t.Fatalf("export: %v", err)
 	}
 	if bodies != 1 {
@@ -105,13 +106,13 @@ func TestEndpointThatIsNotOTLP(t *testing.T) {
 		{"grpc", Config{Protocol: "grpc", Endpoint: strings.TrimPrefix(srv.URL, "http://"), Insecure: true}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exp, err := newSpanExporter(context.Background(), tc.cfg)
+			client, err := newClient(context.Background(), tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5e9)
 			defer cancel()
-			err = exp.ExportSpans(ctx, readOnly(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f").Spans, newResources(nil)))
+			err = client.UploadTraces(ctx, resourceSpans([][]phases.Span{testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f").Spans}, newResources(nil)))
 			if err == nil {
 				t.Fatal("export to a server that is not OTLP succeeded")
 			}
@@ -129,14 +130,14 @@ func TestResourcesSayTheShard(t *testing.T) {
 	res := newResources(map[string]string{"readyspan.shard": "1/2"})
 	for _, service := range []string{"kubelet", "kube-scheduler"} {
 		attrs := map[string]string{}
-		for _, kv := range res.get(service).Attributes() {
-			attrs[string(kv.Key)] = kv.Value.AsString()
+		for _, kv := range res.get(service).GetAttributes() {
+			attrs[kv.Key] = kv.GetValue().GetStringValue()
 		}
 		if attrs["service.name"] != service || attrs["readyspan.shard"] != "1/2" {
 			t.Errorf("resource of %s: %v", service, attrs)
 		}
 	}
-	if got := newResources(nil).get("kubelet").Attributes(); len(got) != 1 {
+	if got := newResources(nil).get("kubelet").GetAttributes(); len(got) != 1 {
 		t.Errorf("unsharded resource: %v, want the service name only", got)
 	}
 }

@@ -1,0 +1,258 @@
+package otlp
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/readyspan/readyspan/phases"
+)
+
+// scopeName is the instrumentation scope of every span readyspan reconstructs.
+const scopeName = "github.com/readyspan/readyspan"
+
+// scope is that scope as OTLP states it, shared by every request (nothing writes to it).
+var scope = &commonpb.InstrumentationScope{Name: scopeName}
+
+// spanFlags are the W3C trace flags of every span (sampled), with the bit that says whether
+// the parent is remote known (it never is: a trace is rebuilt whole).
+const spanFlags = uint32(0x01) | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK)
+
+// resources caches one OTLP resource per service name: each phase is reported as the component
+// that owns it, so trace viewers colour the waterfall by component. Every resource also carries
+// what is said of the exporting process (the shard, when several split the cluster). A
+// resource is converted once and shared by every request that needs it.
+type resources struct {
+	process   []attribute.KeyValue
+	byService map[string]*resourcepb.Resource
+}
+
+func newResources(process map[string]string) *resources {
+	r := &resources{byService: map[string]*resourcepb.Resource{}}
+	for k, v := range process {
+		r.process = append(r.process, attribute.String(k, v))
+	}
+	return r
+}
+
+// get is the resource of a service: its attributes as the SDK's resource orders and dedupes
+// them (by key), readyspan's said of the process after service.name.
+func (r *resources) get(service string) *resourcepb.Resource {
+	if res, ok := r.byService[service]; ok {
+		return res
+	}
+	attrs := append([]attribute.KeyValue{semconv.ServiceName(validUTF8(service))}, r.process...)
+	set := resource.NewWithAttributes(semconv.SchemaURL, attrs...)
+	res := &resourcepb.Resource{}
+	for it := set.Iter(); it.Next(); {
+		kv := it.Attribute()
+		res.Attributes = append(res.Attributes, &commonpb.KeyValue{Key: string(kv.Key),
+			Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: kv.Value.AsString()}}})
+	}
+	r.byService[service] = res
+	return res
+}
+
+// resourceSpans is the body of one OTLP export request for the spans of a batch of traces: a
+// ResourceSpans per service, in the order services first appear, each with readyspan's one
+// scope and its spans in the order given. It is what the OpenTelemetry SDK's conversion of
+// the same spans gives (TestRequestMatchesSDK) without the SDK's span snapshots and the copies
+// it makes of every attribute on the way: the messages of a request are cut from a few blocks
+// (requestBlocks) rather than allocated one by one.
+func resourceSpans(traces [][]phases.Span, res *resources) []*tracepb.ResourceSpans {
+	bl := newRequestBlocks(traces)
+	var out []*tracepb.ResourceSpans
+	var scopes []*tracepb.ScopeSpans // out[i]'s one ScopeSpans
+	var services []string            // out[i]'s service
+	for _, spans := range traces {
+		for i := range spans {
+			s := &spans[i]
+			k := 0
+			for k < len(services) && services[k] != s.Service {
+				k++
+			}
+			if k == len(services) {
+				ss := &tracepb.ScopeSpans{Scope: scope, Spans: []*tracepb.Span{}}
+				out = append(out, &tracepb.ResourceSpans{Resource: res.get(s.Service), ScopeSpans: []*tracepb.ScopeSpans{ss}, SchemaUrl: semconv.SchemaURL})
+				scopes, services = append(scopes, ss), append(services, s.Service)
+			}
+			scopes[k].Spans = append(scopes[k].Spans, bl.span(s))
+		}
+	}
+	return out
+}
+
+// requestBlocks holds the messages of one request, allocated together: a span's fixed parts,
+// every attribute's key-value, value and typed value, and the span and trace IDs' bytes.
+type requestBlocks struct {
+	spans    []tracepb.Span
+	statuses []tracepb.Status
+	ids      []byte
+	kvs      []commonpb.KeyValue
+	kvPtrs   []*commonpb.KeyValue
+	values   []commonpb.AnyValue
+	strs     []commonpb.AnyValue_StringValue
+	ints     []commonpb.AnyValue_IntValue
+	floats   []commonpb.AnyValue_DoubleValue
+	bools    []commonpb.AnyValue_BoolValue
+	// bounds is scratch for a span's bound attributes (phases.Span.BoundAttrs).
+	bounds [8]phases.Attr
+}
+
+// newRequestBlocks sizes the blocks for a batch: one pass counting what the request will hold.
+// (Were a count short, append would move a block and the messages cut from it before would
+// stay where they were, whole: only the one allocation would be lost.)
+func newRequestBlocks(traces [][]phases.Span) *requestBlocks {
+	var attrs, strs, ints, floats, bools, ids, n int
+	var buf [8]phases.Attr
+	count := func(as []phases.Attr) {
+		for _, a := range as {
+			switch a.Value.(type) {
+			case string:
+				strs++
+			case int64, int:
+				ints++
+			case float64:
+				floats++
+			case bool:
+				bools++
+			default:
+				continue
+			}
+			attrs++
+		}
+	}
+	for _, spans := range traces {
+		for i := range spans {
+			s := &spans[i]
+			n++
+			ids += 16 + 8 + 8 + 24*len(s.Links) // trace, span and parent IDs; each link's trace and span
+			count(s.BoundAttrs(buf[:0]))
+			count(s.Attrs)
+			for _, e := range s.Events {
+				count(e.Attrs)
+			}
+			for _, l := range s.Links {
+				count(l.Attrs)
+			}
+		}
+	}
+	return &requestBlocks{
+		spans:    make([]tracepb.Span, 0, n),
+		statuses: make([]tracepb.Status, 0, n),
+		ids:      make([]byte, 0, ids),
+		kvs:      make([]commonpb.KeyValue, 0, attrs),
+		kvPtrs:   make([]*commonpb.KeyValue, 0, attrs),
+		values:   make([]commonpb.AnyValue, 0, attrs),
+		strs:     make([]commonpb.AnyValue_StringValue, 0, strs),
+		ints:     make([]commonpb.AnyValue_IntValue, 0, ints),
+		floats:   make([]commonpb.AnyValue_DoubleValue, 0, floats),
+		bools:    make([]commonpb.AnyValue_BoolValue, 0, bools),
+	}
+}
+
+func (bl *requestBlocks) span(s *phases.Span) *tracepb.Span {
+	bl.spans = append(bl.spans, tracepb.Span{})
+	sp := &bl.spans[len(bl.spans)-1]
+	sp.TraceId = bl.bytes(s.TraceID[:])
+	sp.SpanId = bl.bytes(s.SpanID[:])
+	if !s.ParentSpanID.IsZero() {
+		sp.ParentSpanId = bl.bytes(s.ParentSpanID[:])
+	}
+	sp.Flags = spanFlags
+	sp.Name = validUTF8(s.Name)
+	sp.Kind = tracepb.Span_SPAN_KIND_INTERNAL
+	sp.StartTimeUnixNano = unixNano(s.Start)
+	sp.EndTimeUnixNano = unixNano(s.End)
+	bl.statuses = append(bl.statuses, tracepb.Status{})
+	st := &bl.statuses[len(bl.statuses)-1]
+	switch s.Status {
+	case phases.StatusOK:
+		st.Code = tracepb.Status_STATUS_CODE_OK
+	case phases.StatusError:
+		st.Code, st.Message = tracepb.Status_STATUS_CODE_ERROR, validUTF8(s.StatusMessage)
+	}
+	sp.Status = st
+	sp.Attributes = bl.attributes(s.BoundAttrs(bl.bounds[:0]), s.Attrs)
+	if len(s.Events) > 0 {
+		sp.Events = make([]*tracepb.Span_Event, len(s.Events))
+		for i, e := range s.Events {
+			sp.Events[i] = &tracepb.Span_Event{Name: validUTF8(e.Name), TimeUnixNano: unixNano(e.Time), Attributes: bl.attributes(e.Attrs, nil)}
+		}
+	}
+	if len(s.Links) > 0 {
+		sp.Links = make([]*tracepb.Span_Link, len(s.Links))
+		for i, l := range s.Links {
+			sp.Links[i] = &tracepb.Span_Link{TraceId: bl.bytes(l.TraceID[:]), SpanId: bl.bytes(l.SpanID[:]),
+				Attributes: bl.attributes(l.Attrs, nil), Flags: spanFlags}
+		}
+	}
+	return sp
+}
+
+// bytes is a copy of b in the ID block.
+func (bl *requestBlocks) bytes(b []byte) []byte {
+	at := len(bl.ids)
+	bl.ids = append(bl.ids, b...)
+	return bl.ids[at:len(bl.ids):len(bl.ids)]
+}
+
+// attributes converts two lists of attributes into one OTLP list, nil when empty, as the SDK
+// does: a value of a type OTLP has no scalar for is left out.
+func (bl *requestBlocks) attributes(first, then []phases.Attr) []*commonpb.KeyValue {
+	at := len(bl.kvPtrs)
+	for _, list := range [2][]phases.Attr{first, then} {
+		for _, a := range list {
+			bl.values = append(bl.values, commonpb.AnyValue{})
+			v := &bl.values[len(bl.values)-1]
+			switch x := a.Value.(type) {
+			case string:
+				bl.strs = append(bl.strs, commonpb.AnyValue_StringValue{StringValue: validUTF8(x)})
+				v.Value = &bl.strs[len(bl.strs)-1]
+			case int64:
+				bl.ints = append(bl.ints, commonpb.AnyValue_IntValue{IntValue: x})
+				v.Value = &bl.ints[len(bl.ints)-1]
+			case int:
+				bl.ints = append(bl.ints, commonpb.AnyValue_IntValue{IntValue: int64(x)})
+				v.Value = &bl.ints[len(bl.ints)-1]
+			case float64:
+				bl.floats = append(bl.floats, commonpb.AnyValue_DoubleValue{DoubleValue: x})
+				v.Value = &bl.floats[len(bl.floats)-1]
+			case bool:
+				bl.bools = append(bl.bools, commonpb.AnyValue_BoolValue{BoolValue: x})
+				v.Value = &bl.bools[len(bl.bools)-1]
+			default:
+				bl.values = bl.values[:len(bl.values)-1]
+				continue
+			}
+			bl.kvs = append(bl.kvs, commonpb.KeyValue{Key: validUTF8(a.Key), Value: v})
+			bl.kvPtrs = append(bl.kvPtrs, &bl.kvs[len(bl.kvs)-1])
+		}
+	}
+	if len(bl.kvPtrs) == at {
+		return nil
+	}
+	return bl.kvPtrs[at:len(bl.kvPtrs):len(bl.kvPtrs)]
+}
+
+// unixNano is t in OTLP's unsigned nanoseconds; a time before 1970 (none is) as 0, as the SDK.
+func unixNano(t time.Time) uint64 {
+	return uint64(max(0, t.UnixNano()))
+}
+
+// validUTF8 replaces invalid UTF-8 with U+FFFD. OTLP's protobuf strings must be valid UTF-8:
+// one bad byte (a container's termination message, an Event written over protobuf) makes the
+// whole request fail to marshal, and with it every other trace of the batch.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
