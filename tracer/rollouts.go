@@ -102,6 +102,10 @@ type rollouts struct {
 	audit func(key string, before time.Time) *AuditEntry
 
 	workloads map[types.UID]*workloadState
+	// active holds the workloads with a rollout in progress (cur set): the ones a tick looks
+	// at. Most workloads of a cluster have none most of the time, and a tick walking every one
+	// of them five times a second grows with the cluster, not with its rollouts.
+	active    map[*workloadState]struct{}
 	rsOwner   map[types.UID]types.UID // ReplicaSet → its Deployment
 	rsCreated map[string]time.Time    // "namespace/name" of ReplicaSets and ControllerRevisions → created
 	pods      map[types.UID]*wlPod
@@ -115,7 +119,7 @@ type rollouts struct {
 
 func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(string, time.Time) *AuditEntry) *rollouts {
 	r := &rollouts{cfg: cfg, sink: sink, audit: audit,
-		workloads: map[types.UID]*workloadState{}, rsOwner: map[types.UID]types.UID{},
+		workloads: map[types.UID]*workloadState{}, active: map[*workloadState]struct{}{}, rsOwner: map[types.UID]types.UID{},
 		rsCreated: map[string]time.Time{}, pods: map[types.UID]*wlPod{},
 		byOwner: map[types.UID]map[types.UID]*wlPod{}, ownedRS: map[types.UID]map[types.UID]bool{}}
 	r.stats, _ = stats.(RolloutStats)
@@ -247,6 +251,7 @@ func (r *rollouts) start(w *workloadState, v workloadView, kind rollout.Kind, re
 	}
 	a.lastStep = s.Time
 	w.cur = a
+	r.active[w] = struct{}{}
 }
 
 func stampAt(t time.Time) phases.Stamp {
@@ -511,6 +516,7 @@ func (r *rollouts) members(w *workloadState, a *activeRollout, until time.Time) 
 func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason string, end phases.Stamp, until time.Time, supersededBy phases.TraceID) {
 	a := w.cur
 	w.cur = nil
+	delete(r.active, w)
 	if a == nil || r.sink == nil {
 		return
 	}
@@ -655,7 +661,7 @@ func (r *rollouts) tick(now time.Time) {
 		r.now = now
 	}
 	prog := rollout.Progress{InProgress: map[string]int{}, PastDeadline: map[string]int{}, LongestWithoutStep: map[string]time.Duration{}}
-	for _, w := range r.workloads {
+	for w := range r.active {
 		r.check(w, now)
 		a := w.cur
 		if a == nil {
