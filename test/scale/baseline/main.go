@@ -56,7 +56,7 @@ func run(ctx context.Context) (err error) {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the user the baseline watches as")
 	namespaces := flag.String("namespaces", "", "comma-separated namespaces (default: all, as readyspan run)")
 	readyAddr := flag.String("ready-addr", "127.0.0.1:8081", "serves /readyz once every cache has synced")
-	protobuf := flag.Bool("protobuf", false, "ask for protobuf instead of JSON (readyspan asks for JSON): what the wire format costs")
+	asJSON := flag.Bool("json", false, "ask for JSON instead of protobuf (client-go's default for built-in types, which readyspan keeps): what the wire format costs")
 	flag.Parse()
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -64,9 +64,9 @@ func run(ctx context.Context) (err error) {
 	}
 	cfg.UserAgent = "readyspan-scale-baseline"
 	cfg.QPS, cfg.Burst = 50, 100 // as readyspan run
-	if *protobuf {
-		cfg.ContentType = "application/vnd.kubernetes.protobuf"
-		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if *asJSON {
+		cfg.ContentType = "application/json"
+		cfg.AcceptContentTypes = "application/json"
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

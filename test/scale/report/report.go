@@ -251,7 +251,7 @@ type Report struct {
 	NoTrace         int                `json:"pods_without_trace"`
 	Readyspan       Process            `json:"readyspan"`
 	Baseline        Process            `json:"baseline"`
-	BaselineProto   *Process           `json:"baseline_protobuf,omitempty"` // the same informers over protobuf, when run
+	BaselineJSON    *Process           `json:"baseline_json,omitempty"` // the same informers over JSON, when run
 	RSSRatio        float64            `json:"rss_steady_ratio"`
 	PeakRatio       float64            `json:"rss_peak_ratio"`
 	CPURatio        float64            `json:"cpu_ratio"`
@@ -375,8 +375,8 @@ func (r *Report) Table(w io.Writer) error {
 	fmt.Fprintf(tw, "  of which the UI's ring of recent traces\t%.1f\t\t\n", r.UIRingMiB)
 	fmt.Fprintf(tw, "RSS trend, the load's second half, MiB/min\t%.2f\t%.2f\t\n", r.Readyspan.RSSTrendMiBPerMin, r.Baseline.RSSTrendMiBPerMin)
 	fmt.Fprintf(tw, "bytes per cached Pod\t%.0f\t%.0f\t\n", r.Readyspan.BytesPerPod, r.Baseline.BytesPerPod)
-	if p := r.BaselineProto; p != nil {
-		fmt.Fprintf(tw, "baseline over protobuf\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\t\t\n", p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)
+	if p := r.BaselineJSON; p != nil {
+		fmt.Fprintf(tw, "baseline over JSON\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\t\t\n", p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)
 	}
 	if rs := r.Restart; rs != nil {
 		fmt.Fprintf(tw, "\t\n")

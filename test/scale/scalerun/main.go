@@ -55,7 +55,7 @@ type options struct {
 	otlpAddr, readyspanMetrics, baselineReady           string
 	collector, collectorConfig, collectorOTLP           string
 	collectorMetrics                                    string
-	protoBaseline, restart                              bool
+	jsonBaseline, restart                               bool
 	restartAfter                                        time.Duration
 	nodes, pods, replicas, rolls, namespaces, shards    int
 	rate                                                float64
@@ -78,7 +78,7 @@ func parse() options {
 	flag.StringVar(&o.readyspanMetrics, "readyspan-metrics", "127.0.0.1:8080", "readyspan's --metrics-addr (shard i of --shards listens on the port + 100·i)")
 	flag.IntVar(&o.shards, "shards", 1, "readyspan processes splitting the cluster (--shard i --total-shards N), all exporting to the same receiver")
 	flag.StringVar(&o.baselineReady, "baseline-ready", "127.0.0.1:8081", "the baseline's --ready-addr")
-	flag.BoolVar(&o.protoBaseline, "protobuf-baseline", false, "also run the baseline over protobuf (a third watcher, as the baseline's user)")
+	flag.BoolVar(&o.jsonBaseline, "json-baseline", false, "also run the baseline over JSON (a third watcher, as the baseline's user): readyspan and the baseline read protobuf, client-go's default")
 	flag.BoolVar(&o.restart, "restart", true, "after the report's figures, stop readyspan and the baseline and start fresh ones into the full cluster: their catch-up")
 	flag.DurationVar(&o.restartAfter, "restart-after", time.Minute, "how long the restarted processes are watched after both synced")
 	flag.IntVar(&o.nodes, "nodes", 50, "fake nodes")
@@ -182,9 +182,9 @@ func run(ctx context.Context) (err error) {
 	defer stopProcess(bl)
 	watchers = append(watchers, bl)
 	ready, pids = append(ready, "http://"+o.baselineReady+"/readyz"), append(pids, bl.Process.Pid)
-	if o.protoBaseline {
+	if o.jsonBaseline {
 		const addr = "127.0.0.1:8082"
-		bp, err := startProcess(filepath.Join(o.out, name+"-baseline-protobuf.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", addr, "--protobuf")
+		bp, err := startProcess(filepath.Join(o.out, name+"-baseline-json.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", addr, "--json")
 		if err != nil {
 			return err
 		}
@@ -260,7 +260,7 @@ func run(ctx context.Context) (err error) {
 	}
 	if len(samples) > o.shards+1 {
 		p := report.Cost(samples[o.shards+1], window, len(res.Pods), o.pods)
-		r.BaselineProto = &p
+		r.BaselineJSON = &p
 	}
 	if runErr != nil {
 		r.Notes = append(r.Notes, "load driver: "+runErr.Error())
