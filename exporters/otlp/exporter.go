@@ -453,7 +453,8 @@ func queueBytes(spans []phases.Span) int64 {
 	n := int64(0)
 	for i := range spans {
 		s := &spans[i]
-		n += 64 + int64(len(s.Name)+len(s.Service)+len(s.StatusMessage)) + attrBytes(s.AllAttrs())
+		var bounds [8]phases.Attr
+		n += 64 + int64(len(s.Name)+len(s.Service)+len(s.StatusMessage)) + attrBytes(s.BoundAttrs(bounds[:0])) + attrBytes(s.Attrs)
 		for _, ev := range s.Events {
 			n += 24 + int64(len(ev.Name)) + attrBytes(ev.Attrs)
 		}
