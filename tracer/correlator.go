@@ -418,12 +418,13 @@ func (c *Correlator) handleSlice(d *Delta, s *discoveryv1.EndpointSlice) {
 		return
 	}
 	var fallback time.Time // no receive time: the controller's last write to the slice (1 s)
-	for _, f := range s.ManagedFields {
-		if f.Manager == controllerManager && f.Time != nil && f.Time.After(fallback) {
+	for i := range s.ManagedFields {
+		if f := &s.ManagedFields[i]; f.Manager == controllerManager && f.Time != nil && f.Time.After(fallback) {
 			fallback = f.Time.Time
 		}
 	}
-	for _, ep := range s.Endpoints {
+	for i := range s.Endpoints {
+		ep := &s.Endpoints[i]
 		if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" {
 			continue
 		}
@@ -717,8 +718,8 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 // v1.37), which leaves such Pods out of kubelet_pod_start_sli_duration_seconds: a Pod with any
 // volume other than secret, configMap, downwardAPI, emptyDir or projected.
 func stateful(p *corev1.Pod) bool {
-	for _, v := range p.Spec.Volumes {
-		if v.Secret == nil && v.ConfigMap == nil && v.DownwardAPI == nil && v.EmptyDir == nil && v.Projected == nil {
+	for i := range p.Spec.Volumes {
+		if v := &p.Spec.Volumes[i].VolumeSource; v.Secret == nil && v.ConfigMap == nil && v.DownwardAPI == nil && v.EmptyDir == nil && v.Projected == nil {
 			return true
 		}
 	}

@@ -54,7 +54,8 @@ func controllerOf(m *metav1.ObjectMeta) *metav1.OwnerReference {
 func clientChange(m *metav1.ObjectMeta) (string, time.Time) {
 	var who string
 	var at time.Time
-	for _, f := range m.ManagedFields {
+	for i := range m.ManagedFields {
+		f := &m.ManagedFields[i]
 		if f.Subresource != "" || f.Manager == controllerManager || f.Time == nil {
 			continue
 		}

@@ -86,8 +86,8 @@ const (
 func newPodState(p *corev1.Pod) *podState {
 	ps := &podState{pod: p, dueIndex: -1}
 	ps.created.Add(p.CreationTimestamp.Time, phases.SourceMetadata)
-	for _, f := range p.ManagedFields {
-		if f.Operation == "Update" && f.Subresource == "" {
+	for i := range p.ManagedFields {
+		if f := &p.ManagedFields[i]; f.Operation == "Update" && f.Subresource == "" {
 			ps.creator = f.Manager
 			break
 		}
@@ -119,13 +119,14 @@ func (ps *podState) update(p *corev1.Pod, at time.Time) {
 	if p.Status.Phase == corev1.PodRunning {
 		ps.mark(change{what: seenRunning}, at)
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Status == corev1.ConditionTrue {
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Status == corev1.ConditionTrue {
 			ps.mark(change{seenCond, string(c.Type)}, at)
 		}
 	}
-	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for _, cs := range list {
+	for _, list := range [...][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for i := range list {
+			cs := &list[i]
 			if cs.State.Running != nil || cs.State.Terminated != nil {
 				ps.mark(change{seenCtrRun, cs.Name}, at)
 			}
@@ -155,8 +156,15 @@ func (ps *podState) addEvent(e *event) {
 		}
 	}
 	e.at = e.when().Time
+	if ps.events == nil {
+		ps.events = make([]*event, 0, eventsPerPod) // grown once, not at 1, 2, 4 and 8
+	}
 	ps.events = append(ps.events, e)
 }
+
+// eventsPerPod is the room made for a Pod's events: a startup has about a dozen (Scheduled, and
+// Pulling, Pulled, Created and Started for each container).
+const eventsPerPod = 16
 
 func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
@@ -248,9 +256,9 @@ func countFailedPulls(obs *phases.Pod, idx containerIndex, evs []*event) {
 
 // failure returns the persistent failure the Pod's status shows now, if any.
 func failure(p *corev1.Pod) string {
-	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for _, cs := range list {
-			if w := cs.State.Waiting; w != nil && failureReasons[w.Reason] {
+	for _, list := range [...][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for i := range list {
+			if w := list[i].State.Waiting; w != nil && failureReasons[w.Reason] {
 				return w.Reason
 			}
 		}
@@ -302,20 +310,21 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	if n := len(p.Spec.InitContainers) + len(p.Spec.Containers); n > 0 {
 		obs.Containers = make([]phases.Container, 0, n)
 	}
-	for _, ct := range p.Spec.InitContainers {
-		obs.Containers = append(obs.Containers, containerFromSpec(&ct, true))
+	for i := range p.Spec.InitContainers {
+		obs.Containers = append(obs.Containers, containerFromSpec(&p.Spec.InitContainers[i], true))
 	}
-	for _, ct := range p.Spec.Containers {
-		obs.Containers = append(obs.Containers, containerFromSpec(&ct, false))
+	for i := range p.Spec.Containers {
+		obs.Containers = append(obs.Containers, containerFromSpec(&p.Spec.Containers[i], false))
 	}
 	idx := containerIndex(obs.Containers)
-	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for _, cs := range list {
+	for _, list := range [...][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for j := range list {
+			cs := &list[j]
 			i, ok := idx.of(cs.Name)
 			if !ok {
 				continue
 			}
-			if f, pull := ps.containerStatus(&obs.Containers[i], &cs); f != nil {
+			if f, pull := ps.containerStatus(&obs.Containers[i], cs); f != nil {
 				statusFailures = append(statusFailures, statusFailure{*f, pull, i})
 			}
 		}

@@ -326,8 +326,8 @@ func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
 		wp.ready.Add(d.watchTime(), phases.SourceWatch)
 		wp.ready.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
-	for _, c := range p.Spec.Containers {
-		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+	for i := range p.Spec.Containers {
+		if c := &p.Spec.Containers[i]; c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 			wp.preStop = true
 		}
 	}
@@ -339,9 +339,9 @@ func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
 			wp.deleted.Add(p.DeletionTimestamp.Add(-time.Duration(wp.grace)*time.Second), phases.SourceMetadata)
 		}
 	}
-	for _, cs := range p.Status.ContainerStatuses {
+	for i := range p.Status.ContainerStatuses {
 		// Killed with SIGKILL: the container did not stop within the grace period.
-		if t := cs.State.Terminated; t != nil && t.ExitCode == 137 && p.DeletionTimestamp != nil {
+		if t := p.Status.ContainerStatuses[i].State.Terminated; t != nil && t.ExitCode == 137 && p.DeletionTimestamp != nil {
 			wp.killed = true
 		}
 	}
