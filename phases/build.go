@@ -455,7 +455,6 @@ func (b *builder) add(s Span, parent int, start, end point) int {
 // draw is add that also returns the span's bounds as drawn, for a span that begins where this
 // one begins or ends.
 func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
-	s.TraceID = b.trace.TraceID
 	s.SpanID = b.spanIDs.spanID(s.Path)
 	if s.Attrs == nil {
 		s.Attrs = b.attrs(spanAttrs)
@@ -512,31 +511,31 @@ func clampedValue(start, end bool) any {
 	return nil
 }
 
-// sourceValue is a source as an attribute value. Each source is a constant, and a constant
-// converts to an interface without allocating, where converting a string read from a variable
-// would allocate on every span; a switch finds it without hashing.
+// sourceValue is a source's name as an attribute value, nil for no known source. Each name is a
+// constant, and a constant converts to an interface without allocating, where converting a
+// string read from a variable would allocate on every span.
 func sourceValue(src Source) any {
 	switch src {
 	case SourceEventTime:
-		return string(SourceEventTime)
+		return "event-time"
 	case SourceEventName:
-		return string(SourceEventName)
+		return "event-name"
 	case SourceWatch:
-		return string(SourceWatch)
+		return "watch"
 	case SourceStatus:
-		return string(SourceStatus)
+		return "status"
 	case SourceMetadata:
-		return string(SourceMetadata)
+		return "metadata"
 	case SourceEventSeconds:
-		return string(SourceEventSeconds)
+		return "event-seconds"
 	case SourceMessage:
-		return string(SourceMessage)
+		return "message"
 	case SourceAudit:
-		return string(SourceAudit)
+		return "audit"
 	case SourceDerived:
-		return string(SourceDerived)
+		return "derived"
 	}
-	return string(src)
+	return nil
 }
 
 // secondMillis is a whole second's uncertainty as stated, the usual one.
@@ -582,7 +581,7 @@ func statedUncertainty(d time.Duration) time.Duration {
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func orDerived(p point) Source {
-	if !p.observed || p.src == "" {
+	if !p.observed || p.src == 0 {
 		return SourceDerived
 	}
 	return p.src

@@ -172,7 +172,6 @@ type Span struct {
 	Name          string
 	Path          string
 	Service       string
-	TraceID       TraceID
 	SpanID        SpanID
 	ParentSpanID  SpanID
 	Start         time.Time
@@ -181,7 +180,7 @@ type Span struct {
 	StatusMessage string
 	// StartBound and EndBound say where the span's start and end came from. A span drawn from
 	// observations (every span of a Pod's trace) has both; one that states its bounds in its
-	// attributes itself (a rollout's) has neither: Source is empty.
+	// attributes itself (a rollout's) has neither: Source is zero.
 	StartBound, EndBound Bound
 	Attrs                []Attr
 	Events               []Event
@@ -210,7 +209,7 @@ const boundAttrsMax = 7
 // stated, uncertainty in ms; readyspan.time.observed=false when either end was not observed.
 // A span without bounds adds nothing.
 func (s *Span) BoundAttrs(dst []Attr) []Attr {
-	if s.StartBound.Source == "" {
+	if s.StartBound.Source == 0 {
 		return dst
 	}
 	dst = append(dst,
@@ -233,7 +232,7 @@ func (s *Span) BoundAttrs(dst []Attr) []Attr {
 
 // AllAttrs is every attribute of the span: its bounds' (BoundAttrs), then Attrs.
 func (s *Span) AllAttrs() []Attr {
-	if s.StartBound.Source == "" {
+	if s.StartBound.Source == 0 {
 		return s.Attrs
 	}
 	return append(s.BoundAttrs(make([]Attr, 0, boundAttrsMax+len(s.Attrs))), s.Attrs...)

@@ -1,37 +1,52 @@
 package phases
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Source says where a timestamp came from. Sources differ in precision and in whose clock they
-// read, so every span records the source of its start and of its end.
-type Source string
+// read, so every span records the source of its start and of its end (by its name, String).
+// It is a small number rather than its name so that a stamp, a bound or a point holds no pointer
+// for it: a trace's observations and spans hold a few hundred of them, all of which the garbage
+// collector would otherwise follow. The zero Source is none.
+type Source uint8
 
 const (
 	// SourceEventTime is an events.k8s.io eventTime or series.lastObservedTime (MicroTime, 1 µs),
 	// stamped by the emitting component.
-	SourceEventTime Source = "event-time"
+	SourceEventTime Source = iota + 1
 	// SourceEventName is the hex UnixNano suffix of an Event's metadata.name (1 ns), stamped by
 	// the emitting component when it built the event. Not an API contract, but how names are made.
-	SourceEventName Source = "event-name"
+	SourceEventName
 	// SourceWatch is readyspan's own receive time of the watch event that first showed the change.
 	// It is an upper bound: the change happened before readyspan saw it.
-	SourceWatch Source = "watch"
+	SourceWatch
 	// SourceStatus is a status field (condition lastTransitionTime, startTime, container
 	// startedAt): whole seconds, truncated, on the writer's clock.
-	SourceStatus Source = "status"
+	SourceStatus
 	// SourceMetadata is creationTimestamp or a managedFields time: whole seconds, apiserver clock.
-	SourceMetadata Source = "metadata"
+	SourceMetadata
 	// SourceEventSeconds is a core/v1 firstTimestamp/lastTimestamp: whole seconds.
-	SourceEventSeconds Source = "event-seconds"
+	SourceEventSeconds
 	// SourceMessage is a duration stated in an event message (the kubelet's "in 4.778s").
-	SourceMessage Source = "message"
+	SourceMessage
 	// SourceAudit is a kube-apiserver audit log stage timestamp (MicroTime, 1 µs, apiserver
 	// clock): requestReceivedTimestamp and the ResponseComplete stageTimestamp.
-	SourceAudit Source = "audit"
+	SourceAudit
 	// SourceDerived means the boundary was taken from a neighbouring boundary because nothing
 	// observed it; such spans also carry readyspan.time.observed=false.
-	SourceDerived Source = "derived"
+	SourceDerived
 )
+
+// String is the source's name, as spans record it (readyspan.time.source.*): event-time,
+// event-name, watch, status, metadata, event-seconds, message, audit or derived.
+func (s Source) String() string {
+	if name, ok := sourceValue(s).(string); ok {
+		return name
+	}
+	return "source(" + strconv.Itoa(int(s)) + ")"
+}
 
 // Precision is the resolution of a source, as recorded on spans.
 func (s Source) Precision() time.Duration {

@@ -127,7 +127,7 @@ func Build(r *Rollout) *Trace {
 		if e.Before(s) {
 			e = s
 		}
-		return phases.Span{Name: name, Path: path, Service: service, TraceID: t.TraceID,
+		return phases.Span{Name: name, Path: path, Service: service,
 			SpanID: phases.SpanIDFor(key, path), ParentSpanID: parent, Start: s, End: e}
 	}
 	root := span(RootSpanName, RootSpanName, phases.ServiceReadyspan, phases.SpanID{}, start.Time, end.Time)
@@ -167,7 +167,7 @@ func Build(r *Rollout) *Trace {
 			{Key: AttrStepDirection, Value: dir}, {Key: AttrStepTarget, Value: s.Target},
 			{Key: AttrStepFrom, Value: int64(s.From)}, {Key: AttrStepTo, Value: int64(s.To)},
 			{Key: AttrStepMessage, Value: s.Message}, {Key: AttrCritical, Value: cp.steps[i]},
-			{Key: phases.AttrSourceStart, Value: string(at.Source)},
+			{Key: phases.AttrSourceStart, Value: at.Source.String()},
 			{Key: phases.AttrPrecisionStart, Value: phases.PrecisionText(at.Source)},
 		}
 		stepSpan[i] = sp.SpanID
@@ -182,7 +182,7 @@ func Build(r *Rollout) *Trace {
 	for _, it := range items.list {
 		switch {
 		case it.newPod != nil:
-			t.Spans = append(t.Spans, podSpans(key, t.TraceID, parentOf(it.step), it, cp.pods[it.uid])...)
+			t.Spans = append(t.Spans, podSpans(key, parentOf(it.step), it, cp.pods[it.uid])...)
 		case it.oldPod != nil:
 			o := it.oldPod
 			sp := span(TerminateSpanName, "terminate/"+o.UID, phases.ServiceKubelet, parentOf(it.step), it.start, it.end)
@@ -207,10 +207,10 @@ func Build(r *Rollout) *Trace {
 
 // podSpans draws a new Pod, created → available, with the six phase spans of its own trace
 // under it and a link to that trace.
-func podSpans(key string, traceID phases.TraceID, parent phases.SpanID, it *item, critical bool) []phases.Span {
+func podSpans(key string, parent phases.SpanID, it *item, critical bool) []phases.Span {
 	p := it.newPod
 	path := "pod/" + p.UID
-	sp := phases.Span{Name: PodSpanName, Path: path, Service: phases.ServiceReadyspan, TraceID: traceID,
+	sp := phases.Span{Name: PodSpanName, Path: path, Service: phases.ServiceReadyspan,
 		SpanID: phases.SpanIDFor(key, path), ParentSpanID: parent, Start: it.start, End: it.end}
 	sp.Attrs = []phases.Attr{
 		{Key: phases.AttrPodName, Value: p.Name}, {Key: phases.AttrPodUID, Value: p.UID},
@@ -236,7 +236,7 @@ func podSpans(key string, traceID phases.TraceID, parent phases.SpanID, it *item
 			continue
 		}
 		c := *ph
-		c.TraceID, c.ParentSpanID = traceID, sp.SpanID
+		c.ParentSpanID = sp.SpanID
 		c.Path = path + "/" + name
 		c.SpanID = phases.SpanIDFor(key, c.Path)
 		c.Events, c.Links = nil, nil
@@ -259,9 +259,9 @@ func rootAttrs(r *Rollout, sum *Summary, start, end phases.Stamp) []phases.Attr 
 		{Key: AttrMinReady, Value: int64(r.Strategy.MinReadySeconds)},
 		{Key: AttrSteps, Value: int64(sum.Steps)}, {Key: AttrWaves, Value: int64(sum.Waves)},
 		{Key: AttrSummary, Value: sum.Sentence},
-		{Key: phases.AttrSourceStart, Value: string(start.Source)},
+		{Key: phases.AttrSourceStart, Value: start.Source.String()},
 		{Key: phases.AttrPrecisionStart, Value: phases.PrecisionText(start.Source)},
-		{Key: phases.AttrSourceEnd, Value: string(end.Source)},
+		{Key: phases.AttrSourceEnd, Value: end.Source.String()},
 		{Key: phases.AttrPrecisionEnd, Value: phases.PrecisionText(end.Source)},
 	}
 	if r.Strategy.MaxSurge != "" {

@@ -340,8 +340,8 @@ func checkEvidence(t *testing.T, dir string, traces []*phases.Trace) int {
 				if side == "end" {
 					at, key = s.End, phases.AttrSourceEnd
 				}
-				switch phases.Source(s.Attr(key).(string)) {
-				case phases.SourceEventName:
+				switch s.Attr(key) {
+				case phases.SourceEventName.String():
 					e, what, ok := ev.nameSource(tr, s, side)
 					if !ok {
 						t.Errorf("%s: %s %s is an event-name stamp, but no event in the capture explains it (%s)", tr.Pod.Name, s.Path, side, what)
@@ -351,7 +351,7 @@ func checkEvidence(t *testing.T, dir string, traces []*phases.Trace) int {
 						t.Errorf("%s: %s %s = %s, but the name of %s (%s) says %s: off by %v", tr.Pod.Name, s.Path, side, at.Format(time.RFC3339Nano), what, e.Name, e.NameTime.UTC().Format(time.RFC3339Nano), d)
 					}
 					checked++
-				case phases.SourceEventTime:
+				case phases.SourceEventTime.String():
 					e, what, ok := ev.timeSource(tr, s, side)
 					if !ok || e.EventTime.IsZero() {
 						t.Errorf("%s: %s %s is an event-time stamp, but no eventTime in the capture explains it (%s)", tr.Pod.Name, s.Path, side, what)

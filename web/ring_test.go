@@ -16,7 +16,7 @@ func podTrace(uid string, n int) *phases.Trace {
 	start := t0.Add(time.Duration(n) * time.Second)
 	id := phases.TraceIDFor(uid)
 	return &phases.Trace{TraceID: id, Pod: &phases.Pod{UID: uid, Name: "web-" + uid, Namespace: "prod", Deployment: "web"},
-		Spans:   []phases.Span{{Name: phases.RootSpanName, TraceID: id, SpanID: phases.SpanIDFor(uid, phases.RootSpanName), Start: start, End: start.Add(time.Second)}},
+		Spans:   []phases.Span{{Name: phases.RootSpanName, SpanID: phases.SpanIDFor(uid, phases.RootSpanName), Start: start, End: start.Add(time.Second)}},
 		Summary: phases.Summary{Outcome: phases.OutcomeReady}}
 }
 

@@ -38,23 +38,23 @@ func (m *marshalOnly) UploadTraces(_ context.Context, rs []*tracepb.ResourceSpan
 // stop where a trace is handed to the sinks; this is the OTLP sink's part. BenchmarkExportTraceSDK
 // is the same through the OpenTelemetry SDK's conversion, the way readyspan went before.
 func BenchmarkExportTrace(b *testing.B) {
-	benchmarkExport(b, func(batch [][]phases.Span, client *marshalOnly) error {
+	benchmarkExport(b, func(batch []traceSpans, client *marshalOnly) error {
 		return client.UploadTraces(context.Background(), resourceSpans(batch, newResources(map[string]string{"readyspan.shard": "0"})))
 	})
 }
 
 func BenchmarkExportTraceSDK(b *testing.B) {
 	res := &sdkResources{byService: map[string]*resource.Resource{}, process: []attribute.KeyValue{attribute.String("readyspan.shard", "0")}}
-	benchmarkExport(b, func(batch [][]phases.Span, client *marshalOnly) error {
+	benchmarkExport(b, func(batch []traceSpans, client *marshalOnly) error {
 		var ro []sdktrace.ReadOnlySpan
-		for _, spans := range batch {
-			ro = append(ro, sdkReadOnly(spans, res)...)
+		for _, tr := range batch {
+			ro = append(ro, sdkReadOnly(tr, res)...)
 		}
 		return otlptrace.NewUnstarted(client).ExportSpans(context.Background(), ro)
 	})
 }
 
-func benchmarkExport(b *testing.B, export func([][]phases.Span, *marshalOnly) error) {
+func benchmarkExport(b *testing.B, export func([]traceSpans, *marshalOnly) error) {
 	deltas, err := tracer.LoadRecording(filepath.Join("..", "..", "tracer", "testdata", "real-node", "run8-slow-pull-watch"))
 	if err != nil {
 		b.Fatal(err)
@@ -70,10 +70,10 @@ func benchmarkExport(b *testing.B, export func([][]phases.Span, *marshalOnly) er
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := 0; n < b.N; {
-		var batch [][]phases.Span
+		var batch []traceSpans
 		for k := 0; k < DefaultBatchSize && n < b.N; k, n = k+1, n+1 {
 			t := traces[n%len(traces)]
-			batch = append(batch, t.Spans)
+			batch = append(batch, traceSpans{t.TraceID, t.Spans})
 			spans += len(t.Spans)
 		}
 		if err := export(batch, client); err != nil {

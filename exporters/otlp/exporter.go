@@ -93,7 +93,7 @@ type Status struct {
 
 // queued is one trace waiting for the backend.
 type queued struct {
-	spans []phases.Span
+	trace traceSpans
 	bytes int64
 	// sending: part of an export attempt now, so not dropped to make room until the attempt
 	// ends (it may succeed, and a trace must not be counted both dropped and exported).
@@ -224,13 +224,13 @@ func hasScheme(s string) bool {
 
 // Export queues a Pod's trace. It never blocks: over the queue's bound the oldest trace is
 // dropped and counted.
-func (e *Exporter) Export(t *phases.Trace) { e.enqueue(t.Spans) }
+func (e *Exporter) Export(t *phases.Trace) { e.enqueue(traceSpans{t.TraceID, t.Spans}) }
 
 // ExportRollout queues a rollout's trace, like Export.
-func (e *Exporter) ExportRollout(t *rollout.Trace) { e.enqueue(t.Spans) }
+func (e *Exporter) ExportRollout(t *rollout.Trace) { e.enqueue(traceSpans{t.TraceID, t.Spans}) }
 
-func (e *Exporter) enqueue(spans []phases.Span) {
-	q := &queued{spans: spans, bytes: queueBytes(spans)}
+func (e *Exporter) enqueue(t traceSpans) {
+	q := &queued{trace: t, bytes: queueBytes(t.spans)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -362,9 +362,9 @@ func (e *Exporter) dropQueued() {
 // send makes one export attempt of a batch. On success the batch leaves the queue; on failure
 // it stays (a trace dropped meanwhile to make room is already counted).
 func (e *Exporter) send(batch []*queued) error {
-	traces := make([][]phases.Span, len(batch))
+	traces := make([]traceSpans, len(batch))
 	for i, q := range batch {
-		traces[i] = q.spans
+		traces[i] = q.trace
 	}
 	request := resourceSpans(traces, e.res)
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)

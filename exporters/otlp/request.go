@@ -66,14 +66,14 @@ func (r *resources) get(service string) *resourcepb.Resource {
 // the same spans gives (TestRequestMatchesSDK) without the SDK's span snapshots and the copies
 // it makes of every attribute on the way: the messages of a request are cut from a few blocks
 // (requestBlocks) rather than allocated one by one.
-func resourceSpans(traces [][]phases.Span, res *resources) []*tracepb.ResourceSpans {
+func resourceSpans(traces []traceSpans, res *resources) []*tracepb.ResourceSpans {
 	bl := newRequestBlocks(traces)
 	var out []*tracepb.ResourceSpans
 	var scopes []*tracepb.ScopeSpans // out[i]'s one ScopeSpans
 	var services []string            // out[i]'s service
-	for _, spans := range traces {
-		for i := range spans {
-			s := &spans[i]
+	for _, t := range traces {
+		for i := range t.spans {
+			s := &t.spans[i]
 			k := 0
 			for k < len(services) && services[k] != s.Service {
 				k++
@@ -83,10 +83,17 @@ func resourceSpans(traces [][]phases.Span, res *resources) []*tracepb.ResourceSp
 				out = append(out, &tracepb.ResourceSpans{Resource: res.get(s.Service), ScopeSpans: []*tracepb.ScopeSpans{ss}, SchemaUrl: semconv.SchemaURL})
 				scopes, services = append(scopes, ss), append(services, s.Service)
 			}
-			scopes[k].Spans = append(scopes[k].Spans, bl.span(s))
+			scopes[k].Spans = append(scopes[k].Spans, bl.span(t.id, s))
 		}
 	}
 	return out
+}
+
+// traceSpans is a trace's spans with its ID, as queued and sent: a span does not hold the ID of
+// the trace it is part of.
+type traceSpans struct {
+	id    phases.TraceID
+	spans []phases.Span
 }
 
 // requestBlocks holds the messages of one request, allocated together: a span's fixed parts,
@@ -109,7 +116,7 @@ type requestBlocks struct {
 // newRequestBlocks sizes the blocks for a batch: one pass counting what the request will hold.
 // (Were a count short, append would move a block and the messages cut from it before would
 // stay where they were, whole: only the one allocation would be lost.)
-func newRequestBlocks(traces [][]phases.Span) *requestBlocks {
+func newRequestBlocks(traces []traceSpans) *requestBlocks {
 	var attrs, strs, ints, floats, bools, ids, n int
 	var buf [8]phases.Attr
 	count := func(as []phases.Attr) {
@@ -129,9 +136,9 @@ func newRequestBlocks(traces [][]phases.Span) *requestBlocks {
 			attrs++
 		}
 	}
-	for _, spans := range traces {
-		for i := range spans {
-			s := &spans[i]
+	for _, t := range traces {
+		for i := range t.spans {
+			s := &t.spans[i]
 			n++
 			ids += 16 + 8 + 8 + 24*len(s.Links) // trace, span and parent IDs; each link's trace and span
 			count(s.BoundAttrs(buf[:0]))
@@ -158,10 +165,10 @@ func newRequestBlocks(traces [][]phases.Span) *requestBlocks {
 	}
 }
 
-func (bl *requestBlocks) span(s *phases.Span) *tracepb.Span {
+func (bl *requestBlocks) span(trace phases.TraceID, s *phases.Span) *tracepb.Span {
 	bl.spans = append(bl.spans, tracepb.Span{})
 	sp := &bl.spans[len(bl.spans)-1]
-	sp.TraceId = bl.bytes(s.TraceID[:])
+	sp.TraceId = bl.bytes(trace[:])
 	sp.SpanId = bl.bytes(s.SpanID[:])
 	if !s.ParentSpanID.IsZero() {
 		sp.ParentSpanId = bl.bytes(s.ParentSpanID[:])

@@ -31,15 +31,15 @@ import (
 // the request readyspan builds is held to.
 
 // sdkRequest is the request the SDK's OTLP exporter makes of spans.
-func sdkRequest(t *testing.T, traces [][]phases.Span, process map[string]string) []*tracepb.ResourceSpans {
+func sdkRequest(t *testing.T, traces []traceSpans, process map[string]string) []*tracepb.ResourceSpans {
 	t.Helper()
 	res := &sdkResources{byService: map[string]*resource.Resource{}}
 	for k, v := range process {
 		res.process = append(res.process, attribute.String(k, v))
 	}
 	var ro []sdktrace.ReadOnlySpan
-	for _, spans := range traces {
-		ro = append(ro, sdkReadOnly(spans, res)...)
+	for _, tr := range traces {
+		ro = append(ro, sdkReadOnly(tr, res)...)
 	}
 	c := &captureClient{}
 	if err := otlptrace.NewUnstarted(c).ExportSpans(context.Background(), ro); err != nil {
@@ -72,14 +72,14 @@ func (r *sdkResources) get(service string) *resource.Resource {
 	return res
 }
 
-func sdkReadOnly(spans []phases.Span, res *sdkResources) []sdktrace.ReadOnlySpan {
-	stubs := make(tracetest.SpanStubs, 0, len(spans))
-	for i := range spans {
-		s := &spans[i]
-		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID(s.TraceID), SpanID: trace.SpanID(s.SpanID), TraceFlags: trace.FlagsSampled})
+func sdkReadOnly(tr traceSpans, res *sdkResources) []sdktrace.ReadOnlySpan {
+	stubs := make(tracetest.SpanStubs, 0, len(tr.spans))
+	for i := range tr.spans {
+		s := &tr.spans[i]
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID(tr.id), SpanID: trace.SpanID(s.SpanID), TraceFlags: trace.FlagsSampled})
 		var parent trace.SpanContext
 		if !s.ParentSpanID.IsZero() {
-			parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID(s.TraceID), SpanID: trace.SpanID(s.ParentSpanID), TraceFlags: trace.FlagsSampled})
+			parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID(tr.id), SpanID: trace.SpanID(s.ParentSpanID), TraceFlags: trace.FlagsSampled})
 		}
 		stub := tracetest.SpanStub{
 			Name: validUTF8(s.Name), SpanContext: sc, Parent: parent, SpanKind: trace.SpanKindInternal,
@@ -157,7 +157,7 @@ func byService(rs []*tracepb.ResourceSpans) []*tracepb.ResourceSpans {
 // attribute, and a trace with what the captures lack (invalid UTF-8, every attribute type,
 // events with attributes, an error status, a value of a type OTLP has no scalar for).
 func TestRequestMatchesSDK(t *testing.T) {
-	var traces [][]phases.Span
+	var traces []traceSpans
 	matches, _ := filepath.Glob(filepath.Join("..", "..", "tracer", "testdata", "real-node", "run*"))
 	for _, dir := range matches {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -167,8 +167,8 @@ func TestRequestMatchesSDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := tracer.New(tracer.Config{Backfill: true, Rollouts: tracer.RolloutSinkFunc(func(r *rollout.Trace) { traces = append(traces, r.Spans) })},
-			tracer.SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr.Spans) }), nil, nil)
+		c := tracer.New(tracer.Config{Backfill: true, Rollouts: tracer.RolloutSinkFunc(func(r *rollout.Trace) { traces = append(traces, traceSpans{r.TraceID, r.Spans}) })},
+			tracer.SinkFunc(func(tr *phases.Trace) { traces = append(traces, traceSpans{tr.TraceID, tr.Spans}) }), nil, nil)
 		tracer.Replay(c, deltas)
 	}
 	odd := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
@@ -178,10 +178,10 @@ func TestRequestMatchesSDK(t *testing.T) {
 		{Key: "f", Value: 1.5}, {Key: "b", Value: true}, {Key: "k\xff", Value: "v"}, {Key: "unsupported", Value: time.Second}}
 	root.Attrs = append(root.Attrs, all...)
 	root.Events = append(root.Events, phases.Event{Name: "Failed", Time: root.Start, Attrs: all}, phases.Event{Name: "bare", Time: root.End})
-	traces = append(traces, odd.Spans)
+	traces = append(traces, traceSpans{odd.TraceID, odd.Spans})
 	var links, errs int
-	for _, spans := range traces {
-		for _, s := range spans {
+	for _, tr := range traces {
+		for _, s := range tr.spans {
 			links += len(s.Links)
 			if s.Status == phases.StatusError {
 				errs++

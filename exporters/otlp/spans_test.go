@@ -32,7 +32,7 @@ func FuzzAttributes(f *testing.F) {
 		sp.Attrs = append(sp.Attrs, extra...)
 		sp.Events = append(sp.Events, phases.Event{Name: s, Time: sp.Start, Attrs: extra})
 		want := len(sp.AllAttrs())
-		rs := resourceSpans([][]phases.Span{tr.Spans}, newResources(nil))
+		rs := resourceSpans([]traceSpans{{tr.TraceID, tr.Spans}}, newResources(nil))
 		got := flatten(rs)
 		if len(got) != len(tr.Spans) {
 			t.Fatalf("%d spans built from %d", len(got), len(tr.Spans))
@@ -82,7 +82,7 @@ func TestInvalidUTF8ReachesTheBackend(t *testing.T) {
 	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
 	tr.Spans[0].Attrs = append(tr.Spans[0].Attrs, phases.Attr{Key: "message", Value: "exit \xff\xfe"})
 	tr.Spans[0].Events = append(tr.Spans[0].Events, phases.Event{Name: "Failed \xc3", Time: tr.Spans[0].Start})
-	if err := client.UploadTraces(context.Background(), resourceSpans([][]phases.Span{tr.Spans}, newResources(nil))); err != nil {
+	if err := client.UploadTraces(context.Background(), resourceSpans([]traceSpans{{tr.TraceID, tr.Spans}}, newResources(nil))); err != nil {
 		t.Fatalf("export: %v", err)
 	}
 	if bodies != 1 {
@@ -112,7 +112,8 @@ func TestEndpointThatIsNotOTLP(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5e9)
 			defer cancel()
-			err = client.UploadTraces(ctx, resourceSpans([][]phases.Span{testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f").Spans}, newResources(nil)))
+			tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
+			err = client.UploadTraces(ctx, resourceSpans([]traceSpans{{tr.TraceID, tr.Spans}}, newResources(nil)))
 			if err == nil {
 				t.Fatal("export to a server that is not OTLP succeeded")
 			}

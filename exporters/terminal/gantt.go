@@ -93,7 +93,7 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 }
 
 // JSONRollout writes a rollout's spans as JSON lines, like JSONLines for a Pod.
-func JSONRollout(w io.Writer, t *rollout.Trace) error { return jsonSpans(w, t.Spans) }
+func JSONRollout(w io.Writer, t *rollout.Trace) error { return jsonSpans(w, t.TraceID, t.Spans) }
 
 func orDash(s string) string {
 	if s == "" {

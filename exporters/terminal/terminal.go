@@ -150,14 +150,14 @@ type JSONEvent struct {
 }
 
 // JSONLines writes one JSON object per span per line.
-func JSONLines(w io.Writer, t *phases.Trace) error { return jsonSpans(w, t.Spans) }
+func JSONLines(w io.Writer, t *phases.Trace) error { return jsonSpans(w, t.TraceID, t.Spans) }
 
-func jsonSpans(w io.Writer, spans []phases.Span) error {
+func jsonSpans(w io.Writer, trace phases.TraceID, spans []phases.Span) error {
 	enc := json.NewEncoder(w)
 	for i := range spans {
 		s := &spans[i]
 		js := JSONSpan{
-			TraceID:    s.TraceID.String(),
+			TraceID:    trace.String(),
 			SpanID:     s.SpanID.String(),
 			Name:       s.Name,
 			Service:    s.Service,
