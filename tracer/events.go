@@ -24,20 +24,46 @@ type event struct {
 	Reason    string
 	Message   string
 	Type      string
-	EventTime time.Time
-	NameTime  time.Time // decoded from the name suffix; zero if the name has none
-	First     time.Time // firstTimestamp / deprecatedFirstTimestamp (1 s)
-	Last      time.Time // lastTimestamp, series.lastObservedTime
+	// Its times are instants (wallTime), not time.Times: an event is made for every Event that
+	// arrives, and seven time.Times were half of one, each with a pointer to follow.
+	EventTime wallTime
+	NameTime  wallTime // decoded from the name suffix; zero if the name has none
+	First     wallTime // firstTimestamp / deprecatedFirstTimestamp (1 s)
+	Last      wallTime // lastTimestamp, series.lastObservedTime
 	Count     int32
-	Recv      time.Time // readyspan's receive time (zero for initial lists and old recordings)
+	Recv      wallTime // readyspan's receive time (zero for initial lists and old recordings)
 	RV        string
 	// heldSince is when prune first saw the event held for a Pod not seen yet, when it has no
 	// receive time to age it by (orphaned).
-	heldSince time.Time
+	heldSince wallTime
 	// at is when the event first happened (when), once it is kept for a Pod: the Pod's events
 	// are put in order by it each time its trace is drawn.
-	at time.Time
+	at wallTime
 }
+
+// wallTime is an instant as nanoseconds since the Unix epoch, 0 for none (the zero time.Time):
+// a time.Time's wall clock reading without its location or monotonic reading, which nothing
+// about an Event needs. Every time an Event states lies within the years 1678 to 2262 that
+// an int64 of nanoseconds spans.
+type wallTime int64
+
+func wallOf(t time.Time) wallTime {
+	if t.IsZero() {
+		return 0
+	}
+	return wallTime(t.UnixNano())
+}
+
+// Time is the instant as a time.Time in the local location, as the API's times are decoded; the
+// zero time.Time for none.
+func (w wallTime) Time() time.Time {
+	if w == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(w))
+}
+
+func (w wallTime) IsZero() bool { return w == 0 }
 
 // orphaned reports whether an event held for a Pod readyspan has not seen has waited
 // orphanAfter: since it was received or, for one from an initial list (no receive time), since
@@ -48,11 +74,11 @@ func (e *event) orphaned(now time.Time) bool {
 	since := e.Recv
 	if since.IsZero() {
 		if e.heldSince.IsZero() {
-			e.heldSince = now
+			e.heldSince = wallOf(now)
 		}
 		since = e.heldSince
 	}
-	return now.Sub(since) > orphanAfter
+	return now.Sub(since.Time()) > orphanAfter
 }
 
 // eventRef is what readyspan reads of the object an Event is about: an ObjectReference less
@@ -77,18 +103,19 @@ func fromCoreEvent(e *corev1.Event, recv time.Time) *event {
 		Reason:    e.Reason,
 		Message:   e.Message,
 		Type:      e.Type,
-		EventTime: e.EventTime.Time,
-		First:     e.FirstTimestamp.Time,
-		Last:      e.LastTimestamp.Time,
+		EventTime: wallOf(e.EventTime.Time),
+		First:     wallOf(e.FirstTimestamp.Time),
+		Last:      wallOf(e.LastTimestamp.Time),
 		Count:     e.Count,
-		Recv:      recv,
+		Recv:      wallOf(recv),
 		RV:        e.ResourceVersion,
 	}
 	if e.Series != nil {
 		out.Count = e.Series.Count
-		out.Last = e.Series.LastObservedTime.Time
+		out.Last = wallOf(e.Series.LastObservedTime.Time)
 	}
-	out.NameTime, _ = ParseEventName(e.Name)
+	nameTime, _ := ParseEventName(e.Name)
+	out.NameTime = wallOf(nameTime)
 	return out
 }
 
@@ -100,18 +127,19 @@ func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
 		Reason:    e.Reason,
 		Message:   e.Note,
 		Type:      e.Type,
-		EventTime: e.EventTime.Time,
-		First:     e.DeprecatedFirstTimestamp.Time,
-		Last:      e.DeprecatedLastTimestamp.Time,
+		EventTime: wallOf(e.EventTime.Time),
+		First:     wallOf(e.DeprecatedFirstTimestamp.Time),
+		Last:      wallOf(e.DeprecatedLastTimestamp.Time),
 		Count:     e.DeprecatedCount,
-		Recv:      recv,
+		Recv:      wallOf(recv),
 		RV:        e.ResourceVersion,
 	}
 	if e.Series != nil {
 		out.Count = e.Series.Count
-		out.Last = e.Series.LastObservedTime.Time
+		out.Last = wallOf(e.Series.LastObservedTime.Time)
 	}
-	out.NameTime, _ = ParseEventName(e.Name)
+	nameTime, _ := ParseEventName(e.Name)
+	out.NameTime = wallOf(nameTime)
 	return out
 }
 
@@ -120,12 +148,12 @@ func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
 // while it has one version); a zero Time where there is none.
 func (e *event) firstObserved() [4]phases.Stamp {
 	out := [4]phases.Stamp{
-		{Time: e.EventTime, Source: phases.SourceEventTime},
-		{Time: e.NameTime, Source: phases.SourceEventName},
-		{Time: e.First, Source: phases.SourceEventSeconds},
+		{Time: e.EventTime.Time(), Source: phases.SourceEventTime},
+		{Time: e.NameTime.Time(), Source: phases.SourceEventName},
+		{Time: e.First.Time(), Source: phases.SourceEventSeconds},
 	}
 	if e.Count <= 1 {
-		out[3] = phases.Stamp{Time: e.Recv, Source: phases.SourceWatch}
+		out[3] = phases.Stamp{Time: e.Recv.Time(), Source: phases.SourceWatch}
 	}
 	return out
 }
@@ -161,7 +189,7 @@ func (e *event) when() phases.Stamp {
 func (e *event) occurrence() phases.Occurrence {
 	o := phases.Occurrence{Time: e.when(), Reason: e.Reason, Message: e.Message, Count: e.Count}
 	if e.Count > 1 {
-		o.Last = e.Last
+		o.Last = e.Last.Time()
 	}
 	return o
 }

@@ -150,12 +150,12 @@ func (ps *podState) addEvent(e *event) {
 			if e.Count < prev.Count {
 				return // an older version delivered late
 			}
-			e.at = e.when().Time
+			e.at = wallOf(e.when().Time)
 			ps.events[i] = e
 			return
 		}
 	}
-	e.at = e.when().Time
+	e.at = wallOf(e.when().Time)
 	if ps.events == nil {
 		ps.events = make([]*event, 0, eventsPerPod) // grown once, not at 1, 2, 4 and 8
 	}
@@ -277,7 +277,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		Created:   append(phases.Times(nil), ps.created...),
 	}
 	if e := ps.createdEvent; e != nil {
-		obs.Created.Add(e.NameTime, phases.SourceEventName)
+		obs.Created.Add(e.NameTime.Time(), phases.SourceEventName)
 	}
 	c.rootOf(ps, obs)
 	if obs.Root == phases.RootBarePod {
@@ -366,7 +366,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 // sorted where they are kept: they mostly arrive in that order, and nothing else reads it.
 func (ps *podState) eventsInOrder() []*event {
 	slices.SortFunc(ps.events, func(a, b *event) int {
-		if c := a.at.Compare(b.at); c != 0 {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
 		return rvCompare(a.RV, b.RV)

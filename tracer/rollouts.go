@@ -366,8 +366,8 @@ func (r *rollouts) handleEvent(e *event) (known bool) {
 	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
 		// A rewrite of a combined (or repeated) Event: its name and eventTime are the first
 		// occurrence's; this one happened at its lastTimestamp, just before it was received.
-		st.Time.Add(e.Last, phases.SourceEventSeconds)
-		st.Time.Add(e.Recv, phases.SourceWatch)
+		st.Time.Add(e.Last.Time(), phases.SourceEventSeconds)
+		st.Time.Add(e.Recv.Time(), phases.SourceWatch)
 	} else {
 		e.firstStamps(&st.Time)
 	}

@@ -360,8 +360,8 @@ func TestCombinedStepTime(t *testing.T) {
 	first := simAt(0)
 	recv := simAt(12_345)
 	e := &event{UID: "e1", Regarding: eventRef{Kind: "Deployment", UID: "d1"}, Reason: "ScalingReplicaSet",
-		Message: "(combined from similar events): Scaled up replica set web-7d4b9 from 4 to 5", NameTime: first, EventTime: first,
-		First: first.Truncate(time.Second), Last: recv.Truncate(time.Second), Count: 3, Recv: recv}
+		Message: "(combined from similar events): Scaled up replica set web-7d4b9 from 4 to 5", NameTime: wallOf(first), EventTime: wallOf(first),
+		First: wallOf(first.Truncate(time.Second)), Last: wallOf(recv.Truncate(time.Second)), Count: 3, Recv: wallOf(recv)}
 	if !r.handleEvent(e) {
 		t.Fatal("a combined ScalingReplicaSet message is a known format")
 	}
@@ -423,7 +423,7 @@ func TestRolloutRecordReplay(t *testing.T) {
 func TestCombinedSuccessfulCreate(t *testing.T) {
 	c := New(Config{}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 	e := &event{UID: "e1", Namespace: "default", Regarding: eventRef{Kind: "ReplicaSet", Name: "web-7d4b9"}, Reason: "SuccessfulCreate",
-		Message: "(combined from similar events): Created pod: web-7d4b9-x2x9k", NameTime: simAt(0), Count: 4, Recv: simAt(9000)}
+		Message: "(combined from similar events): Created pod: web-7d4b9-x2x9k", NameTime: wallOf(simAt(0)), Count: 4, Recv: wallOf(simAt(9000))}
 	if !c.handleReplicaSetEvent(e) {
 		t.Fatal("a combined SuccessfulCreate is a known format")
 	}
