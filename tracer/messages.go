@@ -137,8 +137,8 @@ func ParseEventName(name string) (time.Time, error) {
 	if len(suffix) < 15 || len(suffix) > 16 {
 		return time.Time{}, fmt.Errorf("event name %q: suffix is not a hex UnixNano", name)
 	}
-	n, err := strconv.ParseUint(suffix, 16, 64)
-	if err != nil || n > 1<<63-1 {
+	n, ok := parseHex(suffix)
+	if !ok || n > 1<<63-1 {
 		return time.Time{}, fmt.Errorf("event name %q: suffix is not a hex UnixNano", name)
 	}
 	t := time.Unix(0, int64(n)).UTC()
@@ -146,6 +146,30 @@ func ParseEventName(name string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("event name %q: suffix time %s out of range", name, t.Format(time.RFC3339))
 	}
 	return t, nil
+}
+
+// parseHex reads up to 16 hex digits, either case, as strconv.ParseUint(s, 16, 64) does, without
+// its generality: every Event's name is read once, and ParseUint was most of reading it.
+func parseHex(s string) (uint64, bool) {
+	if len(s) == 0 || len(s) > 16 {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(c)
+	}
+	return n, true
 }
 
 // containerFromFieldPath returns the container a kubelet event is about and whether it is an

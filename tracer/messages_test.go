@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,29 @@ func FuzzParsePulledMessage(f *testing.F) {
 		}
 		if got.Present && (got.Transfer != 0 || got.Total != 0) {
 			t.Fatalf("present image with durations from %q: %+v", msg, got)
+		}
+	})
+}
+
+// FuzzParseHex holds parseHex to strconv.ParseUint(s, 16, 64), which it replaces for Event
+// names: the same value for every string ParseUint reads (up to 16 digits), and a refusal for
+// everything it refuses (signs, prefixes, underscores, other bytes, too many digits).
+func FuzzParseHex(f *testing.F) {
+	for _, s := range []string{"18ecc609adb8e83a", "18ECC609ADB8E83A", "0", "", "0x18ecc609adb8e83", "+1", "-1",
+		"1_0", "g", "ffffffffffffffff", "1ffffffffffffffff", " 1", "1\x00", "AbCdEf", "FF", "DEADBEEF", "@", "`", "G"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseHex(s)
+		want, err := strconv.ParseUint(s, 16, 64)
+		if len(s) > 16 {
+			if ok {
+				t.Fatalf("parseHex(%q) = %d: more than 16 digits", s, got)
+			}
+			return
+		}
+		if ok != (err == nil) || ok && got != want {
+			t.Fatalf("parseHex(%q) = %d, %v; strconv.ParseUint: %d, %v", s, got, ok, want, err)
 		}
 	})
 }
