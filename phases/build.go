@@ -140,7 +140,7 @@ func Build(in *Pod, opts Options) *Trace {
 	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}, outcome: p.Outcome, spanIDs: spanIDSeedFor(p.UID)}
 	sc := scratchPool.Get().(*buildScratch)
 	defer sc.release(b)
-	b.trace.Spans, b.attrBlock = make([]Span, 0, max(sc.spans, minSpans)), sc.attrs[:0]
+	b.trace.Spans, b.attrBlock, b.parents = make([]Span, 0, max(sc.spans, minSpans)), sc.attrs[:0], sc.parents[:0]
 	if b.outcome == "" { // the tracer leaves it empty for a Pod that got Ready
 		b.outcome = OutcomeReady
 	}
@@ -157,6 +157,8 @@ func Build(in *Pod, opts Options) *Trace {
 // trace itself.
 type buildScratch struct {
 	attrs []Attr
+	// parents is the builder's parents: each span's parent's index as drawn.
+	parents []int
 	// spans is the room the next trace's spans are drawn into: the last one's count, so a
 	// stream of like Pods draws each without growing the slice.
 	spans int
@@ -175,7 +177,7 @@ var scratchPool = sync.Pool{New: func() any { return new(buildScratch) }}
 // next Build overwrites what it reads, and until then the scratch holds one trace's strings,
 // whose clearing was a tenth of a Build.
 func (sc *buildScratch) release(b *builder) {
-	sc.spans, sc.attrs = len(b.trace.Spans), b.attrBlock[:0]
+	sc.spans, sc.attrs, sc.parents = len(b.trace.Spans), b.attrBlock[:0], b.parents[:0]
 	scratchPool.Put(sc)
 }
 
@@ -420,6 +422,9 @@ type builder struct {
 	failedPulls int
 	// attrBlock is where the spans' attribute slices are cut from (attrs).
 	attrBlock []Attr
+	// parents holds the index of each drawn span's parent, -1 for the root: finish checks the
+	// order the spans were drawn in with it.
+	parents []int
 }
 
 // Attributes a span is given room for (attrs): what draw states (its bounds are fields, not
@@ -487,6 +492,7 @@ func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
 	s.Start, s.End = start.t, end.t
 	s.StartBound, s.EndBound = boundOf(start), boundOf(end)
 	b.trace.Spans = append(b.trace.Spans, s)
+	b.parents = append(b.parents, parent)
 	return len(b.trace.Spans) - 1, interval{start: asDrawn(start), end: asDrawn(end)}
 }
 
@@ -1082,9 +1088,9 @@ func failureMessage(p *Pod, outcome Outcome, phase string) string {
 // queue and the UI's ring.
 func (b *builder) finish() {
 	spans := b.trace.Spans
-	var orderBuf, kidsBuf [64]int
-	order := waterfall(spans, 0, orderBuf[:0], kidsBuf[:0])
-	if !identity(order, len(spans)) || cap(spans)-len(spans) > maxSpareSpans {
+	if !inWaterfallOrder(spans, b.parents) || cap(spans)-len(spans) > maxSpareSpans {
+		var orderBuf, kidsBuf [64]int
+		order := waterfall(spans, 0, orderBuf[:0], kidsBuf[:0])
 		out := make([]Span, len(order))
 		for k, i := range order {
 			out[k] = spans[i]
@@ -1104,15 +1110,39 @@ func (b *builder) finish() {
 	b.trace.Spans = spans
 }
 
-// identity reports whether order lists 0 … n−1 in turn.
-func identity(order []int, n int) bool {
-	if len(order) != n {
+// inWaterfallOrder reports whether spans, drawn with the parents given (index of each span's
+// parent, the root's -1), are in the order waterfall would put them: each span right after its
+// parent or a finished subtree of its parent's (depth first), and after its earlier siblings in
+// start order, except under the root. One pass, where waterfall looks for every span's children
+// among all spans; the builder draws in this order, so waterfall is needed only when it did not.
+func inWaterfallOrder(spans []Span, parents []int) bool {
+	if len(spans) == 0 || len(parents) != len(spans) || parents[0] != -1 {
 		return false
 	}
-	for k, i := range order {
-		if k != i {
+	var openBuf [16]int
+	open := append(openBuf[:0], 0) // the span drawn last and its ancestors: where a span may hang
+	var lastKidBuf [64]int         // each span's child seen last, 0 for none (the root is no one's)
+	lastKid := lastKidBuf[:0]
+	if len(spans) > len(lastKidBuf) {
+		lastKid = make([]int, 0, len(spans))
+	}
+	lastKid = lastKid[:len(spans)]
+	for i := range lastKid {
+		lastKid[i] = 0
+	}
+	for j := 1; j < len(spans); j++ {
+		p := parents[j]
+		for len(open) > 0 && open[len(open)-1] != p {
+			open = open[:len(open)-1]
+		}
+		if len(open) == 0 {
+			return false // its parent's subtree was closed: waterfall puts it earlier
+		}
+		if prev := lastKid[p]; prev != 0 && p != 0 && spans[j].Start.Before(spans[prev].Start) {
 			return false
 		}
+		lastKid[p] = j
+		open = append(open, j)
 	}
 	return true
 }

@@ -1,8 +1,10 @@
 package phases
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOutOfOrder(t *testing.T) {
@@ -67,4 +69,56 @@ func TestBuildFlagsImpossibleOrder(t *testing.T) {
 	if ok := Build(minimal(), Options{}); ok.Root().Attr(AttrInconsistent) != nil || ok.Summary.Inconsistencies != nil {
 		t.Errorf("a consistent Pod was flagged: %v", ok.Summary.Inconsistencies)
 	}
+}
+
+// TestInWaterfallOrder holds the one-pass check finish relies on to waterfall itself: for random
+// trees of spans, drawn parent first in any order (half of them depth first, as the builder
+// draws, with starts often tied or out of order), inWaterfallOrder says yes exactly when
+// waterfall would leave the spans where they are.
+func TestInWaterfallOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 17))
+	var yes, no int
+	for n := 0; n < 20000; n++ {
+		size := 1 + r.IntN(24)
+		spans, parents := make([]Span, size), make([]int, size)
+		spans[0], parents[0] = Span{Name: RootSpanName, SpanID: SpanID{0, 1}}, -1
+		open := []int{0}
+		for j := 1; j < size; j++ {
+			var p int
+			if n%2 == 0 { // depth first: under the span drawn last or one of its ancestors
+				open = open[:1+r.IntN(len(open))]
+				p = open[len(open)-1]
+				open = append(open, j)
+			} else {
+				p = r.IntN(j)
+			}
+			parents[j] = p
+			spans[j] = Span{Name: "s", SpanID: SpanID{byte(j >> 8), byte(j + 1)}, ParentSpanID: spans[p].SpanID,
+				Start: time.Unix(int64(r.IntN(4)), 0)}
+		}
+		order := waterfall(spans, 0, nil, nil)
+		want := true
+		for k, i := range order {
+			want = want && k == i
+		}
+		if got := inWaterfallOrder(spans, parents); got != want {
+			t.Fatalf("tree %d (parents %v, starts %v): inWaterfallOrder %v, waterfall order %v", n, parents, starts(spans), got, order)
+		}
+		if want {
+			yes++
+		} else {
+			no++
+		}
+	}
+	if yes < 1000 || no < 1000 {
+		t.Fatalf("%d trees in order, %d not: too few of one to tell", yes, no)
+	}
+}
+
+func starts(spans []Span) []int64 {
+	out := make([]int64, len(spans))
+	for i := range spans {
+		out[i] = spans[i].Start.Unix()
+	}
+	return out
 }
