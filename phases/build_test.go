@@ -27,6 +27,11 @@ func TestResolve(t *testing.T) {
 		{"precise stamp far after its watch time is rejected", Times{{ms(5000), SourceEventName}, {ms(100), SourceWatch}}, Stamp{ms(100), SourceWatch}},
 		{"precise stamp outside its whole second is rejected", Times{{ms(4200), SourceEventName}, {ms(0), SourceStatus}}, Stamp{ms(0), SourceStatus}},
 		{"only whole seconds", Times{{ms(1000), SourceStatus}}, Stamp{ms(1000), SourceStatus}},
+		{"equally trusted: the earliest", Times{{ms(450), SourceEventName}, {ms(430), SourceEventTime}, {ms(900), SourceWatch}}, Stamp{ms(430), SourceEventTime}},
+		{"the earliest precise one is outside a window: the next", Times{{ms(2000), SourceStatus}, {ms(400), SourceEventName}, {ms(2100), SourceEventTime}}, Stamp{ms(2100), SourceEventTime}},
+		{"more stamps than are ordered on the stack", Times{{ms(9000), SourceStatus}, {ms(9000), SourceMetadata}, {ms(9000), SourceEventSeconds},
+			{ms(9001), SourceWatch}, {ms(9002), SourceWatch}, {ms(9003), SourceWatch}, {ms(9004), SourceWatch}, {ms(9005), SourceWatch},
+			{ms(9006), SourceWatch}, {ms(10), SourceEventTime}, {ms(9400), SourceEventName}}, Stamp{ms(9400), SourceEventName}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

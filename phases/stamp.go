@@ -65,7 +65,7 @@ func (s Source) Precision() time.Duration {
 
 // rank orders sources by how much a boundary should trust them: sub-second sources stamped at
 // the moment of the change first, then the watch receive time, then whole-second fields.
-func (s Source) rank() int {
+func (s Source) rank() uint8 {
 	switch s {
 	case SourceEventTime, SourceEventName, SourceAudit:
 		return 0
@@ -134,12 +134,15 @@ func (t Times) Resolve() (Stamp, bool) {
 		return t[0], true // nothing to disagree with
 	}
 	// The candidates, most trusted first. A boundary has a handful of stamps: they are ordered
-	// on the stack, by a stable insertion sort, each source ranked once, so resolving
-	// allocates nothing.
+	// on the stack, by a stable insertion sort of their positions, each source ranked and each
+	// time read as nanoseconds once, so resolving allocates nothing.
 	var buf [resolveOnStack]rankedStamp
 	c := buf[:0]
-	for _, s := range t {
-		c = append(c, rankedStamp{s, s.Source.rank(), s.Time.UnixNano()})
+	if len(t) > len(buf) {
+		c = make([]rankedStamp, 0, len(t))
+	}
+	for i := range t {
+		c = append(c, rankedStamp{at: int32(i), rank: t[i].Source.rank(), nano: t[i].Time.UnixNano()})
 	}
 	for i := 1; i < len(c); i++ {
 		for j := i; j > 0 && c[j].trustedBefore(c[j-1]); j-- {
@@ -147,25 +150,26 @@ func (t Times) Resolve() (Stamp, bool) {
 		}
 	}
 	for _, cand := range c {
-		if consistent(cand, c) {
-			return cand.Stamp, true
+		if consistent(cand, c, t) {
+			return t[cand.at], true
 		}
 	}
-	return c[0].Stamp, true
+	return t[c[0].at], true
 }
 
 // resolveOnStack is how many stamps of one boundary Resolve orders without allocating; more are
 // ordered all the same, on the heap.
 const resolveOnStack = 8
 
-// rankedStamp is a stamp with the rank of its source, for Resolve, and its time in nanoseconds
-// since the epoch: a boundary's stamps are compared with each other pairwise, and comparing
-// time.Times (and offsetting them by the slack) cost more than the rest of resolving. Observed
-// times are never zero, and lie well within the years int64 nanoseconds span.
+// rankedStamp is a stamp for Resolve: its position in the Times, the rank of its source and its
+// time in nanoseconds since the epoch. A boundary's stamps are compared with each other
+// pairwise, and comparing time.Times (and offsetting them by the slack) cost more than the rest
+// of resolving. Observed times are never zero, and lie well within the years int64 nanoseconds
+// span.
 type rankedStamp struct {
-	Stamp
-	rank int
 	nano int64
+	at   int32 // its position in the Times
+	rank uint8
 }
 
 // trustedBefore orders stamps for Resolve: by the rank of their source, then earliest first.
@@ -177,12 +181,12 @@ func (a rankedStamp) trustedBefore(b rankedStamp) bool {
 }
 
 // consistent reports whether cand falls inside the windows the less trusted stamps allow.
-func consistent(cand rankedStamp, all []rankedStamp) bool {
+func consistent(cand rankedStamp, all []rankedStamp, t Times) bool {
 	for _, o := range all {
 		if o.rank <= cand.rank {
 			continue
 		}
-		switch o.Source {
+		switch t[o.at].Source {
 		case SourceWatch:
 			if cand.nano > o.nano+int64(consistencySlack) {
 				return false
