@@ -126,10 +126,10 @@ type Correlator struct {
 	pendingEvents map[types.UID][]*event
 	pendingCount  int
 	pendingScale  []*event
-	// createdBy holds SuccessfulCreate events by "namespace/pod": the controller's nanosecond
+	// createdBy holds SuccessfulCreate events by the Pod's name: the controller's nanosecond
 	// stamp of the create it just made.
-	createdBy  map[string]*event
-	byName     map[string]types.UID     // "namespace/name" of tracked Pods
+	createdBy  map[podName]*event
+	byName     map[podName]types.UID    // tracked Pods by name
 	audit      map[string][]*AuditEntry // "resource/namespace/name" → recent client writes
 	seenEvents map[types.UID]string     // Event UID → resourceVersion, to drop the other API's view
 	// unknownShapes holds the (reason, shape) of unknown message formats already logged.
@@ -166,8 +166,8 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		inSlice:       map[types.UID]bool{},
 		pendingEvents: map[types.UID][]*event{},
 		seenEvents:    map[types.UID]string{},
-		createdBy:     map[string]*event{},
-		byName:        map[string]types.UID{},
+		createdBy:     map[podName]*event{},
+		byName:        map[podName]types.UID{},
 		audit:         map[string][]*AuditEntry{},
 		unknownShapes: map[string]bool{},
 		inPhase:       map[string]int{},
@@ -195,6 +195,10 @@ func (c *Correlator) Drain() {
 		}
 	}
 }
+
+// podName is a Pod's namespace and name, a key of the maps that find Pods by name: two strings
+// rather than one joined, so that looking one up builds no string.
+type podName struct{ namespace, name string }
 
 // InFlight returns how many Pods are being traced.
 func (c *Correlator) InFlight() int { return len(c.pods) }
@@ -283,7 +287,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 			ps.created.Add(d.watchTime(), phases.SourceWatch)
 		}
 		c.pods[p.UID] = ps
-		key := p.Namespace + "/" + p.Name
+		key := podName{p.Namespace, p.Name}
 		c.byName[key] = p.UID
 		if e := c.createdBy[key]; e != nil {
 			ps.createdEvent = e
@@ -695,6 +699,7 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	obs.Outcome = outcome
 	uid := ps.pod.UID
 	delete(c.pods, uid)
+	ps.exported = true
 	if ps.dueIndex >= 0 {
 		heap.Remove(&c.due, ps.dueIndex)
 	}
@@ -702,7 +707,7 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 		c.inPhase[ps.phase]--
 		ps.phase = ""
 	}
-	delete(c.byName, ps.pod.Namespace+"/"+ps.pod.Name)
+	delete(c.byName, podName{ps.pod.Namespace, ps.pod.Name})
 	delete(c.endpointReady, uid)
 	delete(c.inSlice, uid)
 	c.done[uid] = struct{}{}

@@ -45,7 +45,7 @@ func (c *Correlator) dueTime(ps *podState) time.Time {
 // is no longer in flight.
 func (c *Correlator) schedule(ps *podState) {
 	due := time.Time{}
-	if c.pods[ps.pod.UID] == ps {
+	if !ps.exported {
 		due = c.dueTime(ps)
 	}
 	switch {

@@ -192,7 +192,9 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		obs.Root = phases.RootBarePod
 		obs.Client = ps.creator
 		created, _ := ps.created.Earliest()
-		applyAudit(obs, c.auditFor("pods/"+ps.pod.Namespace+"/"+ps.pod.Name, created.Time))
+		if len(c.audit) > 0 { // without an audit log, no key to build
+			applyAudit(obs, c.auditFor("pods/"+ps.pod.Namespace+"/"+ps.pod.Name, created.Time))
+		}
 		return
 	case owner.Kind != "ReplicaSet":
 		obs.Root = phases.RootController
@@ -229,7 +231,9 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		if s, ok := ch.persisted.Earliest(); ok && !s.Time.After(scaledAt.Time.Add(time.Second)) {
 			obs.RootPersisted = ch.persisted
 			obs.Client = ch.client
-			applyAudit(obs, c.auditFor("deployments/"+dep.namespace+"/"+dep.name, scaledAt.Time))
+			if len(c.audit) > 0 {
+				applyAudit(obs, c.auditFor("deployments/"+dep.namespace+"/"+dep.name, scaledAt.Time))
+			}
 			return
 		}
 	}
@@ -255,7 +259,8 @@ func (c *Correlator) handleReplicaSetEvent(e *event) bool {
 		// holds its first occurrence's time, another Pod's. The Pod's own watch time dates it.
 		return true
 	}
-	if ps := c.pods[c.byName[e.Namespace+"/"+name]]; ps != nil {
+	key := podName{e.Namespace, name}
+	if ps := c.pods[c.byName[key]]; ps != nil {
 		ps.createdEvent = e
 		return true
 	}
@@ -263,6 +268,6 @@ func (c *Correlator) handleReplicaSetEvent(e *event) bool {
 		c.stats.Dropped("pending_events_cap")
 		return true
 	}
-	c.createdBy[e.Namespace+"/"+name] = e
+	c.createdBy[key] = e
 	return true
 }

@@ -38,6 +38,8 @@ type podState struct {
 	dueIndex int
 	// phase is the phase the Pod is counted in for the in-flight gauges, "" when not counted.
 	phase string
+	// exported is set when its trace is exported, and it is no longer in flight.
+	exported bool
 }
 
 // seenChanges is the receive time of each change, first seen. A Pod shows about a dozen (its
