@@ -359,7 +359,7 @@ func (b *builder) timeline() timeline {
 // spans draws the root, the phases and their steps.
 func (b *builder) spans(tl *timeline, skew clockSkew) {
 	p := b.pod
-	root := Span{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan, Attrs: b.attrs(rootAttrs)}
+	root := spanHead{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan, room: rootAttrs}
 	rootIdx := b.add(root, -1, tl.rootStart, tl.chain[podServing])
 	b.trace.Spans[rootIdx].Attrs = b.podAttrs(b.trace.Spans[rootIdx].Attrs, skew)
 	// Each phase is drawn and then its steps, depth first: the order the trace lists its spans
@@ -367,7 +367,7 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
 	for i, ph := range phaseTable {
 		var drawn interval
-		phaseSpan[i], drawn = b.draw(Span{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, tl.phases[i].start, tl.phases[i].end)
+		phaseSpan[i], drawn = b.draw(spanHead{Name: ph.name, Path: ph.name, Service: ph.serviceFor(p)}, rootIdx, tl.phases[i].start, tl.phases[i].end)
 		sp := &b.trace.Spans[phaseSpan[i]]
 		if tl.clamped[ph.to] {
 			sp.Attrs = append(sp.Attrs, Attr{AttrClamped, clampedEnd})
@@ -450,20 +450,31 @@ func (b *builder) attrs(n int) []Attr {
 	return b.attrBlock[at : at : at+n]
 }
 
+// spanHead is what a span is drawn from besides its bounds: its name, path and service, and the
+// room for attributes it needs beyond what most spans do (0: spanAttrs). The span itself is
+// filled where it is kept, not passed around whole.
+type spanHead struct {
+	Name, Path, Service string
+	room                int
+}
+
 // add appends a span between two points, inside its parent (clamping is recorded), and returns
 // its index.
-func (b *builder) add(s Span, parent int, start, end point) int {
-	i, _ := b.draw(s, parent, start, end)
+func (b *builder) add(h spanHead, parent int, start, end point) int {
+	i, _ := b.draw(h, parent, start, end)
 	return i
 }
 
 // draw is add that also returns the span's bounds as drawn, for a span that begins where this
 // one begins or ends.
-func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
+func (b *builder) draw(h spanHead, parent int, start, end point) (int, interval) {
+	b.trace.Spans = append(b.trace.Spans, Span{})
+	b.parents = append(b.parents, parent)
+	i := len(b.trace.Spans) - 1
+	s := &b.trace.Spans[i]
+	s.Name, s.Path, s.Service = h.Name, h.Path, h.Service
 	s.SpanID = b.spanIDs.spanID(s.Path)
-	if s.Attrs == nil {
-		s.Attrs = b.attrs(spanAttrs)
-	}
+	s.Attrs = b.attrs(max(h.room, spanAttrs))
 	if end.t.Before(start.t) {
 		end.t = start.t
 		s.Attrs = append(s.Attrs, Attr{AttrClamped, clampedEnd})
@@ -491,9 +502,7 @@ func (b *builder) draw(s Span, parent int, start, end point) (int, interval) {
 	}
 	s.Start, s.End = start.t, end.t
 	s.StartBound, s.EndBound = boundOf(start), boundOf(end)
-	b.trace.Spans = append(b.trace.Spans, s)
-	b.parents = append(b.parents, parent)
-	return len(b.trace.Spans) - 1, interval{start: asDrawn(start), end: asDrawn(end)}
+	return i, interval{start: asDrawn(start), end: asDrawn(end)}
 }
 
 // Attribute values stated on most spans, held as interfaces once: converting a string or a
@@ -707,10 +716,10 @@ func (b *builder) controllers(parent int, persisted, created, scaled point) {
 		if !scaled.observed {
 			scaled = derived(persisted.t)
 		}
-		b.add(Span{Name: "controllers.deployment", Path: "controllers.deployment", Service: ServiceController}, parent, persisted, scaled)
-		b.add(Span{Name: "controllers.replicaset", Path: "controllers.replicaset", Service: ServiceController}, parent, scaled, created)
+		b.add(spanHead{Name: "controllers.deployment", Path: "controllers.deployment", Service: ServiceController}, parent, persisted, scaled)
+		b.add(spanHead{Name: "controllers.replicaset", Path: "controllers.replicaset", Service: ServiceController}, parent, scaled, created)
 	case RootReplicaSet:
-		b.add(Span{Name: "controllers.replicaset", Path: "controllers.replicaset", Service: ServiceController}, parent, persisted, created)
+		b.add(spanHead{Name: "controllers.replicaset", Path: "controllers.replicaset", Service: ServiceController}, parent, persisted, created)
 	}
 }
 
@@ -768,7 +777,7 @@ func (b *builder) kubelet(parent int, bound point) {
 		sandbox = earlierBound(sandbox, first)
 	}
 	sbStart := bound
-	sb, sandboxDrawn := b.draw(Span{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.trace.Spans[parent].End))
+	sb, sandboxDrawn := b.draw(spanHead{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.trace.Spans[parent].End))
 	for _, o := range p.PodWarnings {
 		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "FailedMount" || o.Reason == "NetworkNotReady" {
 			s := &b.trace.Spans[sb]
@@ -888,7 +897,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	if !(st.readyAt.observed || st.finished.observed) && (failed || b.outcome != OutcomeReady) {
 		cEnd = derived(ctr.podEnd)
 	}
-	ctr.span = b.add(Span{Name: name, Path: ctr.path, Service: ServiceKubelet}, parent, turn, cEnd)
+	ctr.span = b.add(spanHead{Name: name, Path: ctr.path, Service: ServiceKubelet}, parent, turn, cEnd)
 	cs := &b.trace.Spans[ctr.span]
 	cs.Attrs = append(cs.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image})
 	if c.Restarts > 0 {
@@ -950,7 +959,7 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 		if !pe.observed && !pullFailed {
 			pe = derived(ps.t)
 		}
-		pi := b.add(Span{Name: "container.image_pull", Path: ctr.path + "/image_pull", Service: ServiceKubelet}, ctr.span, ps, pe)
+		pi := b.add(spanHead{Name: "container.image_pull", Path: ctr.path + "/image_pull", Service: ServiceKubelet}, ctr.span, ps, pe)
 		sp := &b.trace.Spans[pi]
 		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image})
 		if c.Cache != "" {
@@ -975,7 +984,7 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 		b.pulls = append(b.pulls, drawnPull{c: c, pulling: pullStart, pulled: pullEnd})
 		if c.PullTransfer > 0 && pullEnd.observed {
 			ts := point{t: pullEnd.t.Add(-c.PullTransfer), src: SourceMessage, observed: true}
-			ti := b.add(Span{Name: "container.image_pull.transfer", Path: ctr.path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
+			ti := b.add(spanHead{Name: "container.image_pull.transfer", Path: ctr.path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
 			t := &b.trace.Spans[ti]
 			t.Attrs = append(t.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image}, Attr{AttrPullTransfer, float64(c.PullTransfer) / float64(time.Millisecond)})
 		}
@@ -1021,7 +1030,7 @@ func (b *builder) probes(ctr *containerSpan) {
 		b.step(ctr, "container.readiness", rs, st.readyAt)
 	case st.started.observed && b.outcome != OutcomeReady:
 		// Never passed: the probe ran until the trace ended.
-		i := b.add(Span{Name: "container.readiness", Path: ctr.path + "/readiness", Service: ServiceKubelet}, ctr.span, rs, derived(ctr.podEnd))
+		i := b.add(spanHead{Name: "container.readiness", Path: ctr.path + "/readiness", Service: ServiceKubelet}, ctr.span, rs, derived(ctr.podEnd))
 		sp := &b.trace.Spans[i]
 		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name})
 		for _, o := range c.Unhealthy {
@@ -1042,7 +1051,7 @@ func (b *builder) step(ctr *containerSpan, name string, s, e point) {
 	if !s.observed {
 		s = derived(e.t)
 	}
-	i := b.add(Span{Name: name, Path: ctr.path + "/" + strings.TrimPrefix(name, "container."), Service: ServiceKubelet}, ctr.span, s, e)
+	i := b.add(spanHead{Name: name, Path: ctr.path + "/" + strings.TrimPrefix(name, "container."), Service: ServiceKubelet}, ctr.span, s, e)
 	b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrContainerName, ctr.name})
 }
 
@@ -1051,14 +1060,14 @@ func (b *builder) status(parent int, start, kubeletDone, ready point) {
 	p := b.pod
 	running := resolve(p.Running)
 	if running.observed {
-		b.add(Span{Name: "status.running", Path: "status.running", Service: ServiceKubelet}, parent, start, running)
+		b.add(spanHead{Name: "status.running", Path: "status.running", Service: ServiceKubelet}, parent, start, running)
 	}
 	if ready.observed {
-		b.add(Span{Name: "status.ready", Path: "status.ready", Service: ServiceKubelet}, parent, later(kubeletDone, start), ready)
+		b.add(spanHead{Name: "status.ready", Path: "status.ready", Service: ServiceKubelet}, parent, later(kubeletDone, start), ready)
 	}
 	if p.HasService {
 		if ep := resolve(p.EndpointsReady); ep.observed {
-			b.add(Span{Name: "status.endpoints", Path: "status.endpoints", Service: ServiceController}, parent, later(ready, start), ep)
+			b.add(spanHead{Name: "status.endpoints", Path: "status.endpoints", Service: ServiceController}, parent, later(ready, start), ep)
 		}
 	}
 }
