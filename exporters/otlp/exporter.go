@@ -26,12 +26,12 @@ import (
 const (
 	// DefaultQueueTraces and DefaultQueueBytes bound what waits for the backend. Measured
 	// (TestQueueCostMeasured): a bare Pod's trace is 9 spans, ~3.0 KB by the estimate the byte
-	// bound counts (queueBytes) and ~4.2 KB of heap while queued (5.1 KB just before a span's
-	// bounds became fields), 1.4 heap bytes per estimated byte; a Deployment Pod with an init container
-	// and a Service has ~25 spans, ~8 KB. So 32 MiB of estimate holds ~4 000–10 000 traces (a
-	// 5-minute outage at 13–35 Pod startups per second) in ≤ ~50 MiB of heap, inside the
-	// manifests' 256Mi limit next to the informers' share; the count bound caps a queue of
-	// small traces.
+	// bound counts (queueBytes) and ~3.7 KB of heap while queued (5.1 KB before a span's bounds
+	// became fields, 4.2 KB before a span lost its copy of the trace ID), 1.24 heap bytes per
+	// estimated byte; a Deployment Pod with an init container and a Service has ~25 spans, ~8 KB.
+	// So 32 MiB of estimate holds ~4 000–10 000 traces (a 5-minute outage at 13–35 Pod startups
+	// per second) in ≤ ~40 MiB of heap, inside the manifests' 256Mi limit next to the informers'
+	// share; the count bound caps a queue of small traces.
 	DefaultQueueTraces = 10000
 	DefaultQueueBytes  = 32 << 20
 	DefaultBatchSize   = 64
