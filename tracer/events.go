@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -43,12 +44,18 @@ type event struct {
 
 // wallTime is an instant as nanoseconds since the Unix epoch, 0 for none (the zero time.Time):
 // a time.Time's wall clock reading without its location or monotonic reading, which nothing
-// about an Event needs. Every time an Event states lies within the years 1678 to 2262 that
-// an int64 of nanoseconds spans.
+// about an Event needs. An int64 of nanoseconds spans the years 1678 to 2262; a time outside
+// them, which only a malformed Event states, is taken as none, like a missing one.
 type wallTime int64
 
+// wallTimeMin and wallTimeMax bound the times wallOf keeps: the range of UnixNano.
+var (
+	wallTimeMin = time.Unix(0, math.MinInt64)
+	wallTimeMax = time.Unix(0, math.MaxInt64)
+)
+
 func wallOf(t time.Time) wallTime {
-	if t.IsZero() {
+	if t.IsZero() || t.Before(wallTimeMin) || t.After(wallTimeMax) {
 		return 0
 	}
 	return wallTime(t.UnixNano())
