@@ -46,6 +46,37 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestNanoOf: stamps are compared in nanoseconds; a time a clock states keeps its exact value,
+// and one no clock states (a malformed object's year 3000 or year 1000) still orders after or
+// before every real time instead of wrapping around.
+func TestNanoOf(t *testing.T) {
+	now := time.Date(2026, 11, 30, 8, 41, 34, 436207463, time.UTC)
+	if got := nanoOf(now); got != now.UnixNano() {
+		t.Fatalf("nanoOf(%v) = %d, want %d", now, got, now.UnixNano())
+	}
+	tests := []struct {
+		name  string
+		at    time.Time
+		after bool // orders after now
+	}{
+		{"year 3000", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{"year 2200", time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{"year 1000", time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{"the zero time", time.Time{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := nanoOf(tt.at)
+			if (got > nanoOf(now)) != tt.after {
+				t.Errorf("nanoOf(%v) = %d: after %v is %v, want %v", tt.at, got, now, got > nanoOf(now), tt.after)
+			}
+			if d := nanoOf(now) - got; (d < 0) != tt.after { // the difference does not overflow
+				t.Errorf("%v − %v = %d ns: wrong sign", now, tt.at, d)
+			}
+		})
+	}
+}
+
 func TestTraceAndSpanIDs(t *testing.T) {
 	if got := TraceIDFor("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f").String(); got != "9cade20b81ea4be9bdc9d3f2d8d8b69f" {
 		t.Fatalf("trace ID %s", got)

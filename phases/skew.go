@@ -101,12 +101,12 @@ func kubeletBehind(p *Pod, sched time.Duration) time.Duration {
 		return 0
 	}
 	var max time.Duration
-	bindNano := bind.Time.UnixNano() // in nanoseconds: a Pod has a few dozen stamps to hold to it
+	bindNano := nanoOf(bind.Time) // in nanoseconds: a Pod has a few dozen stamps to hold to it
 	before := func(t Times) {
 		for _, s := range t {
 			switch s.Source {
 			case SourceEventName, SourceEventSeconds, SourceStatus:
-				if d := time.Duration(bindNano - s.Time.UnixNano() - int64(s.Source.Precision())); d > max {
+				if d := time.Duration(bindNano - nanoOf(s.Time) - int64(s.Source.Precision())); d > max {
 					max = d
 				}
 			}

@@ -142,7 +142,7 @@ func (t Times) Resolve() (Stamp, bool) {
 		c = make([]rankedStamp, 0, len(t))
 	}
 	for i := range t {
-		c = append(c, rankedStamp{at: int32(i), rank: t[i].Source.rank(), nano: t[i].Time.UnixNano()})
+		c = append(c, rankedStamp{at: int32(i), rank: t[i].Source.rank(), nano: nanoOf(t[i].Time)})
 	}
 	for i := 1; i < len(c); i++ {
 		for j := i; j > 0 && c[j].trustedBefore(c[j-1]); j-- {
@@ -157,15 +157,33 @@ func (t Times) Resolve() (Stamp, bool) {
 	return t[c[0].at], true
 }
 
+// nanoBound bounds what nanoOf returns, either side of 1970 (about 146 years): far enough for
+// any time a clock states, near enough that two such values, their difference and a few
+// seconds of slack or precision stay within int64.
+const nanoBound = 1<<62 - 1<<40
+
+// nanoOf is t in nanoseconds since the epoch, for comparing stamps as integers. A time beyond
+// ±nanoBound, which only a malformed object states (a year 3000), is held at the bound: it still
+// orders after (or before) every real time, where UnixNano would wrap it around.
+func nanoOf(t time.Time) int64 {
+	s := t.Unix()
+	switch {
+	case s > nanoBound/int64(time.Second):
+		return nanoBound
+	case s < -nanoBound/int64(time.Second):
+		return -nanoBound
+	}
+	return s*int64(time.Second) + int64(t.Nanosecond()) // UnixNano, the seconds read once
+}
+
 // resolveOnStack is how many stamps of one boundary Resolve orders without allocating; more are
 // ordered all the same, on the heap.
 const resolveOnStack = 8
 
 // rankedStamp is a stamp for Resolve: its position in the Times, the rank of its source and its
-// time in nanoseconds since the epoch. A boundary's stamps are compared with each other
+// time in nanoseconds since the epoch (nanoOf). A boundary's stamps are compared with each other
 // pairwise, and comparing time.Times (and offsetting them by the slack) cost more than the rest
-// of resolving. Observed times are never zero, and lie well within the years int64 nanoseconds
-// span.
+// of resolving.
 type rankedStamp struct {
 	nano int64
 	at   int32 // its position in the Times

@@ -60,7 +60,12 @@ func (a *AuditEntry) relevant() bool {
 }
 
 func (a *AuditEntry) key() string {
-	return a.ObjectRef.Resource + "/" + a.ObjectRef.Namespace + "/" + a.ObjectRef.Name
+	return auditKey(a.ObjectRef.Resource, a.ObjectRef.Namespace, a.ObjectRef.Name)
+}
+
+// auditKey is the key the writes to an object are kept under: "resource/namespace/name".
+func auditKey(resource, namespace, name string) string {
+	return resource + "/" + namespace + "/" + name
 }
 
 // client is the product name of the user agent: "kubectl/v1.37.2 (linux/amd64) …" → kubectl.
@@ -102,8 +107,11 @@ func (c *Correlator) handleAudit(a *AuditEntry) {
 // second. The receipt is what bounds it: the apiserver stamps the object while it handles the
 // request, so a write stamped at 12:00:58.995 whose answer left at 12:00:59.020 is still the
 // write of an object created "12:00:58".
-func (c *Correlator) auditFor(key string, before time.Time) *AuditEntry {
-	list := c.audit[key]
+func (c *Correlator) auditFor(resource, namespace, name string, before time.Time) *AuditEntry {
+	if len(c.audit) == 0 {
+		return nil // no audit log read: no key to build, for every Pod traced
+	}
+	list := c.audit[auditKey(resource, namespace, name)]
 	for i := len(list) - 1; i >= 0; i-- {
 		a := list[i]
 		if a.client() == controllerManager {

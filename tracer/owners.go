@@ -192,9 +192,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		obs.Root = phases.RootBarePod
 		obs.Client = ps.creator
 		created, _ := ps.created.Earliest()
-		if len(c.audit) > 0 { // without an audit log, no key to build
-			applyAudit(obs, c.auditFor("pods/"+ps.pod.Namespace+"/"+ps.pod.Name, created.Time))
-		}
+		applyAudit(obs, c.auditFor("pods", ps.pod.Namespace, ps.pod.Name, created.Time))
 		return
 	case owner.Kind != "ReplicaSet":
 		obs.Root = phases.RootController
@@ -231,9 +229,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		if s, ok := ch.persisted.Earliest(); ok && !s.Time.After(scaledAt.Time.Add(time.Second)) {
 			obs.RootPersisted = ch.persisted
 			obs.Client = ch.client
-			if len(c.audit) > 0 {
-				applyAudit(obs, c.auditFor("deployments/"+dep.namespace+"/"+dep.name, scaledAt.Time))
-			}
+			applyAudit(obs, c.auditFor("deployments", dep.namespace, dep.name, scaledAt.Time))
 			return
 		}
 	}

@@ -99,7 +99,7 @@ type rollouts struct {
 	cfg   Config
 	sink  RolloutSink
 	stats RolloutStats
-	audit func(key string, before time.Time) *AuditEntry
+	audit func(resource, namespace, name string, before time.Time) *AuditEntry
 
 	workloads map[types.UID]*workloadState
 	// active holds the workloads with a rollout in progress (cur set): the ones a tick looks
@@ -117,7 +117,7 @@ type rollouts struct {
 	lastPrune time.Time
 }
 
-func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(string, time.Time) *AuditEntry) *rollouts {
+func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(resource, namespace, name string, before time.Time) *AuditEntry) *rollouts {
 	r := &rollouts{cfg: cfg, sink: sink, audit: audit,
 		workloads: map[types.UID]*workloadState{}, active: map[*workloadState]struct{}{}, rsOwner: map[types.UID]types.UID{},
 		rsCreated: map[string]time.Time{}, pods: map[types.UID]*wlPod{},
@@ -579,7 +579,7 @@ func (r *rollouts) auditOf(a *activeRollout) *AuditEntry {
 		s, _ := a.obs.Start.Resolve()
 		before = s.Time.Add(time.Second)
 	}
-	e := r.audit(res+"/"+a.obs.Workload.Namespace+"/"+a.obs.Workload.Name, before)
+	e := r.audit(res, a.obs.Workload.Namespace, a.obs.Workload.Name, before)
 	if e == nil || before.Sub(e.RequestReceived) > 10*time.Second {
 		return nil // an older write, not this change
 	}
