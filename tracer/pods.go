@@ -44,22 +44,38 @@ type podState struct {
 
 // seenChanges is the receive time of each change, first seen. A Pod shows about a dozen (its
 // conditions, and three or four per container), so a list walked costs less than a map made
-// and grown for every Pod; every version of the Pod marks each change again.
+// and grown for every Pod; every version of the Pod marks each change again. The times are
+// wallTimes: a seenChange is 32 bytes, not 48, and the list is made once with room for a
+// dozen and more (seenPerPod) rather than grown four times.
 type seenChanges []seenChange
 
 type seenChange struct {
 	key change
-	at  time.Time
+	at  wallTime
 }
+
+// seenPerPod is the room made for a Pod's changes: eight for the Pod and its conditions, and
+// four per container, for a Pod with two.
+const seenPerPod = 16
 
 // at is when the change was first seen, zero if it was not.
 func (sc seenChanges) at(key change) time.Time {
 	for i := range sc {
 		if sc[i].key == key {
-			return sc[i].at
+			return sc[i].at.Time()
 		}
 	}
 	return time.Time{}
+}
+
+// seen reports whether the change was marked.
+func (sc seenChanges) seen(key change) bool {
+	for i := range sc {
+		if sc[i].key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // change is a change a watch event can show first: what changed and, for a condition or a
@@ -98,12 +114,14 @@ func newPodState(p *corev1.Pod) *podState {
 }
 
 func (ps *podState) mark(key change, at time.Time) {
-	if at.IsZero() {
+	w := wallOf(at)
+	if w.IsZero() || ps.seen.seen(key) {
 		return
 	}
-	if ps.seen.at(key).IsZero() { // a change seen is never marked at the zero time
-		ps.seen = append(ps.seen, seenChange{key, at})
+	if ps.seen == nil {
+		ps.seen = make(seenChanges, 0, seenPerPod)
 	}
+	ps.seen = append(ps.seen, seenChange{key, w})
 }
 
 // update records which changes this version of the Pod shows for the first time.
