@@ -82,9 +82,9 @@ func readySeen(t *phases.Trace) time.Time {
 	for _, s := range t.Pod.Ready {
 		switch s.Source {
 		case phases.SourceWatch:
-			return s.Time
+			return s.Time()
 		case phases.SourceStatus:
-			status = s.Time.Add(time.Second - time.Nanosecond)
+			status = s.Time().Add(time.Second - time.Nanosecond)
 		}
 	}
 	if !status.IsZero() {

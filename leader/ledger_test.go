@@ -89,7 +89,7 @@ func TestHandoverLease(t *testing.T) {
 	}
 	// Ready before the release, but the stopping leader had not seen it yet (its watch lags).
 	lagging := statusTrace("unseen", now)
-	lagging.Pod.Ready = phases.Times{{Time: now.Add(-2 * time.Second).Truncate(time.Second), Source: phases.SourceStatus}}
+	lagging.Pod.Ready = phases.Times{{At: phases.InstantOf(now.Add(-2 * time.Second).Truncate(time.Second)), Source: phases.SourceStatus}}
 	if !l.owed(lagging) {
 		t.Fatal("a Pod the previous leader never exported is owed, whenever it became Ready")
 	}

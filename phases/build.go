@@ -72,7 +72,7 @@ func resolve(t Times) point {
 	if !ok {
 		return point{}
 	}
-	p := point{t: s.Time, src: s.Source, observed: true}
+	p := point{t: s.Time(), src: s.Source, observed: true}
 	if s.Source.Precision() == time.Second {
 		p.uncertainty = time.Second
 	}
@@ -221,8 +221,8 @@ func (b *builder) timeline() timeline {
 	// returned); so is the scheduler's first attempt, which cannot precede the Pod.
 	created := resolve(p.Created)
 	for _, o := range p.SchedulingFailure {
-		if o.Time.Source.rank() == 0 && created.observed && o.Time.Time.Before(created.t) {
-			created = point{t: o.Time.Time, src: o.Time.Source, observed: true}
+		if o.Time.Source.rank() == 0 && created.observed && o.Time.Time().Before(created.t) {
+			created = point{t: o.Time.Time(), src: o.Time.Source, observed: true}
 		}
 	}
 	persisted := resolve(p.AuditPersisted)
@@ -744,7 +744,7 @@ func occurrenceEvent(name string, o Occurrence) Event {
 		as = append(as, Attr{"count", int64(o.Count)})
 	}
 	as = append(as, Attr{"readyspan.time.source", sourceValue(o.Time.Source)})
-	return Event{Name: name, Time: o.Time.Time, Attrs: as}
+	return Event{Name: name, Time: o.Time.Time(), Attrs: as}
 }
 
 func sortEvents(es []Event) {
@@ -806,8 +806,8 @@ func firstStep(c *Container) point {
 			if s.Source.rank() > 0 {
 				continue
 			}
-			if !out.observed || s.Time.Before(out.t) {
-				out = point{t: s.Time, src: s.Source, observed: true}
+			if !out.observed || s.Time().Before(out.t) {
+				out = point{t: s.Time(), src: s.Source, observed: true}
 			}
 		}
 	}
@@ -1180,24 +1180,24 @@ func waterfall(spans []Span, i int, order, kids []int) []int {
 
 // latestObserved is the time of the last thing observed about the Pod.
 func latestObserved(p *Pod) time.Time {
-	var last time.Time
-	see := func(t time.Time) {
-		if t.After(last) {
+	var last Instant
+	see := func(t Instant) {
+		if t > last {
 			last = t
 		}
 	}
 	times := func(ts ...Times) {
 		for _, t := range ts {
 			for _, s := range t {
-				see(s.Time)
+				see(s.At)
 			}
 		}
 	}
 	occs := func(os ...[]Occurrence) {
 		for _, list := range os {
 			for _, o := range list {
-				see(o.Time.Time)
-				see(o.Last)
+				see(o.Time.At)
+				see(InstantOf(o.Last))
 			}
 		}
 	}
@@ -1209,5 +1209,5 @@ func latestObserved(p *Pod) time.Time {
 		times(c.PullStarted, c.PullFinished, c.Created, c.Started, c.StartupDone, c.ReadyAt, c.Finished)
 		occs(c.PullFailures, c.Failures, c.Unhealthy)
 	}
-	return last
+	return last.Time()
 }

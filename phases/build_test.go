@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,17 +22,17 @@ func TestResolve(t *testing.T) {
 		in   Times
 		want Stamp
 	}{
-		{"precise wins", Times{{ms(0), SourceMetadata}, {ms(430), SourceEventName}, {ms(440), SourceWatch}}, Stamp{ms(430), SourceEventName}},
-		{"event time before watch", Times{{ms(500), SourceWatch}, {ms(474), SourceEventTime}}, Stamp{ms(474), SourceEventTime}},
-		{"watch beats whole seconds", Times{{ms(0), SourceStatus}, {ms(620), SourceWatch}}, Stamp{ms(620), SourceWatch}},
-		{"precise stamp far after its watch time is rejected", Times{{ms(5000), SourceEventName}, {ms(100), SourceWatch}}, Stamp{ms(100), SourceWatch}},
-		{"precise stamp outside its whole second is rejected", Times{{ms(4200), SourceEventName}, {ms(0), SourceStatus}}, Stamp{ms(0), SourceStatus}},
-		{"only whole seconds", Times{{ms(1000), SourceStatus}}, Stamp{ms(1000), SourceStatus}},
-		{"equally trusted: the earliest", Times{{ms(450), SourceEventName}, {ms(430), SourceEventTime}, {ms(900), SourceWatch}}, Stamp{ms(430), SourceEventTime}},
-		{"the earliest precise one is outside a window: the next", Times{{ms(2000), SourceStatus}, {ms(400), SourceEventName}, {ms(2100), SourceEventTime}}, Stamp{ms(2100), SourceEventTime}},
-		{"more stamps than are ordered on the stack", Times{{ms(9000), SourceStatus}, {ms(9000), SourceMetadata}, {ms(9000), SourceEventSeconds},
-			{ms(9001), SourceWatch}, {ms(9002), SourceWatch}, {ms(9003), SourceWatch}, {ms(9004), SourceWatch}, {ms(9005), SourceWatch},
-			{ms(9006), SourceWatch}, {ms(10), SourceEventTime}, {ms(9400), SourceEventName}}, Stamp{ms(9400), SourceEventName}},
+		{"precise wins", Times{{InstantOf(ms(0)), SourceMetadata}, {InstantOf(ms(430)), SourceEventName}, {InstantOf(ms(440)), SourceWatch}}, Stamp{InstantOf(ms(430)), SourceEventName}},
+		{"event time before watch", Times{{InstantOf(ms(500)), SourceWatch}, {InstantOf(ms(474)), SourceEventTime}}, Stamp{InstantOf(ms(474)), SourceEventTime}},
+		{"watch beats whole seconds", Times{{InstantOf(ms(0)), SourceStatus}, {InstantOf(ms(620)), SourceWatch}}, Stamp{InstantOf(ms(620)), SourceWatch}},
+		{"precise stamp far after its watch time is rejected", Times{{InstantOf(ms(5000)), SourceEventName}, {InstantOf(ms(100)), SourceWatch}}, Stamp{InstantOf(ms(100)), SourceWatch}},
+		{"precise stamp outside its whole second is rejected", Times{{InstantOf(ms(4200)), SourceEventName}, {InstantOf(ms(0)), SourceStatus}}, Stamp{InstantOf(ms(0)), SourceStatus}},
+		{"only whole seconds", Times{{InstantOf(ms(1000)), SourceStatus}}, Stamp{InstantOf(ms(1000)), SourceStatus}},
+		{"equally trusted: the earliest", Times{{InstantOf(ms(450)), SourceEventName}, {InstantOf(ms(430)), SourceEventTime}, {InstantOf(ms(900)), SourceWatch}}, Stamp{InstantOf(ms(430)), SourceEventTime}},
+		{"the earliest precise one is outside a window: the next", Times{{InstantOf(ms(2000)), SourceStatus}, {InstantOf(ms(400)), SourceEventName}, {InstantOf(ms(2100)), SourceEventTime}}, Stamp{InstantOf(ms(2100)), SourceEventTime}},
+		{"more stamps than are ordered on the stack", Times{{InstantOf(ms(9000)), SourceStatus}, {InstantOf(ms(9000)), SourceMetadata}, {InstantOf(ms(9000)), SourceEventSeconds},
+			{InstantOf(ms(9001)), SourceWatch}, {InstantOf(ms(9002)), SourceWatch}, {InstantOf(ms(9003)), SourceWatch}, {InstantOf(ms(9004)), SourceWatch}, {InstantOf(ms(9005)), SourceWatch},
+			{InstantOf(ms(9006)), SourceWatch}, {InstantOf(ms(10)), SourceEventTime}, {InstantOf(ms(9400)), SourceEventName}}, Stamp{InstantOf(ms(9400)), SourceEventName}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +75,50 @@ func TestNanoOf(t *testing.T) {
 				t.Errorf("%v − %v = %d ns: wrong sign", now, tt.at, d)
 			}
 		})
+	}
+}
+
+// TestStampTimes: a stamp keeps its time to the nanosecond whatever location it was read in,
+// two readings of one instant are one observation, the zero time is none, and a malformed
+// object's time beyond what nanoseconds span still orders where it belongs (InstantOf,
+// InstantOfNano).
+func TestStampTimes(t *testing.T) {
+	at := time.Date(2026, 11, 30, 8, 41, 34, 436207463, time.UTC)
+	if got := StampOf(at, SourceEventName).Time(); !got.Equal(at) {
+		t.Fatalf("StampOf(%v).Time() = %v", at, got)
+	}
+	var ts Times
+	ts.Add(at, SourceWatch)
+	ts.Add(at.In(time.FixedZone("UTC+2", 2*3600)), SourceWatch) // the same instant
+	ts.Add(time.Time{}, SourceWatch)
+	ts.AddInstant(0, SourceWatch)
+	if len(ts) != 1 {
+		t.Fatalf("one instant added three ways and two zero times: %d stamps, want 1", len(ts))
+	}
+	if got := InstantOf(time.Time{}); !got.IsZero() || !got.Time().IsZero() {
+		t.Errorf("InstantOf(zero time) = %d, want none", got)
+	}
+	far := []struct {
+		name  string
+		at    Instant
+		after bool
+	}{
+		{"year 3000", InstantOf(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), true},
+		{"year 1000", InstantOf(time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)), false},
+		{"the largest int64", InstantOfNano(math.MaxInt64), true},
+		{"the smallest int64", InstantOfNano(math.MinInt64), false},
+	}
+	for _, f := range far {
+		if (f.at > InstantOf(at)) != f.after || f.at.IsZero() {
+			t.Errorf("%s: instant %d, after %v: %v, want %v", f.name, f.at, at, f.at > InstantOf(at), f.after)
+		}
+		if d := f.at - InstantOf(at); (d > 0) != f.after { // the difference does not overflow
+			t.Errorf("%s − %v = %d ns: wrong sign", f.name, at, d)
+		}
+		ts := Times{{At: f.at, Source: SourceEventName}, StampOf(at, SourceStatus)}
+		if s, _ := ts.Resolve(); s.Source != SourceStatus {
+			t.Errorf("%s: resolved to %v from %v, want the status stamp", f.name, s.Source, f.name)
+		}
 	}
 }
 
@@ -210,11 +255,11 @@ func TestBuildSummary(t *testing.T) {
 // boundaries, walk init containers and occurrences.
 func TestBuildDoesNotMutateInput(t *testing.T) {
 	skewed := minimal()
-	skewed.Created = Times{{ms(3), SourceWatch}, {ms(0), SourceMetadata}, {ms(1), SourceEventName}}
-	skewed.Containers[0].PullStarted = Times{{ms(700), SourceWatch}, {ms(2760), SourceEventName}}
-	skewed.Containers[0].Failures = []Occurrence{{Time: Stamp{ms(5000), SourceEventName}, Reason: "BackOff", Count: 2, Last: ms(5500)}}
-	skewed.PodWarnings = []Occurrence{{Time: Stamp{ms(650), SourceEventName}, Reason: "FailedMount", Message: "not yet"}}
-	skewed.SchedulingFailure = []Occurrence{{Time: Stamp{ms(20), SourceEventTime}, Reason: "FailedScheduling", Count: 1}}
+	skewed.Created = Times{{InstantOf(ms(3)), SourceWatch}, {InstantOf(ms(0)), SourceMetadata}, {InstantOf(ms(1)), SourceEventName}}
+	skewed.Containers[0].PullStarted = Times{{InstantOf(ms(700)), SourceWatch}, {InstantOf(ms(2760)), SourceEventName}}
+	skewed.Containers[0].Failures = []Occurrence{{Time: Stamp{InstantOf(ms(5000)), SourceEventName}, Reason: "BackOff", Count: 2, Last: ms(5500)}}
+	skewed.PodWarnings = []Occurrence{{Time: Stamp{InstantOf(ms(650)), SourceEventName}, Reason: "FailedMount", Message: "not yet"}}
+	skewed.SchedulingFailure = []Occurrence{{Time: Stamp{InstantOf(ms(20)), SourceEventTime}, Reason: "FailedScheduling", Count: 1}}
 	init := Container{Name: "init", Image: "busybox", Init: true}
 	init.Started.Add(ms(720), SourceEventName)
 	init.Finished.Add(ms(0), SourceStatus)
@@ -223,7 +268,7 @@ func TestBuildDoesNotMutateInput(t *testing.T) {
 	failed := minimal()
 	failed.Outcome, failed.End, failed.FailureReason = OutcomeFailed, ms(9000), "ImagePullBackOff"
 	failed.Containers[0].PullFinished = nil
-	failed.Containers[0].PullFailures = []Occurrence{{Time: Stamp{ms(800), SourceEventName}, Reason: "ErrImagePull"}}
+	failed.Containers[0].PullFailures = []Occurrence{{Time: Stamp{InstantOf(ms(800)), SourceEventName}, Reason: "ErrImagePull"}}
 
 	for name, p := range map[string]*Pod{"skewed clocks, init container": skewed, "failed pull": failed} {
 		t.Run(name, func(t *testing.T) {
@@ -260,8 +305,8 @@ func TestSkewCorrection(t *testing.T) {
 	for i := range p.Containers {
 		c := &p.Containers[i]
 		for _, ts := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started} {
-			(*ts)[0].Time = (*ts)[0].Time.Add(2 * time.Second)
-			ts.Add((*ts)[0].Time.Add(-2*time.Second+5*time.Millisecond), SourceWatch)
+			(*ts)[0].At = InstantOf((*ts)[0].Time().Add(2 * time.Second))
+			ts.Add((*ts)[0].Time().Add(-2*time.Second+5*time.Millisecond), SourceWatch)
 		}
 	}
 	tr := Build(p, Options{})

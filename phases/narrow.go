@@ -94,8 +94,8 @@ func latestPrecise(cs []Container) point {
 		c := &cs[i]
 		for _, t := range []Times{c.PullStarted, c.PullFinished, c.Created, c.Started} {
 			for _, s := range t {
-				if s.Source.rank() == 0 && (!out.observed || s.Time.After(out.t)) {
-					out = point{t: s.Time, src: s.Source, observed: true}
+				if s.Source.rank() == 0 && (!out.observed || s.Time().After(out.t)) {
+					out = point{t: s.Time(), src: s.Source, observed: true}
 				}
 			}
 		}

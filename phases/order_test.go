@@ -53,7 +53,7 @@ func TestOutOfOrder(t *testing.T) {
 // keeps the trace out of the histograms, where a clamped Ready would have read as instant.
 func TestBuildFlagsImpossibleOrder(t *testing.T) {
 	p := minimal()
-	p.Ready = Times{{ms(0).AddDate(-30, 0, 0), SourceStatus}}
+	p.Ready = Times{{InstantOf(ms(0).AddDate(-30, 0, 0)), SourceStatus}}
 	tr := Build(p, Options{})
 	root := tr.Root()
 	if root.Attr(AttrInconsistent) != true {

@@ -33,8 +33,8 @@ func ahead(set []Times, srcs ...Source) time.Duration {
 func lead(max time.Duration, t Times, srcs ...Source) time.Duration {
 	var watch time.Time
 	for _, s := range t {
-		if s.Source == SourceWatch && (watch.IsZero() || s.Time.Before(watch)) {
-			watch = s.Time
+		if s.Source == SourceWatch && (watch.IsZero() || s.Time().Before(watch)) {
+			watch = s.Time()
 		}
 	}
 	if watch.IsZero() {
@@ -43,7 +43,7 @@ func lead(max time.Duration, t Times, srcs ...Source) time.Duration {
 	for _, s := range t {
 		for _, src := range srcs {
 			if s.Source == src {
-				if d := s.Time.Sub(watch); d > max {
+				if d := s.Time().Sub(watch); d > max {
 					max = d
 				}
 			}
@@ -92,7 +92,7 @@ func kubeletBehind(p *Pod, sched time.Duration) time.Duration {
 			continue // an upper bound only: late after a relist
 		}
 		if sched > 0 && (s.Source == SourceEventTime || s.Source == SourceEventName) {
-			s.Time = s.Time.Add(-sched)
+			s.At = InstantOf(s.Time().Add(-sched))
 		}
 		bound = append(bound, s)
 	}
@@ -101,12 +101,12 @@ func kubeletBehind(p *Pod, sched time.Duration) time.Duration {
 		return 0
 	}
 	var max time.Duration
-	bindNano := nanoOf(bind.Time) // in nanoseconds: a Pod has a few dozen stamps to hold to it
+	bindNano := int64(bind.At) // in nanoseconds: a Pod has a few dozen stamps to hold to it
 	before := func(t Times) {
 		for _, s := range t {
 			switch s.Source {
 			case SourceEventName, SourceEventSeconds, SourceStatus:
-				if d := time.Duration(bindNano - nanoOf(s.Time) - int64(s.Source.Precision())); d > max {
+				if d := time.Duration(bindNano - int64(s.At) - int64(s.Source.Precision())); d > max {
 					max = d
 				}
 			}
@@ -163,7 +163,7 @@ func shiftOcc(os []Occurrence, d time.Duration, srcs ...Source) []Occurrence {
 	for i, o := range os {
 		for _, s := range srcs {
 			if o.Time.Source == s {
-				o.Time.Time = o.Time.Time.Add(-d)
+				o.Time.At = InstantOf(o.Time.Time().Add(-d))
 			}
 		}
 		out[i] = o

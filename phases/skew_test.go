@@ -17,17 +17,17 @@ func behindPod(lag time.Duration, recv func(int) time.Time) *Pod {
 	p.Created.Add(recv(0), SourceWatch)
 	p.Scheduled.Add(ms(40), SourceEventTime)
 	p.Scheduled.Add(recv(40), SourceWatch)
-	p.KubeletStarted = Times{{whole(60), SourceStatus}, {recv(60), SourceWatch}}
-	p.SandboxReady = Times{{whole(700), SourceStatus}, {recv(700), SourceWatch}}
+	p.KubeletStarted = Times{{InstantOf(whole(60)), SourceStatus}, {InstantOf(recv(60)), SourceWatch}}
+	p.SandboxReady = Times{{InstantOf(whole(700)), SourceStatus}, {InstantOf(recv(700)), SourceWatch}}
 	c := Container{Name: "web", Image: "busybox", Cache: "warm"}
-	c.PullFinished = Times{{kubelet(760), SourceEventName}, {whole(760), SourceEventSeconds}, {recv(760), SourceWatch}}
-	c.Created = Times{{kubelet(800), SourceEventName}, {whole(800), SourceEventSeconds}, {recv(800), SourceWatch}}
-	c.Started = Times{{kubelet(900), SourceEventName}, {whole(900), SourceEventSeconds}, {whole(900), SourceStatus}, {recv(900), SourceWatch}}
-	c.ReadyAt = Times{{recv(1800), SourceWatch}}
+	c.PullFinished = Times{{InstantOf(kubelet(760)), SourceEventName}, {InstantOf(whole(760)), SourceEventSeconds}, {InstantOf(recv(760)), SourceWatch}}
+	c.Created = Times{{InstantOf(kubelet(800)), SourceEventName}, {InstantOf(whole(800)), SourceEventSeconds}, {InstantOf(recv(800)), SourceWatch}}
+	c.Started = Times{{InstantOf(kubelet(900)), SourceEventName}, {InstantOf(whole(900)), SourceEventSeconds}, {InstantOf(whole(900)), SourceStatus}, {InstantOf(recv(900)), SourceWatch}}
+	c.ReadyAt = Times{{InstantOf(recv(1800)), SourceWatch}}
 	p.Containers = []Container{c}
-	p.ContainersReady = Times{{whole(1800), SourceStatus}, {recv(1800), SourceWatch}}
-	p.Running = Times{{recv(900), SourceWatch}}
-	p.Ready = Times{{whole(1800), SourceStatus}, {recv(1801), SourceWatch}}
+	p.ContainersReady = Times{{InstantOf(whole(1800)), SourceStatus}, {InstantOf(recv(1800)), SourceWatch}}
+	p.Running = Times{{InstantOf(recv(900)), SourceWatch}}
+	p.Ready = Times{{InstantOf(whole(1800)), SourceStatus}, {InstantOf(recv(1801)), SourceWatch}}
 	return p
 }
 

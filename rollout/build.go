@@ -99,20 +99,20 @@ func Build(r *Rollout) *Trace {
 	end, endOK := r.Complete.Resolve()
 	items := timelineOf(r)
 	if !startOK {
-		start = phases.Stamp{Time: items.earliest(), Source: phases.SourceDerived}
+		start = phases.Stamp{At: phases.InstantOf(items.earliest()), Source: phases.SourceDerived}
 	}
-	if !endOK || end.Time.Before(start.Time) {
-		end = phases.Stamp{Time: items.latest(start.Time), Source: phases.SourceDerived}
+	if !endOK || end.Time().Before(start.Time()) {
+		end = phases.Stamp{At: phases.InstantOf(items.latest(start.Time())), Source: phases.SourceDerived}
 	}
-	if start.Time.IsZero() {
+	if start.Time().IsZero() {
 		// Nothing observed the change nor anything after it: a zero-length trace at the end,
 		// rather than one starting in year 1.
-		start = phases.Stamp{Time: end.Time, Source: phases.SourceDerived}
+		start = phases.Stamp{At: phases.InstantOf(end.Time()), Source: phases.SourceDerived}
 	}
-	cp := criticalPath(items, start.Time, end.Time)
+	cp := criticalPath(items, start.Time(), end.Time())
 	sum := Summary{
 		Kind: r.Kind, WorkloadKind: r.Workload.Kind, Outcome: r.Outcome,
-		Duration: end.Time.Sub(start.Time), Steps: len(r.Steps),
+		Duration: end.Time().Sub(start.Time()), Steps: len(r.Steps),
 		Critical: cp.byCategory, CriticalPods: cp.pods, CriticalSteps: cp.steps,
 	}
 	for _, s := range r.Steps {
@@ -130,7 +130,7 @@ func Build(r *Rollout) *Trace {
 		return phases.Span{Name: name, Path: path, Service: service,
 			SpanID: phases.SpanIDFor(key, path), ParentSpanID: parent, Start: s, End: e}
 	}
-	root := span(RootSpanName, RootSpanName, phases.ServiceReadyspan, phases.SpanID{}, start.Time, end.Time)
+	root := span(RootSpanName, RootSpanName, phases.ServiceReadyspan, phases.SpanID{}, start.Time(), end.Time())
 	root.Attrs = rootAttrs(r, &sum, start, end)
 	switch r.Outcome {
 	case OutcomeComplete:
@@ -154,11 +154,11 @@ func Build(r *Rollout) *Trace {
 	for i := range r.Steps {
 		s := &r.Steps[i]
 		at, _ := s.Time.Resolve()
-		effect := at.Time
+		effect := at.Time()
 		if effects[i].After(effect) {
 			effect = effects[i]
 		}
-		sp := span(StepSpanName, fmt.Sprintf("step/%d", i), phases.ServiceController, root.SpanID, at.Time, effect)
+		sp := span(StepSpanName, fmt.Sprintf("step/%d", i), phases.ServiceController, root.SpanID, at.Time(), effect)
 		dir := "down"
 		if s.Up {
 			dir = "up"

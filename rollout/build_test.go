@@ -114,8 +114,8 @@ func TestBuildSpanTree(t *testing.T) {
 				}
 				d, _ := o.Deleted.Resolve()
 				g, _ := o.Gone.Resolve()
-				if !sp.Start.Equal(d.Time) || !sp.End.Equal(g.Time) {
-					t.Errorf("%s = [%v, %v], want deleted → gone [%v, %v]", sp.Path, sp.Start, sp.End, d.Time, g.Time)
+				if !sp.Start.Equal(d.Time()) || !sp.End.Equal(g.Time()) {
+					t.Errorf("%s = [%v, %v], want deleted → gone [%v, %v]", sp.Path, sp.Start, sp.End, d.Time(), g.Time())
 				}
 			}
 			// The critical attribute says what the summary says.

@@ -74,7 +74,7 @@ type timeline struct {
 func seen(t phases.Times) time.Time {
 	for _, s := range t {
 		if s.Source == phases.SourceWatch {
-			return s.Time
+			return s.Time()
 		}
 	}
 	return time.Time{}
@@ -85,7 +85,7 @@ func timelineOf(r *Rollout) *timeline {
 	stepOf := map[string]int{}
 	for i, s := range r.Steps {
 		at, _ := s.Time.Resolve()
-		tl.stepTimes = append(tl.stepTimes, at.Time)
+		tl.stepTimes = append(tl.stepTimes, at.Time())
 		tl.stepSeen = append(tl.stepSeen, seen(s.Time))
 		for _, uid := range s.Pods {
 			stepOf[uid] = i
@@ -101,10 +101,10 @@ func timelineOf(r *Rollout) *timeline {
 	for i := range r.NewPods {
 		p := &r.NewPods[i]
 		c, _ := p.Created.Resolve()
-		it := &item{uid: p.UID, start: c.Time, step: step(p.UID), newPod: p}
+		it := &item{uid: p.UID, start: c.Time(), step: step(p.UID), newPod: p}
 		if rd, ok := p.Ready.Resolve(); ok {
-			it.readyAt = rd.Time
-			it.end, it.endKnown = rd.Time.Add(minReady), true
+			it.readyAt = rd.Time()
+			it.end, it.endKnown = rd.Time().Add(minReady), true
 			if w := seen(p.Ready); !w.IsZero() {
 				it.endSeen = w.Add(minReady)
 			}
@@ -117,9 +117,9 @@ func timelineOf(r *Rollout) *timeline {
 	for i := range r.OldPods {
 		o := &r.OldPods[i]
 		d, _ := o.Deleted.Resolve()
-		it := &item{uid: o.UID, start: d.Time, step: step(o.UID), oldPod: o}
+		it := &item{uid: o.UID, start: d.Time(), step: step(o.UID), oldPod: o}
 		if g, ok := o.Gone.Resolve(); ok {
-			it.end, it.endKnown, it.endSeen = g.Time, true, seen(o.Gone)
+			it.end, it.endKnown, it.endSeen = g.Time(), true, seen(o.Gone)
 		}
 		tl.list = append(tl.list, it)
 	}

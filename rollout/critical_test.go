@@ -14,7 +14,9 @@ var t0 = time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 
 func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 
-func at(n int, src phases.Source) phases.Times { return phases.Times{{Time: ms(n), Source: src}} }
+func at(n int, src phases.Source) phases.Times {
+	return phases.Times{{At: phases.InstantOf(ms(n)), Source: src}}
+}
 
 // uid returns a Pod or workload UID that is a UUID, so its trace ID is the UID itself.
 func uid(kind string, n int) string {
@@ -59,7 +61,7 @@ func startup(n int, scaled, c int, ready bool, end int) *phases.Pod {
 		p.Ready = at(c+3000, phases.SourceWatch)
 	} else {
 		p.Outcome, p.End = phases.OutcomeInProgress, ms(end)
-		ctr.Unhealthy = []phases.Occurrence{{Time: phases.Stamp{Time: ms(c + 2500), Source: phases.SourceEventName},
+		ctr.Unhealthy = []phases.Occurrence{{Time: phases.Stamp{At: phases.InstantOf(ms(c + 2500)), Source: phases.SourceEventName},
 			Reason: "Unhealthy", Message: "Readiness probe failed: HTTP probe failed with statuscode: 503", Count: 30}}
 	}
 	p.Containers = []phases.Container{ctr}
@@ -281,7 +283,7 @@ func earlyHandoff() *Rollout {
 func lateWatch() *Rollout {
 	r := earlyHandoff()
 	r.NewPods[0].Ready = at(3100, phases.SourceWatch)
-	r.Steps[1].Time = append(at(3068, phases.SourceEventName), phases.Stamp{Time: ms(3110), Source: phases.SourceWatch})
+	r.Steps[1].Time = append(at(3068, phases.SourceEventName), phases.Stamp{At: phases.InstantOf(ms(3110)), Source: phases.SourceWatch})
 	return r
 }
 

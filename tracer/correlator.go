@@ -553,7 +553,7 @@ func (c *Correlator) checkNow(ps *podState, now time.Time) {
 		return
 	}
 	created, _ := ps.created.Earliest()
-	if !created.Time.IsZero() && now.Sub(created.Time) >= c.cfg.StuckAfter {
+	if !created.Time().IsZero() && now.Sub(created.Time()) >= c.cfg.StuckAfter {
 		c.finish(ps, phases.OutcomeStuck, ps.failureReason, now)
 	}
 }

@@ -33,8 +33,8 @@ func (c *Correlator) dueTime(ps *podState) time.Time {
 	if ps.failureReason != "" && !ps.firstFailure.IsZero() {
 		due = ps.firstFailure.Add(c.cfg.FailAfter)
 	}
-	if created, _ := ps.created.Earliest(); !created.Time.IsZero() {
-		if stuck := created.Time.Add(c.cfg.StuckAfter); due.IsZero() || stuck.Before(due) {
+	if created, _ := ps.created.Earliest(); !created.Time().IsZero() {
+		if stuck := created.Time().Add(c.cfg.StuckAfter); due.IsZero() || stuck.Before(due) {
 			due = stuck
 		}
 	}

@@ -72,6 +72,9 @@ func (w wallTime) Time() time.Time {
 
 func (w wallTime) IsZero() bool { return w == 0 }
 
+// instant is the time as an observation holds it (phases.Instant).
+func (w wallTime) instant() phases.Instant { return phases.InstantOfNano(int64(w)) }
+
 // orphaned reports whether an event held for a Pod readyspan has not seen has waited
 // orphanAfter: since it was received or, for one from an initial list (no receive time), since
 // the first prune that found it waiting. An initial list brings the Events of the last hour,
@@ -155,12 +158,12 @@ func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
 // while it has one version); a zero Time where there is none.
 func (e *event) firstObserved() [4]phases.Stamp {
 	out := [4]phases.Stamp{
-		{Time: e.EventTime.Time(), Source: phases.SourceEventTime},
-		{Time: e.NameTime.Time(), Source: phases.SourceEventName},
-		{Time: e.First.Time(), Source: phases.SourceEventSeconds},
+		{At: e.EventTime.instant(), Source: phases.SourceEventTime},
+		{At: e.NameTime.instant(), Source: phases.SourceEventName},
+		{At: e.First.instant(), Source: phases.SourceEventSeconds},
 	}
 	if e.Count <= 1 {
-		out[3] = phases.Stamp{Time: e.Recv.Time(), Source: phases.SourceWatch}
+		out[3] = phases.Stamp{At: e.Recv.instant(), Source: phases.SourceWatch}
 	}
 	return out
 }
@@ -171,9 +174,9 @@ func (e *event) firstStamps(t *phases.Times) {
 	*t = slices.Grow(*t, 4) // room for the four at once, rather than growing for each
 	for _, s := range e.firstObserved() {
 		if s.Source == phases.SourceWatch {
-			t.AddFirst(s.Time, s.Source)
+			t.AddFirstInstant(s.At, s.Source)
 		} else {
-			t.Add(s.Time, s.Source)
+			t.AddInstant(s.At, s.Source)
 		}
 	}
 }
@@ -185,7 +188,7 @@ func (e *event) when() phases.Stamp {
 	var buf [4]phases.Stamp
 	t := buf[:0]
 	for _, s := range e.firstObserved() {
-		if !s.Time.IsZero() {
+		if !s.At.IsZero() {
 			t = append(t, s)
 		}
 	}

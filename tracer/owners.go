@@ -160,10 +160,10 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 			continue
 		}
 		// Attach the event to the scale-up it describes: the latest one not after it.
-		at := e.when().Time
+		at := e.when().At
 		best := -1
 		for i, su := range rs.scaleUps {
-			if s, ok := su.Earliest(); ok && !s.Time.After(at.Add(2*time.Second)) {
+			if s, ok := su.Earliest(); ok && s.At <= at+phases.Instant(2*time.Second) {
 				best = i
 			}
 		}
@@ -192,7 +192,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		obs.Root = phases.RootBarePod
 		obs.Client = ps.creator
 		created, _ := ps.created.Earliest()
-		applyAudit(obs, c.auditFor("pods", ps.pod.Namespace, ps.pod.Name, created.Time))
+		applyAudit(obs, c.auditFor("pods", ps.pod.Namespace, ps.pod.Name, created.Time()))
 		return
 	case owner.Kind != "ReplicaSet":
 		obs.Root = phases.RootController
@@ -208,7 +208,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	created, _ := ps.created.Earliest()
 	var scale phases.Times
 	for _, su := range rs.scaleUps {
-		if s, ok := su.Earliest(); ok && !s.Time.After(created.Time.Add(2*time.Second)) && created.Time.Sub(s.Time) < selfHealWindow {
+		if s, ok := su.Earliest(); ok && !s.Time().After(created.Time().Add(2*time.Second)) && created.Time().Sub(s.Time()) < selfHealWindow {
 			scale = su
 		}
 	}
@@ -226,10 +226,10 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	scaledAt, _ := scale.Earliest()
 	for i := len(dep.changes) - 1; i >= 0; i-- {
 		ch := dep.changes[i]
-		if s, ok := ch.persisted.Earliest(); ok && !s.Time.After(scaledAt.Time.Add(time.Second)) {
+		if s, ok := ch.persisted.Earliest(); ok && !s.Time().After(scaledAt.Time().Add(time.Second)) {
 			obs.RootPersisted = ch.persisted
 			obs.Client = ch.client
-			applyAudit(obs, c.auditFor("deployments", dep.namespace, dep.name, scaledAt.Time))
+			applyAudit(obs, c.auditFor("deployments", dep.namespace, dep.name, scaledAt.Time()))
 			return
 		}
 	}

@@ -170,12 +170,12 @@ func (ps *podState) addEvent(e *event) {
 			if e.Count < prev.Count {
 				return // an older version delivered late
 			}
-			e.at = wallOf(e.when().Time)
+			e.at = wallTime(e.when().At)
 			ps.events[i] = e
 			return
 		}
 	}
-	e.at = wallOf(e.when().Time)
+	e.at = wallTime(e.when().At)
 	if ps.events == nil {
 		ps.events = make([]*event, 0, eventsPerPod) // grown once, not at 1, 2, 4 and 8
 	}
@@ -321,7 +321,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" {
 		// The scheduler's own record of the last failed attempt, kept in case its events are lost.
 		obs.SchedulingFailure = append(obs.SchedulingFailure, phases.Occurrence{
-			Time: phases.Stamp{Time: cond.LastTransitionTime.Time, Source: phases.SourceStatus}, Reason: cond.Reason, Message: cond.Message, Count: 1,
+			Time: phases.Stamp{At: phases.InstantOf(cond.LastTransitionTime.Time), Source: phases.SourceStatus}, Reason: cond.Reason, Message: cond.Message, Count: 1,
 		})
 	}
 
@@ -470,7 +470,7 @@ func (ps *podState) containerStatus(c *phases.Container, cs *corev1.ContainerSta
 		c.StartupDone.Add(ps.seen.at(change{seenStarted, cs.Name}), phases.SourceWatch)
 	}
 	if w := cs.State.Waiting; w != nil && failureReasons[w.Reason] {
-		o := phases.Occurrence{Time: phases.Stamp{Time: ps.firstFailure, Source: phases.SourceWatch}, Reason: w.Reason, Message: w.Message}
+		o := phases.Occurrence{Time: phases.Stamp{At: phases.InstantOf(ps.firstFailure), Source: phases.SourceWatch}, Reason: w.Reason, Message: w.Message}
 		if ps.firstFailure.IsZero() {
 			o.Time = phases.Stamp{}
 		}

@@ -235,11 +235,11 @@ func (r *rollouts) start(w *workloadState, v workloadView, kind rollout.Kind, re
 		a.obs.Start.Add(v.changed, phases.SourceMetadata)
 	}
 	s, _ := a.obs.Start.Resolve()
-	a.from = s.Time
+	a.from = s.Time()
 	if s.Source == phases.SourceWatch {
 		// The change happened before readyspan saw it, and the controller may have acted on it
 		// before then too.
-		a.from = s.Time.Add(-time.Second)
+		a.from = s.Time().Add(-time.Second)
 	}
 	if w.cur != nil {
 		if end, ok := w.cur.verdict.Resolve(); ok {
@@ -249,7 +249,7 @@ func (r *rollouts) start(w *workloadState, v workloadView, kind rollout.Kind, re
 			r.finish(w, rollout.OutcomeSuperseded, "a newer rollout began", s, a.from, rollout.TraceIDFor(v.ref.UID, v.generation))
 		}
 	}
-	a.lastStep = s.Time
+	a.lastStep = s.Time()
 	w.cur = a
 	r.active[w] = struct{}{}
 }
@@ -258,7 +258,7 @@ func stampAt(t time.Time) phases.Stamp {
 	if t.IsZero() {
 		return phases.Stamp{}
 	}
-	return phases.Stamp{Time: t, Source: phases.SourceWatch}
+	return phases.Stamp{At: phases.InstantOf(t), Source: phases.SourceWatch}
 }
 
 func (r *rollouts) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
@@ -375,7 +375,7 @@ func (r *rollouts) handleEvent(e *event) (known bool) {
 	at, _ := st.Time.Resolve()
 	for _, s := range w.steps {
 		if s.Message == st.Message && s.Target == st.Target {
-			if prev, _ := s.Time.Resolve(); prev.Time.Equal(at.Time) {
+			if prev, _ := s.Time.Resolve(); prev.At == at.At {
 				return true // the same step again (a later version of its Event)
 			}
 		}
@@ -384,8 +384,8 @@ func (r *rollouts) handleEvent(e *event) (known bool) {
 	if len(w.steps) > maxStepsKept {
 		w.steps = w.steps[len(w.steps)-maxStepsKept:]
 	}
-	if w.cur != nil && at.Time.After(w.cur.lastStep) {
-		w.cur.lastStep = at.Time
+	if w.cur != nil && at.Time().After(w.cur.lastStep) {
+		w.cur.lastStep = at.Time()
 	}
 	return true
 }
@@ -401,18 +401,18 @@ func (r *rollouts) podTrace(tr *phases.Trace) {
 	// The Pod's own trace knows its creation and Ready best (the controller's nanosecond
 	// event stamps, the watch).
 	for _, st := range tr.Pod.Created {
-		wp.created.Add(st.Time, st.Source)
+		wp.created.Add(st.Time(), st.Source)
 	}
 	if !wp.ready.Known() {
 		for _, st := range tr.Pod.Ready {
-			wp.ready.Add(st.Time, st.Source)
+			wp.ready.Add(st.Time(), st.Source)
 		}
 	}
 	w, uid := r.workloadOf(wp)
 	if w == nil || w.cur == nil {
 		return
 	}
-	if c, _ := wp.created.Resolve(); c.Time.Before(w.cur.from) {
+	if c, _ := wp.created.Resolve(); c.Time().Before(w.cur.from) {
 		return
 	}
 	if w.cur.traceID == (phases.TraceID{}) { // once per rollout: a hash, not a Pod's work
@@ -435,7 +435,7 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 		r.now = now
 	}
 	if !a.verdict.Known() {
-		if s, ok := a.obs.Start.Resolve(); ok && !now.IsZero() && now.Sub(s.Time) >= r.cfg.RolloutStuckAfter {
+		if s, ok := a.obs.Start.Resolve(); ok && !now.IsZero() && now.Sub(s.Time()) >= r.cfg.RolloutStuckAfter {
 			r.finish(w, rollout.OutcomeFailed, fmt.Sprintf("stuck: not rolled out after %s", r.cfg.RolloutStuckAfter),
 				stampAt(now), time.Time{}, phases.TraceID{})
 		}
@@ -445,7 +445,7 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 		return // no clock (a snapshot's objects): flush decides at the end
 	}
 	verdict, _ := a.verdict.Resolve()
-	waited := now.Sub(verdict.Time) >= podTraceWait
+	waited := now.Sub(verdict.Time()) >= podTraceWait
 	end := verdict
 	news, olds := r.members(w, a, time.Time{})
 	for _, p := range olds {
@@ -453,7 +453,7 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 		if !ok && !waited {
 			return
 		}
-		if ok && g.Time.After(end.Time) {
+		if ok && g.Time().After(end.Time()) {
 			end = g
 		}
 	}
@@ -470,7 +470,7 @@ func (r *rollouts) endOf(w *workloadState, a *activeRollout, verdict phases.Stam
 	end := verdict
 	_, olds := r.members(w, a, time.Time{})
 	for _, p := range olds {
-		if g, ok := p.gone.Resolve(); ok && g.Time.After(end.Time) {
+		if g, ok := p.gone.Resolve(); ok && g.Time().After(end.Time()) {
 			end = g
 		}
 	}
@@ -500,8 +500,8 @@ func (r *rollouts) members(w *workloadState, a *activeRollout, until time.Time) 
 		sort.Slice(ps, func(i, j int) bool {
 			a, _ := t(ps[i]).Resolve()
 			b, _ := t(ps[j]).Resolve()
-			if !a.Time.Equal(b.Time) {
-				return a.Time.Before(b.Time)
+			if !a.Time().Equal(b.Time()) {
+				return a.Time().Before(b.Time())
 			}
 			return ps[i].name < ps[j].name
 		})
@@ -529,13 +529,13 @@ func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason stri
 	if e := r.auditOf(a); e != nil {
 		obs.Start.Add(e.RequestReceived, phases.SourceAudit)
 	}
-	if !end.Time.IsZero() {
-		obs.Complete.Add(end.Time, end.Source)
+	if !end.Time().IsZero() {
+		obs.Complete.Add(end.Time(), end.Source)
 	}
 	news, olds := r.members(w, a, until)
 	for _, s := range w.steps {
 		at, _ := s.Time.Resolve()
-		if at.Time.Before(a.from) || !until.IsZero() && !at.Time.Before(until) {
+		if at.Time().Before(a.from) || !until.IsZero() && !at.Time().Before(until) {
 			continue
 		}
 		s.Pods = nil
@@ -544,7 +544,7 @@ func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason stri
 	sort.SliceStable(obs.Steps, func(i, j int) bool {
 		x, _ := obs.Steps[i].Time.Resolve()
 		y, _ := obs.Steps[j].Time.Resolve()
-		return x.Time.Before(y.Time)
+		return x.Time().Before(y.Time())
 	})
 	matchSteps(obs.Steps, news, olds, obs.Workload.Kind)
 	for _, p := range news {
@@ -577,7 +577,7 @@ func (r *rollouts) auditOf(a *activeRollout) *AuditEntry {
 	before := a.seenAt
 	if before.IsZero() {
 		s, _ := a.obs.Start.Resolve()
-		before = s.Time.Add(time.Second)
+		before = s.Time().Add(time.Second)
 	}
 	e := r.audit(res, a.obs.Workload.Namespace, a.obs.Workload.Name, before)
 	if e == nil || before.Sub(e.RequestReceived) > 10*time.Second {
@@ -609,7 +609,7 @@ func (r *rollouts) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
 		owner = news[0].ownerName
 	}
 	created, ok := r.rsCreated[obs.Workload.Namespace+"/"+owner]
-	return ok && created.Before(s.Time.Add(-2*time.Second))
+	return ok && created.Before(s.Time().Add(-2*time.Second))
 }
 
 // matchSteps attributes each Pod to the step that created or removed it. A Deployment's step
@@ -643,7 +643,7 @@ func matchSteps(steps []rollout.Step, news, olds []*wlPod, kind string) {
 				t = p.deleted
 			}
 			pt, _ := t.Resolve()
-			if pt.Time.Before(at.Time.Add(-time.Second)) {
+			if pt.Time().Before(at.Time().Add(-time.Second)) {
 				continue
 			}
 			if kind == rollout.Deployment && p.ownerName != s.Target || kind != rollout.Deployment && p.name != s.Target {
@@ -670,7 +670,7 @@ func (r *rollouts) tick(now time.Time) {
 		k := a.obs.Workload.Kind
 		prog.InProgress[k+"/"+string(a.obs.Kind)]++
 		s, _ := a.obs.Start.Resolve()
-		if dl := a.obs.Strategy.ProgressDeadlineSeconds; dl > 0 && now.Sub(s.Time) > time.Duration(dl)*time.Second && !a.verdict.Known() {
+		if dl := a.obs.Strategy.ProgressDeadlineSeconds; dl > 0 && now.Sub(s.Time()) > time.Duration(dl)*time.Second && !a.verdict.Known() {
 			prog.PastDeadline[k]++
 		}
 		if idle := now.Sub(a.lastStep); idle > prog.LongestWithoutStep[k] {
@@ -695,7 +695,7 @@ func (r *rollouts) prune(now time.Time) {
 	cut := now.Add(-historyRetention)
 	for uid, p := range r.pods {
 		g, ok := p.gone.Resolve()
-		if !ok || !g.Time.Before(cut) || r.claimed(p) {
+		if !ok || !g.Time().Before(cut) || r.claimed(p) {
 			continue
 		}
 		delete(r.pods, uid)
@@ -711,7 +711,7 @@ func (r *rollouts) prune(now time.Time) {
 		}
 		w.steps = slices.DeleteFunc(w.steps, func(s rollout.Step) bool {
 			at, _ := s.Time.Resolve()
-			return at.Time.Before(keepFrom)
+			return at.Time().Before(keepFrom)
 		})
 		if w.generation == 0 && w.cur == nil && len(w.steps) == 0 {
 			delete(r.workloads, uid)
@@ -730,7 +730,7 @@ func (r *rollouts) claimed(p *wlPod) bool {
 // until unless until is zero.
 func within(t phases.Times, from, until time.Time) bool {
 	s, ok := t.Resolve()
-	return ok && !s.Time.Before(from) && (until.IsZero() || s.Time.Before(until))
+	return ok && !s.Time().Before(from) && (until.IsZero() || s.Time().Before(until))
 }
 
 // flush exports every rollout in progress as it stands (explain, the end of a replay): complete

@@ -369,8 +369,8 @@ func TestCombinedStepTime(t *testing.T) {
 	if len(steps) != 1 {
 		t.Fatalf("%d steps", len(steps))
 	}
-	if at, _ := steps[0].Time.Resolve(); !at.Time.Equal(recv) || at.Source != phases.SourceWatch {
-		t.Errorf("step at %s (%s), want its receive time %s", at.Time, at.Source, recv)
+	if at, _ := steps[0].Time.Resolve(); !at.Time().Equal(recv) || at.Source != phases.SourceWatch {
+		t.Errorf("step at %s (%s), want its receive time %s", at.Time(), at.Source, recv)
 	}
 	if steps[0].Message != "Scaled up replica set web-7d4b9 from 4 to 5" {
 		t.Errorf("message %q keeps the prefix", steps[0].Message)
@@ -464,11 +464,11 @@ func TestMatchSteps(t *testing.T) {
 		return p
 	}
 	precise := func(at int) phases.Times {
-		return phases.Times{{Time: simAt(at), Source: phases.SourceEventName}}
+		return phases.Times{{At: phases.InstantOf(simAt(at)), Source: phases.SourceEventName}}
 	}
 	combined := func(recv int) phases.Times {
-		return phases.Times{{Time: simAt(recv), Source: phases.SourceWatch},
-			{Time: simAt(recv).Truncate(time.Second), Source: phases.SourceEventSeconds}}
+		return phases.Times{{At: phases.InstantOf(simAt(recv)), Source: phases.SourceWatch},
+			{At: phases.InstantOf(simAt(recv).Truncate(time.Second)), Source: phases.SourceEventSeconds}}
 	}
 	tests := []struct {
 		name  string

@@ -26,8 +26,8 @@ func rolloutTrace(uid string, generation int64) *rollout.Trace {
 	return rollout.Build(&rollout.Rollout{
 		Workload: rollout.Workload{Kind: rollout.Deployment, Name: "web-" + uid, Namespace: "prod", UID: uid},
 		Kind:     rollout.KindUpdate, Generation: generation, Outcome: rollout.OutcomeComplete,
-		Start:    phases.Times{{Time: start, Source: phases.SourceWatch}},
-		Complete: phases.Times{{Time: start.Add(time.Second), Source: phases.SourceWatch}},
+		Start:    phases.Times{{At: phases.InstantOf(start), Source: phases.SourceWatch}},
+		Complete: phases.Times{{At: phases.InstantOf(start.Add(time.Second)), Source: phases.SourceWatch}},
 		Strategy: rollout.Strategy{Partition: -1},
 	})
 }

@@ -42,9 +42,9 @@ func TestExportRollout(t *testing.T) {
 	r := &rollout.Rollout{
 		Workload: rollout.Workload{Kind: rollout.Deployment, Name: "web", Namespace: "prod", UID: "0000000c-0000-4000-8000-000000000001"},
 		Kind:     rollout.KindUpdate, Generation: 2, Outcome: rollout.OutcomeFailed,
-		Start:    phases.Times{{Time: t0, Source: phases.SourceWatch}},
-		Complete: phases.Times{{Time: t0.Add(700 * time.Second), Source: phases.SourceWatch}},
-		Steps:    []rollout.Step{{Time: phases.Times{{Time: t0.Add(time.Second), Source: phases.SourceEventName}}, Up: true, From: 0, To: 1}},
+		Start:    phases.Times{{At: phases.InstantOf(t0), Source: phases.SourceWatch}},
+		Complete: phases.Times{{At: phases.InstantOf(t0.Add(700 * time.Second)), Source: phases.SourceWatch}},
+		Steps:    []rollout.Step{{Time: phases.Times{{At: phases.InstantOf(t0.Add(time.Second)), Source: phases.SourceEventName}}, Up: true, From: 0, To: 1}},
 	}
 	reg := prometheus.NewRegistry()
 	m := New(reg, "test")
