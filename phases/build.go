@@ -566,7 +566,7 @@ func millisValue(d time.Duration) any {
 
 // boundOf is what a span states about an end drawn at p.
 func boundOf(p point) Bound {
-	return Bound{Source: orDerived(p), Observed: p.observed, Uncertainty: p.uncertainty}
+	return Bound{Source: orDerived(p), Observed: p.observed, uncertainty: int32(min(max(p.uncertainty, 0), maxUncertainty))}
 }
 
 // interval is a start and an end: a phase's before it is drawn, a span's as drawn.
@@ -726,12 +726,12 @@ func (b *builder) controllers(parent int, persisted, created, scaled point) {
 func (b *builder) scheduling(parent int) {
 	sp := &b.trace.Spans[parent]
 	for _, o := range b.pod.SchedulingFailure {
-		sp.Events = append(sp.Events, occurrenceEvent("FailedScheduling", o))
+		sp.AddEvent(occurrenceEvent("FailedScheduling", o))
 	}
 	for _, o := range b.pod.Preempted {
-		sp.Events = append(sp.Events, occurrenceEvent("Preempted", o))
+		sp.AddEvent(occurrenceEvent("Preempted", o))
 	}
-	sortEvents(sp.Events)
+	sortEvents(sp.Events())
 }
 
 func occurrenceEvent(name string, o Occurrence) Event {
@@ -758,9 +758,9 @@ func (b *builder) kubelet(parent int, bound point) {
 	p := b.pod
 	sp := &b.trace.Spans[parent]
 	for _, o := range p.PodWarnings {
-		sp.Events = append(sp.Events, occurrenceEvent(o.Reason, o))
+		sp.AddEvent(occurrenceEvent(o.Reason, o))
 	}
-	sortEvents(sp.Events)
+	sortEvents(sp.Events())
 	if len(p.PodWarnings) > 0 && sp.Status != StatusError && b.outcome != OutcomeReady {
 		last := p.PodWarnings[len(p.PodWarnings)-1]
 		sp.Status, sp.StatusMessage = StatusError, last.Reason+": "+last.Message
@@ -781,7 +781,7 @@ func (b *builder) kubelet(parent int, bound point) {
 	for _, o := range p.PodWarnings {
 		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "FailedMount" || o.Reason == "NetworkNotReady" {
 			s := &b.trace.Spans[sb]
-			s.Events = append(s.Events, occurrenceEvent(o.Reason, o))
+			s.AddEvent(occurrenceEvent(o.Reason, o))
 			if !sandbox.observed {
 				s.Status, s.StatusMessage = StatusError, o.Reason
 			}
@@ -904,12 +904,12 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 		cs.Attrs = append(cs.Attrs, Attr{AttrRestarts, int64(c.Restarts)})
 	}
 	for _, o := range c.Failures {
-		cs.Events = append(cs.Events, occurrenceEvent(o.Reason, o))
+		cs.AddEvent(occurrenceEvent(o.Reason, o))
 	}
 	for _, o := range c.Unhealthy {
-		cs.Events = append(cs.Events, occurrenceEvent("Unhealthy", o))
+		cs.AddEvent(occurrenceEvent("Unhealthy", o))
 	}
-	sortEvents(cs.Events)
+	sortEvents(cs.Events())
 	if len(c.Failures) > 0 && !(st.readyAt.observed || st.finished.observed) {
 		last := c.Failures[len(c.Failures)-1]
 		cs.Status, cs.StatusMessage = StatusError, last.Reason
@@ -972,9 +972,9 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 			sp.Attrs = append(sp.Attrs, Attr{AttrPullTotal, float64(c.PullTotal) / float64(time.Millisecond)})
 		}
 		for _, o := range c.PullFailures {
-			sp.Events = append(sp.Events, occurrenceEvent(o.Reason, o))
+			sp.AddEvent(occurrenceEvent(o.Reason, o))
 		}
-		sortEvents(sp.Events)
+		sortEvents(sp.Events())
 		if pullFailed {
 			last := c.PullFailures[len(c.PullFailures)-1]
 			sp.Status, sp.StatusMessage = StatusError, last.Reason
@@ -1034,7 +1034,7 @@ func (b *builder) probes(ctr *containerSpan) {
 		sp := &b.trace.Spans[i]
 		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name})
 		for _, o := range c.Unhealthy {
-			sp.Events = append(sp.Events, occurrenceEvent("Unhealthy", o))
+			sp.AddEvent(occurrenceEvent("Unhealthy", o))
 		}
 		if len(c.Unhealthy) > 0 && b.outcome != OutcomeInProgress {
 			sp.Status, sp.StatusMessage = StatusError, "readiness probe failing"

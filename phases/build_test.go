@@ -329,3 +329,27 @@ func BenchmarkBuild(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 }
+
+// TestSpanNotes: a span without events or links reads none, adding makes room once, and a copy
+// given DropNotes gets its own instead of adding to the original's.
+func TestSpanNotes(t *testing.T) {
+	var s Span
+	if s.Events() != nil || s.Links() != nil {
+		t.Fatal("a new span has events or links")
+	}
+	s.AddEvent()
+	if s.notes != nil {
+		t.Error("adding no event made room for notes")
+	}
+	s.AddEvent(Event{Name: "FailedScheduling"})
+	s.AddLink(Link{TraceID: TraceID{1}})
+	c := s
+	c.DropNotes()
+	c.AddEvent(Event{Name: "Preempted"})
+	if len(s.Events()) != 1 || s.Events()[0].Name != "FailedScheduling" || len(s.Links()) != 1 {
+		t.Errorf("the original's notes after the copy's: events %+v, links %+v", s.Events(), s.Links())
+	}
+	if len(c.Events()) != 1 || c.Events()[0].Name != "Preempted" || c.Links() != nil {
+		t.Errorf("the copy's notes: events %+v, links %+v", c.Events(), c.Links())
+	}
+}

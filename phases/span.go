@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"time"
 )
 
@@ -183,22 +184,77 @@ type Span struct {
 	// attributes itself (a rollout's) has neither: Source is zero.
 	StartBound, EndBound Bound
 	Attrs                []Attr
-	Events               []Event
-	Links                []Link
+	// notes are the span's events and links (Events, Links, AddEvent, AddLink), nil when it has
+	// neither, as nearly every span has: two slices inline were a fifth of every span, and the
+	// spans are most of what reconstructing a Pod's startup allocates. A copy of a span shares
+	// them until DropNotes.
+	notes *spanNotes
+}
+
+type spanNotes struct {
+	events []Event
+	links  []Link
+}
+
+// Events are the span's events: points in time on it.
+func (s *Span) Events() []Event {
+	if s.notes == nil {
+		return nil
+	}
+	return s.notes.events
+}
+
+// Links are the span's links to spans of other traces.
+func (s *Span) Links() []Link {
+	if s.notes == nil {
+		return nil
+	}
+	return s.notes.links
+}
+
+// AddEvent appends events to the span's.
+func (s *Span) AddEvent(es ...Event) {
+	if len(es) > 0 {
+		s.noted().events = append(s.noted().events, es...)
+	}
+}
+
+// AddLink appends links to the span's.
+func (s *Span) AddLink(ls ...Link) {
+	if len(ls) > 0 {
+		s.noted().links = append(s.noted().links, ls...)
+	}
+}
+
+// DropNotes removes the span's events and links: a copy of a span that is to have its own.
+func (s *Span) DropNotes() { s.notes = nil }
+
+func (s *Span) noted() *spanNotes {
+	if s.notes == nil {
+		s.notes = new(spanNotes)
+	}
+	return s.notes
 }
 
 // Bound is what a drawn span states about one of its ends: the readyspan.time.* attributes,
 // kept as fields because every span of every trace has two (about two thirds of a trace's
 // attributes) and an attribute list of them was a tenth of reconstructing a trace. BoundAttrs
-// writes them out as attributes; Attr reads them as one.
+// writes them out as attributes; Attr reads them as one. It is 8 bytes: the uncertainty, at
+// most a second, is held in nanoseconds in an int32.
 type Bound struct {
+	uncertainty int32
 	// Source is where the time came from: SourceDerived when nothing observed it.
 	Source Source
 	// Observed is false for a bound taken from a neighbouring boundary.
 	Observed bool
-	// Uncertainty is the width of the window the observed time lies in; 0 states none.
-	Uncertainty time.Duration
 }
+
+// Uncertainty is the width of the window the observed time lies in; 0 states none.
+func (b Bound) Uncertainty() time.Duration { return time.Duration(b.uncertainty) }
+
+// maxUncertainty is the widest uncertainty a Bound holds: 2.1 s, beyond the second the widest
+// window (a whole-second stamp's) spans.
+const maxUncertainty = math.MaxInt32 * time.Nanosecond
 
 // boundAttrsMax is the most attributes BoundAttrs writes: source, precision and uncertainty of
 // each end, and observed.
@@ -218,11 +274,11 @@ func (s *Span) BoundAttrs(dst []Attr) []Attr {
 		Attr{AttrPrecisionStart, precisionOf(s.StartBound.Source)},
 		Attr{AttrPrecisionEnd, precisionOf(s.EndBound.Source)},
 	)
-	if s.StartBound.Observed && s.StartBound.Uncertainty > 0 {
-		dst = append(dst, Attr{AttrUncertaintyStart, millisValue(s.StartBound.Uncertainty)})
+	if s.StartBound.Observed && s.StartBound.uncertainty > 0 {
+		dst = append(dst, Attr{AttrUncertaintyStart, millisValue(s.StartBound.Uncertainty())})
 	}
-	if s.EndBound.Observed && s.EndBound.Uncertainty > 0 {
-		dst = append(dst, Attr{AttrUncertaintyEnd, millisValue(s.EndBound.Uncertainty)})
+	if s.EndBound.Observed && s.EndBound.uncertainty > 0 {
+		dst = append(dst, Attr{AttrUncertaintyEnd, millisValue(s.EndBound.Uncertainty())})
 	}
 	if (!s.StartBound.Observed || !s.EndBound.Observed) && !hasAttr(s.Attrs, AttrObserved) {
 		dst = append(dst, Attr{AttrObserved, false})

@@ -139,7 +139,7 @@ func Build(r *Rollout) *Trace {
 		root.Status, root.StatusMessage = phases.StatusError, r.Reason
 	}
 	if r.Outcome == OutcomeSuperseded && r.SupersededBy != (phases.TraceID{}) {
-		root.Links = append(root.Links, phases.Link{TraceID: r.SupersededBy,
+		root.AddLink(phases.Link{TraceID: r.SupersededBy,
 			Attrs: []phases.Attr{{Key: AttrLinkRelation, Value: "superseded_by"}}})
 	}
 	t.Spans = append(t.Spans, root)
@@ -222,8 +222,8 @@ func podSpans(key string, parent phases.SpanID, it *item, critical bool) []phase
 	if !it.endKnown {
 		sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrObserved, Value: false})
 	}
-	sp.Links = []phases.Link{{TraceID: phases.TraceIDFor(p.UID), SpanID: phases.SpanIDFor(p.UID, phases.RootSpanName),
-		Attrs: []phases.Attr{{Key: AttrLinkRelation, Value: "pod_trace"}}}}
+	sp.AddLink(phases.Link{TraceID: phases.TraceIDFor(p.UID), SpanID: phases.SpanIDFor(p.UID, phases.RootSpanName),
+		Attrs: []phases.Attr{{Key: AttrLinkRelation, Value: "pod_trace"}}})
 	out := []phases.Span{sp}
 	if p.Trace == nil {
 		return out
@@ -239,7 +239,7 @@ func podSpans(key string, parent phases.SpanID, it *item, critical bool) []phase
 		c.ParentSpanID = sp.SpanID
 		c.Path = path + "/" + name
 		c.SpanID = phases.SpanIDFor(key, c.Path)
-		c.Events, c.Links = nil, nil
+		c.DropNotes()
 		c.Attrs = append([]phases.Attr(nil), ph.Attrs...)
 		out = append(out, c)
 	}

@@ -79,8 +79,8 @@ func TestBuildSpanTree(t *testing.T) {
 				if got := byID[sp.ParentSpanID].Path; got != parentPath(p.UID) {
 					t.Errorf("%s hangs under %s, want %s", sp.Path, got, parentPath(p.UID))
 				}
-				if len(sp.Links) != 1 || sp.Links[0].TraceID != phases.TraceIDFor(p.UID) || sp.Links[0].SpanID != phases.SpanIDFor(p.UID, phases.RootSpanName) {
-					t.Errorf("%s links %+v, want the Pod trace %s's root", sp.Path, sp.Links, phases.TraceIDFor(p.UID))
+				if len(sp.Links()) != 1 || sp.Links()[0].TraceID != phases.TraceIDFor(p.UID) || sp.Links()[0].SpanID != phases.SpanIDFor(p.UID, phases.RootSpanName) {
+					t.Errorf("%s links %+v, want the Pod trace %s's root", sp.Path, sp.Links(), phases.TraceIDFor(p.UID))
 				}
 				var names []string
 				for _, c := range children[sp.SpanID] {
@@ -93,8 +93,8 @@ func TestBuildSpanTree(t *testing.T) {
 					continue
 				}
 				// The link points at the root of the trace the Pod actually has.
-				if sp.Links[0].TraceID != p.Trace.TraceID || sp.Links[0].SpanID != p.Trace.Root().SpanID {
-					t.Errorf("%s links %s/%s, the Pod's trace root is %s/%s", sp.Path, sp.Links[0].TraceID, sp.Links[0].SpanID, p.Trace.TraceID, p.Trace.Root().SpanID)
+				if sp.Links()[0].TraceID != p.Trace.TraceID || sp.Links()[0].SpanID != p.Trace.Root().SpanID {
+					t.Errorf("%s links %s/%s, the Pod's trace root is %s/%s", sp.Path, sp.Links()[0].TraceID, sp.Links()[0].SpanID, p.Trace.TraceID, p.Trace.Root().SpanID)
 				}
 				if fmt.Sprint(names) != fmt.Sprint(phases.Phases) {
 					t.Errorf("%s has children %v, want the six phases %v", sp.Path, names, phases.Phases)
@@ -295,8 +295,8 @@ func TestBuildOutcome(t *testing.T) {
 			if root.Status != tt.status || root.StatusMessage != tt.message {
 				t.Errorf("status %v %q, want %v %q", root.Status, root.StatusMessage, tt.status, tt.message)
 			}
-			if !reflect.DeepEqual(root.Links, tt.links) {
-				t.Errorf("links %+v, want %+v", root.Links, tt.links)
+			if !reflect.DeepEqual(root.Links(), tt.links) {
+				t.Errorf("links %+v, want %+v", root.Links(), tt.links)
 			}
 			if got := root.Attr(AttrOutcome); got != string(tt.outcome) {
 				t.Errorf("%s = %v, want %s", AttrOutcome, got, tt.outcome)

@@ -420,7 +420,7 @@ func (r *rollouts) podTrace(tr *phases.Trace) {
 		w.cur.rootSpanID = rollout.RootSpanIDFor(string(uid), w.cur.obs.Generation)
 	}
 	root := &tr.Spans[0]
-	root.Links = append(root.Links, phases.Link{TraceID: w.cur.traceID, SpanID: w.cur.rootSpanID, Attrs: rolloutLinkAttrs})
+	root.AddLink(phases.Link{TraceID: w.cur.traceID, SpanID: w.cur.rootSpanID, Attrs: rolloutLinkAttrs})
 }
 
 // check exports the workload's rollout once it is over: the controller's verdict seen, every

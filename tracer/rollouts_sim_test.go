@@ -189,7 +189,7 @@ func TestRolloutLive(t *testing.T) {
 	// The Pods' own traces link back to the rollout, the old Pods' to none.
 	for _, p := range pods {
 		n := 0
-		for _, l := range p.Root().Links {
+		for _, l := range p.Root().Links() {
 			if l.TraceID == update.TraceID {
 				n++
 			}
@@ -241,7 +241,7 @@ func TestRolloutSuperseded(t *testing.T) {
 	if first.Rollout.Outcome != rollout.OutcomeSuperseded || first.Rollout.SupersededBy != second.TraceID {
 		t.Errorf("first: outcome %s superseded by %s, want superseded by %s", first.Rollout.Outcome, first.Rollout.SupersededBy, second.TraceID)
 	}
-	if l := first.Root().Links; len(l) != 1 || l[0].TraceID != second.TraceID {
+	if l := first.Root().Links(); len(l) != 1 || l[0].TraceID != second.TraceID {
 		t.Errorf("the superseded root links to %v", l)
 	}
 	if second.Rollout.Kind != rollout.KindScale {

@@ -104,16 +104,16 @@ func TestRealNodeRollouts(t *testing.T) {
 					}
 					uid, _ := s.Attr(phases.AttrPodUID).(string)
 					seen[uid]++
-					if len(s.Links) != 1 {
-						t.Fatalf("rollout.pod %s has %d links", uid, len(s.Links))
+					if len(s.Links()) != 1 {
+						t.Fatalf("rollout.pod %s has %d links", uid, len(s.Links()))
 					}
-					pt := podTraces[s.Links[0].TraceID]
-					if pt == nil || pt.Pod.UID != uid || s.Links[0].SpanID != pt.Root().SpanID {
-						t.Errorf("rollout.pod %s links to %s/%s, not to its Pod's trace", uid, s.Links[0].TraceID, s.Links[0].SpanID)
+					pt := podTraces[s.Links()[0].TraceID]
+					if pt == nil || pt.Pod.UID != uid || s.Links()[0].SpanID != pt.Root().SpanID {
+						t.Errorf("rollout.pod %s links to %s/%s, not to its Pod's trace", uid, s.Links()[0].TraceID, s.Links()[0].SpanID)
 						continue
 					}
 					back := false
-					for _, l := range pt.Root().Links {
+					for _, l := range pt.Root().Links() {
 						back = back || l.TraceID == r.TraceID && l.SpanID == r.Root().SpanID
 					}
 					if !back {

@@ -245,7 +245,7 @@ var scenarios = []scenario{
 			tr := ts[0]
 			wantOutcome(t, tr, phases.OutcomeReady)
 			pull := tr.Find("container/web/image_pull")
-			if pull == nil || len(pull.Events) < 3 {
+			if pull == nil || len(pull.Events()) < 3 {
 				t.Fatalf("pull span must carry the failures as events: %+v", pull)
 			}
 			if pull.Status == phases.StatusError {
@@ -278,8 +278,8 @@ var scenarios = []scenario{
 		check: func(t *testing.T, ts []*phases.Trace) {
 			tr := ts[0]
 			sch := tr.Phase("scheduling")
-			if len(sch.Events) != 1 || sch.Events[0].Name != "FailedScheduling" {
-				t.Fatalf("scheduling events %+v", sch.Events)
+			if len(sch.Events()) != 1 || sch.Events()[0].Name != "FailedScheduling" {
+				t.Fatalf("scheduling events %+v", sch.Events())
 			}
 			if tr.Summary.SchedulingAttempts != 4 {
 				t.Errorf("attempts %d, want 3 failed + 1 bind", tr.Summary.SchedulingAttempts)
@@ -353,7 +353,7 @@ var scenarios = []scenario{
 			wantAt(t, "readiness end", r.End, simAt(9925), 0)
 			c := tr.Find("container/web")
 			n := 0
-			for _, e := range c.Events {
+			for _, e := range c.Events() {
 				if e.Name == "Unhealthy" {
 					n++
 				}

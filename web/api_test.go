@@ -133,8 +133,8 @@ func TestAPIRealCaptures(t *testing.T) {
 					if s.SourceStart == "" || s.PrecisionStart == "" {
 						t.Errorf("Pod %s span %s: no time source or precision", p.Pod.Name, s.Name)
 					}
-					if len(s.Events) != len(p.Spans[i].Events) {
-						t.Errorf("Pod %s span %s: %d events, want %d", p.Pod.Name, s.Name, len(s.Events), len(p.Spans[i].Events))
+					if len(s.Events) != len(p.Spans[i].Events()) {
+						t.Errorf("Pod %s span %s: %d events, want %d", p.Pod.Name, s.Name, len(s.Events), len(p.Spans[i].Events()))
 					}
 					// Every other attribute is listed, the bounds' uncertainty and observed too.
 					for _, a := range p.Spans[i].AllAttrs() {

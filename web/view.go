@@ -139,7 +139,7 @@ func podView(t *phases.Trace) *PodView {
 	if root.Status == phases.StatusError {
 		v.Error = root.StatusMessage
 	}
-	for _, l := range root.Links {
+	for _, l := range root.Links() {
 		for _, a := range l.Attrs {
 			if a.Key == rollout.AttrLinkRelation && a.Value == "rollout" {
 				v.Rollout = l.TraceID.String()
@@ -193,7 +193,7 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 		}
 		sv.Attrs[a.Key] = a.Value
 	}
-	for _, e := range s.Events {
+	for _, e := range s.Events() {
 		ev := EventView{Name: e.Name, AtMs: ms(e.Time.Sub(t0))}
 		for _, a := range e.Attrs {
 			if ev.Attrs == nil {

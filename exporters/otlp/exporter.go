@@ -456,10 +456,10 @@ func queueBytes(spans []phases.Span) int64 {
 		s := &spans[i]
 		var bounds [8]phases.Attr
 		n += 64 + int64(len(s.Name)+len(s.Service)+len(s.StatusMessage)) + attrBytes(s.BoundAttrs(bounds[:0])) + attrBytes(s.Attrs)
-		for _, ev := range s.Events {
+		for _, ev := range s.Events() {
 			n += 24 + int64(len(ev.Name)) + attrBytes(ev.Attrs)
 		}
-		for _, l := range s.Links {
+		for _, l := range s.Links() {
 			n += 40 + attrBytes(l.Attrs)
 		}
 	}

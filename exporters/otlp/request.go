@@ -140,13 +140,13 @@ func newRequestBlocks(traces []traceSpans) *requestBlocks {
 		for i := range t.spans {
 			s := &t.spans[i]
 			n++
-			ids += 16 + 8 + 8 + 24*len(s.Links) // trace, span and parent IDs; each link's trace and span
+			ids += 16 + 8 + 8 + 24*len(s.Links()) // trace, span and parent IDs; each link's trace and span
 			count(s.BoundAttrs(buf[:0]))
 			count(s.Attrs)
-			for _, e := range s.Events {
+			for _, e := range s.Events() {
 				count(e.Attrs)
 			}
-			for _, l := range s.Links {
+			for _, l := range s.Links() {
 				count(l.Attrs)
 			}
 		}
@@ -188,15 +188,15 @@ func (bl *requestBlocks) span(trace phases.TraceID, s *phases.Span) *tracepb.Spa
 	}
 	sp.Status = st
 	sp.Attributes = bl.attributes(s.BoundAttrs(bl.bounds[:0]), s.Attrs)
-	if len(s.Events) > 0 {
-		sp.Events = make([]*tracepb.Span_Event, len(s.Events))
-		for i, e := range s.Events {
+	if len(s.Events()) > 0 {
+		sp.Events = make([]*tracepb.Span_Event, len(s.Events()))
+		for i, e := range s.Events() {
 			sp.Events[i] = &tracepb.Span_Event{Name: validUTF8(e.Name), TimeUnixNano: unixNano(e.Time), Attributes: bl.attributes(e.Attrs, nil)}
 		}
 	}
-	if len(s.Links) > 0 {
-		sp.Links = make([]*tracepb.Span_Link, len(s.Links))
-		for i, l := range s.Links {
+	if len(s.Links()) > 0 {
+		sp.Links = make([]*tracepb.Span_Link, len(s.Links()))
+		for i, l := range s.Links() {
 			sp.Links[i] = &tracepb.Span_Link{TraceId: bl.bytes(l.TraceID[:]), SpanId: bl.bytes(l.SpanID[:]),
 				Attributes: bl.attributes(l.Attrs, nil), Flags: spanFlags}
 		}

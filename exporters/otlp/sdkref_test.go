@@ -92,10 +92,10 @@ func sdkReadOnly(tr traceSpans, res *sdkResources) []sdktrace.ReadOnlySpan {
 		case phases.StatusError:
 			stub.Status = sdktrace.Status{Code: codes.Error, Description: validUTF8(s.StatusMessage)}
 		}
-		for _, e := range s.Events {
+		for _, e := range s.Events() {
 			stub.Events = append(stub.Events, sdktrace.Event{Name: validUTF8(e.Name), Time: e.Time, Attributes: sdkAttributes(e.Attrs)})
 		}
-		for _, l := range s.Links {
+		for _, l := range s.Links() {
 			stub.Links = append(stub.Links, sdktrace.Link{
 				SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID(l.TraceID), SpanID: trace.SpanID(l.SpanID), TraceFlags: trace.FlagsSampled}),
 				Attributes:  sdkAttributes(l.Attrs),
@@ -177,12 +177,12 @@ func TestRequestMatchesSDK(t *testing.T) {
 	all := []phases.Attr{{Key: "s", Value: "exit \xff\xfe"}, {Key: "i", Value: int64(-3)}, {Key: "n", Value: 7},
 		{Key: "f", Value: 1.5}, {Key: "b", Value: true}, {Key: "k\xff", Value: "v"}, {Key: "unsupported", Value: time.Second}}
 	root.Attrs = append(root.Attrs, all...)
-	root.Events = append(root.Events, phases.Event{Name: "Failed", Time: root.Start, Attrs: all}, phases.Event{Name: "bare", Time: root.End})
+	root.AddEvent(phases.Event{Name: "Failed", Time: root.Start, Attrs: all}, phases.Event{Name: "bare", Time: root.End})
 	traces = append(traces, traceSpans{odd.TraceID, odd.Spans})
 	var links, errs int
 	for _, tr := range traces {
 		for _, s := range tr.spans {
-			links += len(s.Links)
+			links += len(s.Links())
 			if s.Status == phases.StatusError {
 				errs++
 			}

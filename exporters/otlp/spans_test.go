@@ -30,7 +30,7 @@ func FuzzAttributes(f *testing.F) {
 		sp.Name, sp.Status, sp.StatusMessage = s, phases.StatusError, s
 		extra := []phases.Attr{{Key: key, Value: s}, {Key: key, Value: i}, {Key: key, Value: fl}, {Key: key, Value: b}, {Key: key, Value: int(i)}}
 		sp.Attrs = append(sp.Attrs, extra...)
-		sp.Events = append(sp.Events, phases.Event{Name: s, Time: sp.Start, Attrs: extra})
+		sp.AddEvent(phases.Event{Name: s, Time: sp.Start, Attrs: extra})
 		want := len(sp.AllAttrs())
 		rs := resourceSpans([]traceSpans{{tr.TraceID, tr.Spans}}, newResources(nil))
 		got := flatten(rs)
@@ -81,7 +81,7 @@ func TestInvalidUTF8ReachesTheBackend(t *testing.T) {
 	}
 	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
 	tr.Spans[0].Attrs = append(tr.Spans[0].Attrs, phases.Attr{Key: "message", Value: "exit \xff\xfe"})
-	tr.Spans[0].Events = append(tr.Spans[0].Events, phases.Event{Name: "Failed \xc3", Time: tr.Spans[0].Start})
+	tr.Spans[0].AddEvent(phases.Event{Name: "Failed \xc3", Time: tr.Spans[0].Start})
 	if err := client.UploadTraces(context.Background(), resourceSpans([]traceSpans{{tr.TraceID, tr.Spans}}, newResources(nil))); err != nil {
 		t.Fatalf("export: %v", err)
 	}

@@ -55,7 +55,7 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 		if s.Status == phases.StatusError && i > 0 {
 			notes = append(notes, "ERROR "+s.StatusMessage)
 		}
-		for _, e := range s.Events {
+		for _, e := range s.Events() {
 			notes = append(notes, e.Name)
 		}
 		src := fmt.Sprintf("%s→%s", s.Attr(phases.AttrSourceStart), s.Attr(phases.AttrSourceEnd))
@@ -171,10 +171,10 @@ func jsonSpans(w io.Writer, trace phases.TraceID, spans []phases.Span) error {
 		if !s.ParentSpanID.IsZero() {
 			js.ParentSpanID = s.ParentSpanID.String()
 		}
-		for _, e := range s.Events {
+		for _, e := range s.Events() {
 			js.Events = append(js.Events, JSONEvent{Name: e.Name, Time: e.Time.UTC().Format(time.RFC3339Nano), Attributes: attrMap(e.Attrs)})
 		}
-		for _, l := range s.Links {
+		for _, l := range s.Links() {
 			js.Links = append(js.Links, JSONLink{TraceID: l.TraceID.String(), SpanID: l.SpanID.String(), Attributes: attrMap(l.Attrs)})
 		}
 		if err := enc.Encode(js); err != nil {
