@@ -59,7 +59,7 @@ type Options struct {
 
 // point is a resolved boundary with where it came from.
 type point struct {
-	t        time.Time
+	t        Instant
 	src      Source
 	observed bool
 	// uncertainty is the width of the window the boundary lies in, for a whole-second stamp
@@ -72,20 +72,20 @@ func resolve(t Times) point {
 	if !ok {
 		return point{}
 	}
-	p := point{t: s.Time(), src: s.Source, observed: true}
+	p := point{t: s.At, src: s.Source, observed: true}
 	if s.Source.Precision() == time.Second {
 		p.uncertainty = time.Second
 	}
 	return p
 }
 
-func derived(t time.Time) point { return point{t: t, src: SourceDerived} }
+func derived(t Instant) point { return point{t: t, src: SourceDerived} }
 
 func later(a, b point) point {
 	if !a.observed {
 		return b
 	}
-	if b.observed && b.t.After(a.t) {
+	if b.observed && b.t > a.t {
 		return b
 	}
 	return a
@@ -140,7 +140,7 @@ func Build(in *Pod, opts Options) *Trace {
 	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}, outcome: p.Outcome, spanIDs: spanIDSeedFor(p.UID)}
 	sc := scratchPool.Get().(*buildScratch)
 	defer sc.release(b)
-	b.trace.Spans, b.attrBlock, b.parents = make([]Span, 0, max(sc.spans, minSpans)), sc.attrs[:0], sc.parents[:0]
+	b.trace.Spans, b.attrBlock, b.parents, b.drawn = make([]Span, 0, max(sc.spans, minSpans)), sc.attrs[:0], sc.parents[:0], sc.drawn[:0]
 	if b.outcome == "" { // the tracer leaves it empty for a Pod that got Ready
 		b.outcome = OutcomeReady
 	}
@@ -157,8 +157,9 @@ func Build(in *Pod, opts Options) *Trace {
 // trace itself.
 type buildScratch struct {
 	attrs []Attr
-	// parents is the builder's parents: each span's parent's index as drawn.
+	// parents and drawn are the builder's: each span's parent's index, and its bounds, as drawn.
 	parents []int
+	drawn   []drawnBounds
 	// spans is the room the next trace's spans are drawn into: the last one's count, so a
 	// stream of like Pods draws each without growing the slice.
 	spans int
@@ -177,7 +178,7 @@ var scratchPool = sync.Pool{New: func() any { return new(buildScratch) }}
 // next Build overwrites what it reads, and until then the scratch holds one trace's strings,
 // whose clearing was a tenth of a Build.
 func (sc *buildScratch) release(b *builder) {
-	sc.spans, sc.attrs, sc.parents = len(b.trace.Spans), b.attrBlock[:0], b.parents[:0]
+	sc.spans, sc.attrs, sc.parents, sc.drawn = len(b.trace.Spans), b.attrBlock[:0], b.parents[:0], b.drawn[:0]
 	scratchPool.Put(sc)
 }
 
@@ -221,8 +222,8 @@ func (b *builder) timeline() timeline {
 	// returned); so is the scheduler's first attempt, which cannot precede the Pod.
 	created := resolve(p.Created)
 	for _, o := range p.SchedulingFailure {
-		if o.Time.Source.rank() == 0 && created.observed && o.Time.Time().Before(created.t) {
-			created = point{t: o.Time.Time(), src: o.Time.Source, observed: true}
+		if o.Time.Source.rank() == 0 && created.observed && o.Time.At < created.t {
+			created = point{t: o.Time.At, src: o.Time.Source, observed: true}
 		}
 	}
 	persisted := resolve(p.AuditPersisted)
@@ -282,8 +283,8 @@ func (b *builder) timeline() timeline {
 		podServing:       served,
 	}
 	chain := &tl.chain
-	end := point{t: p.End, src: SourceWatch, observed: !p.End.IsZero()}
-	if last := latestObserved(p); b.outcome != OutcomeReady && last.After(end.t) {
+	end := point{t: InstantOf(p.End), src: SourceWatch, observed: !p.End.IsZero()}
+	if last := latestObserved(p); b.outcome != OutcomeReady && last > end.t {
 		// Nothing gave an end (a snapshot without receive times), or something was seen
 		// after it: the trace ends at the last thing observed.
 		end = point{t: last, src: SourceDerived, observed: false}
@@ -332,7 +333,7 @@ func (b *builder) timeline() timeline {
 		if !chain[at].observed && !fixed[at] {
 			chain[at] = derived(chain[at-1].t)
 		}
-		if chain[at].t.Before(chain[at-1].t) {
+		if chain[at].t < chain[at-1].t {
 			chain[at].t = chain[at-1].t
 			tl.clamped[at] = true
 		}
@@ -348,7 +349,7 @@ func (b *builder) timeline() timeline {
 		if ph.name == PhaseStatus {
 			// Status starts when the containers have started, while readiness is probed.
 			started := b.lastContainer(func(c *Container) Times { return c.Started })
-			if started.observed && started.t.After(chain[podScheduled].t) && started.t.Before(tl.phases[i].end.t) {
+			if started.observed && started.t > chain[podScheduled].t && started.t < tl.phases[i].end.t {
 				tl.phases[i].start = started
 			}
 		}
@@ -422,6 +423,8 @@ type builder struct {
 	failedPulls int
 	// attrBlock is where the spans' attribute slices are cut from (attrs).
 	attrBlock []Attr
+	// drawn holds each drawn span's bounds as Instants, for its children to be clamped into.
+	drawn []drawnBounds
 	// parents holds the index of each drawn span's parent, -1 for the root: finish checks the
 	// order the spans were drawn in with it.
 	parents []int
@@ -475,32 +478,33 @@ func (b *builder) draw(h spanHead, parent int, start, end point) (int, interval)
 	s.Name, s.Path, s.Service = h.Name, h.Path, h.Service
 	s.SpanID = b.spanIDs.spanID(s.Path)
 	s.Attrs = b.attrs(max(h.room, spanAttrs))
-	if end.t.Before(start.t) {
+	if end.t < start.t {
 		end.t = start.t
 		s.Attrs = append(s.Attrs, Attr{AttrClamped, clampedEnd})
 	}
 	if parent >= 0 {
-		ps := &b.trace.Spans[parent]
-		s.ParentSpanID = ps.SpanID
+		s.ParentSpanID = b.trace.Spans[parent].SpanID
+		ps := b.drawn[parent]
 		// The parent's end is never before its start, so each bound is moved at most once.
 		var startMoved, endMoved bool
-		if start.t.Before(ps.Start) {
-			start.t, startMoved = ps.Start, true
+		if start.t < ps.start {
+			start.t, startMoved = ps.start, true
 		}
-		if start.t.After(ps.End) {
-			start.t, startMoved = ps.End, true
+		if start.t > ps.end {
+			start.t, startMoved = ps.end, true
 		}
-		if end.t.After(ps.End) {
-			end.t, endMoved = ps.End, true
+		if end.t > ps.end {
+			end.t, endMoved = ps.end, true
 		}
-		if end.t.Before(start.t) {
+		if end.t < start.t {
 			end.t, endMoved = start.t, true
 		}
 		if v := clampedValue(startMoved, endMoved); v != nil {
 			s.Attrs = append(s.Attrs, Attr{AttrClamped, v})
 		}
 	}
-	s.Start, s.End = start.t, end.t
+	s.Start, s.End = start.t.Time(), end.t.Time()
+	b.drawn = append(b.drawn, drawnBounds{start.t, end.t})
 	s.StartBound, s.EndBound = boundOf(start), boundOf(end)
 	return i, interval{start: asDrawn(start), end: asDrawn(end)}
 }
@@ -568,6 +572,9 @@ func millisValue(d time.Duration) any {
 func boundOf(p point) Bound {
 	return Bound{Source: orDerived(p), Observed: p.observed, uncertainty: int32(min(max(p.uncertainty, 0), maxUncertainty))}
 }
+
+// drawnBounds is where a span was drawn: its start and end.
+type drawnBounds struct{ start, end Instant }
 
 // interval is a start and an end: a phase's before it is drawn, a span's as drawn.
 type interval struct{ start, end point }
@@ -777,7 +784,7 @@ func (b *builder) kubelet(parent int, bound point) {
 		sandbox = earlierBound(sandbox, first)
 	}
 	sbStart := bound
-	sb, sandboxDrawn := b.draw(spanHead{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.trace.Spans[parent].End))
+	sb, sandboxDrawn := b.draw(spanHead{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.drawn[parent].end))
 	for _, o := range p.PodWarnings {
 		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "FailedMount" || o.Reason == "NetworkNotReady" {
 			s := &b.trace.Spans[sb]
@@ -806,8 +813,8 @@ func firstStep(c *Container) point {
 			if s.Source.rank() > 0 {
 				continue
 			}
-			if !out.observed || s.Time().Before(out.t) {
-				out = point{t: s.Time(), src: s.Source, observed: true}
+			if !out.observed || s.At < out.t {
+				out = point{t: s.At, src: s.Source, observed: true}
 			}
 		}
 	}
@@ -817,7 +824,7 @@ func firstStep(c *Container) point {
 // earlierBound returns the earlier of an observation and an upper bound on it, when the bound
 // is earlier (a watch time that arrived after the next step's own event).
 func earlierBound(p, bound point) point {
-	if bound.observed && (!p.observed || bound.t.Before(p.t)) && p.src != SourceEventName && p.src != SourceEventTime {
+	if bound.observed && (!p.observed || bound.t < p.t) && p.src != SourceEventName && p.src != SourceEventTime {
 		if !p.observed {
 			return p
 		}
@@ -826,7 +833,7 @@ func earlierBound(p, bound point) point {
 	return p
 }
 
-func orEnd(p point, t time.Time) point {
+func orEnd(p point, t Instant) point {
 	if p.observed {
 		return p
 	}
@@ -870,7 +877,7 @@ type containerSpan struct {
 	// for the several spans that state them.
 	name, image any
 	// podEnd is the kubelet phase's end: where a step that never finished ends.
-	podEnd time.Time
+	podEnd Instant
 }
 
 // container adds one container's span and its steps, starting at turn (when the kubelet got
@@ -882,7 +889,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	} else if c.Sidecar {
 		name = "container.sidecar"
 	}
-	ctr := &containerSpan{c: c, steps: resolveSteps(c, following), path: name + "/" + c.Name, podEnd: b.trace.Spans[parent].End,
+	ctr := &containerSpan{c: c, steps: resolveSteps(c, following), path: name + "/" + c.Name, podEnd: b.drawn[parent].end,
 		name: c.Name, image: c.Image}
 	st := &ctr.steps
 
@@ -983,7 +990,7 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 		}
 		b.pulls = append(b.pulls, drawnPull{c: c, pulling: pullStart, pulled: pullEnd})
 		if c.PullTransfer > 0 && pullEnd.observed {
-			ts := point{t: pullEnd.t.Add(-c.PullTransfer), src: SourceMessage, observed: true}
+			ts := point{t: pullEnd.t - Instant(c.PullTransfer), src: SourceMessage, observed: true}
 			ti := b.add(spanHead{Name: "container.image_pull.transfer", Path: ctr.path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
 			t := &b.trace.Spans[ti]
 			t.Attrs = append(t.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image}, Attr{AttrPullTransfer, float64(c.PullTransfer) / float64(time.Millisecond)})
@@ -1179,7 +1186,7 @@ func waterfall(spans []Span, i int, order, kids []int) []int {
 }
 
 // latestObserved is the time of the last thing observed about the Pod.
-func latestObserved(p *Pod) time.Time {
+func latestObserved(p *Pod) Instant {
 	var last Instant
 	see := func(t Instant) {
 		if t > last {
@@ -1209,5 +1216,5 @@ func latestObserved(p *Pod) time.Time {
 		times(c.PullStarted, c.PullFinished, c.Created, c.Started, c.StartupDone, c.ReadyAt, c.Finished)
 		occs(c.PullFailures, c.Failures, c.Unhealthy)
 	}
-	return last.Time()
+	return last
 }

@@ -199,7 +199,8 @@ func TestPhaseTable(t *testing.T) {
 }
 
 func TestMergedLength(t *testing.T) {
-	iv := [][2]time.Time{{ms(0), ms(1000)}, {ms(500), ms(1500)}, {ms(3000), ms(3500)}}
+	in := func(n int) Instant { return InstantOf(ms(n)) }
+	iv := [][2]Instant{{in(0), in(1000)}, {in(500), in(1500)}, {in(3000), in(3500)}}
 	if got := mergedLength(iv); got != 2000*time.Millisecond {
 		t.Fatalf("merged %v, want 2s (overlapping pulls counted once)", got)
 	}

@@ -50,19 +50,19 @@ func narrow(p point, preceding, following []point, place placement) point {
 	if !p.observed || p.src.Precision() != time.Second {
 		return p
 	}
-	lower, upper := p.t, p.t.Add(time.Second)
+	lower, upper := p.t, p.t+Instant(time.Second)
 	for _, q := range preceding {
-		if precise(q) && q.t.After(lower) {
+		if precise(q) && q.t > lower {
 			lower = q.t
 		}
 	}
 	boundedByNext := false
 	for _, q := range following {
-		if precise(q) && q.t.Before(upper) {
+		if precise(q) && q.t < upper {
 			upper, boundedByNext = q.t, true
 		}
 	}
-	if upper.Before(lower) {
+	if upper < lower {
 		p.uncertainty = time.Second
 		return p
 	}
@@ -70,7 +70,7 @@ func narrow(p point, preceding, following []point, place placement) point {
 	if place == placeAtNext && boundedByNext {
 		p.t = upper
 	}
-	p.uncertainty = upper.Sub(lower)
+	p.uncertainty = time.Duration(upper - lower)
 	return p
 }
 
@@ -79,7 +79,7 @@ func narrow(p point, preceding, following []point, place placement) point {
 func earliestPrecise(cs []Container) point {
 	var out point
 	for i := range cs {
-		if f := firstStep(&cs[i]); f.observed && (!out.observed || f.t.Before(out.t)) {
+		if f := firstStep(&cs[i]); f.observed && (!out.observed || f.t < out.t) {
 			out = f
 		}
 	}
@@ -94,8 +94,8 @@ func latestPrecise(cs []Container) point {
 		c := &cs[i]
 		for _, t := range []Times{c.PullStarted, c.PullFinished, c.Created, c.Started} {
 			for _, s := range t {
-				if s.Source.rank() == 0 && (!out.observed || s.Time().After(out.t)) {
-					out = point{t: s.Time(), src: s.Source, observed: true}
+				if s.Source.rank() == 0 && (!out.observed || s.At > out.t) {
+					out = point{t: s.At, src: s.Source, observed: true}
 				}
 			}
 		}

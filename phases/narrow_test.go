@@ -7,7 +7,7 @@ import (
 
 func TestNarrow(t *testing.T) {
 	at := func(n int, src Source) point {
-		p := point{t: ms(n), src: src, observed: true}
+		p := point{t: InstantOf(ms(n)), src: src, observed: true}
 		if src.Precision() == time.Second {
 			p.uncertainty = time.Second
 		}
@@ -25,27 +25,27 @@ func TestNarrow(t *testing.T) {
 		{"precise stamps are left alone", at(430, SourceEventName), ps(at(500, SourceEventTime)), nil, placeAtNext, at(430, SourceEventName)},
 		{"receive times are left alone", at(430, SourceWatch), ps(at(500, SourceEventTime)), nil, placeEarliest, at(430, SourceWatch)},
 		{"nothing around it: the stamp, a second wide", at(1000, SourceStatus), nil, nil, placeAtNext,
-			point{t: ms(1000), src: SourceStatus, observed: true, uncertainty: time.Second}},
+			point{t: InstantOf(ms(1000)), src: SourceStatus, observed: true, uncertainty: time.Second}},
 		// The sandbox condition says [1.000, 2.000); the kubelet's Pulled at 1.783 bounds it from
 		// above, and it follows the sandbox at once.
 		{"at the next event", at(1000, SourceStatus), ps(at(686, SourceEventTime)), ps(at(1783, SourceEventName)), placeAtNext,
-			point{t: ms(1783), src: SourceStatus, observed: true, uncertainty: 783 * time.Millisecond}},
+			point{t: InstantOf(ms(1783)), src: SourceStatus, observed: true, uncertainty: 783 * time.Millisecond}},
 		// The condition's second began before the bind: the window starts at the bind.
 		{"second began before the bind", at(0, SourceStatus), ps(at(400, SourceEventTime)), ps(at(587, SourceEventName)), placeAtNext,
-			point{t: ms(587), src: SourceStatus, observed: true, uncertainty: 187 * time.Millisecond}},
+			point{t: InstantOf(ms(587)), src: SourceStatus, observed: true, uncertainty: 187 * time.Millisecond}},
 		{"earliest: the stamp itself", at(1000, SourceStatus), ps(at(686, SourceEventTime)), ps(at(1783, SourceEventName)), placeEarliest,
-			point{t: ms(1000), src: SourceStatus, observed: true, uncertainty: 783 * time.Millisecond}},
+			point{t: InstantOf(ms(1000)), src: SourceStatus, observed: true, uncertainty: 783 * time.Millisecond}},
 		{"earliest: a later precise boundary before it", at(0, SourceMetadata), ps(at(407, SourceEventName)), nil, placeEarliest,
-			point{t: ms(407), src: SourceMetadata, observed: true, uncertainty: 593 * time.Millisecond}},
+			point{t: InstantOf(ms(407)), src: SourceMetadata, observed: true, uncertainty: 593 * time.Millisecond}},
 		// The next event beyond the second says nothing more: the window is the second.
 		{"next event after the second", at(1000, SourceStatus), ps(at(686, SourceEventTime)), ps(at(2500, SourceEventName)), placeAtNext,
-			point{t: ms(1000), src: SourceStatus, observed: true, uncertainty: time.Second}},
+			point{t: InstantOf(ms(1000)), src: SourceStatus, observed: true, uncertainty: time.Second}},
 		// Bounds that are not precise do not narrow: a receive time, another whole second.
 		{"imprecise bounds ignored", at(1000, SourceStatus), ps(at(1500, SourceWatch), at(1000, SourceMetadata)), ps(at(1200, SourceWatch)), placeAtNext,
-			point{t: ms(1000), src: SourceStatus, observed: true, uncertainty: time.Second}},
+			point{t: InstantOf(ms(1000)), src: SourceStatus, observed: true, uncertainty: time.Second}},
 		// The stamps disagree (the next event before the second began): kept as it is.
 		{"empty window", at(2000, SourceStatus), ps(at(686, SourceEventTime)), ps(at(1783, SourceEventName)), placeAtNext,
-			point{t: ms(2000), src: SourceStatus, observed: true, uncertainty: time.Second}},
+			point{t: InstantOf(ms(2000)), src: SourceStatus, observed: true, uncertainty: time.Second}},
 		{"unobserved", point{}, ps(at(686, SourceEventTime)), nil, placeAtNext, point{}},
 	}
 	for _, tt := range tests {

@@ -15,18 +15,18 @@ type milestone struct {
 // latestPossible is the latest time a stamp allows the change to have happened: a whole-second
 // stamp is truncated, so the change happened up to a second after it; other stamps are the
 // time itself or, for a receive time, later than the change.
-func latestPossible(p point) time.Time {
+func latestPossible(p point) Instant {
 	if p.src.Precision() == time.Second {
-		return p.t.Add(time.Second)
+		return p.t + Instant(time.Second)
 	}
 	return p.t
 }
 
 // earliestPossible is the earliest time a stamp allows, and whether it bounds the change from
 // below at all: a receive time only says the change happened before it.
-func earliestPossible(p point) (time.Time, bool) {
+func earliestPossible(p point) (Instant, bool) {
 	if !p.observed || p.src == SourceWatch || p.src == SourceDerived {
-		return time.Time{}, false
+		return 0, false
 	}
 	return p.t, true
 }
@@ -39,21 +39,21 @@ func earliestPossible(p point) (time.Time, bool) {
 // one line (one that is too late puts each milestone after it out of order).
 func outOfOrder(ms []milestone) []string {
 	var out []string
-	var floor time.Time
+	var floor Instant
 	floorName, floorAt := "", point{}
 	for _, m := range ms {
 		if !m.at.observed {
 			continue
 		}
 		if floorName != "" {
-			if gap := floor.Sub(latestPossible(m.at)); gap > consistencySlack {
+			if gap := time.Duration(floor - latestPossible(m.at)); gap > consistencySlack {
 				out = append(out, fmt.Sprintf("%s (%s %s) is %s before %s (%s %s)",
-					m.name, m.at.src, m.at.t.UTC().Format(time.RFC3339Nano), spoken(floor.Sub(m.at.t)),
-					floorName, floorAt.src, floorAt.t.UTC().Format(time.RFC3339Nano)))
+					m.name, m.at.src, m.at.t.Time().UTC().Format(time.RFC3339Nano), spoken(time.Duration(floor-m.at.t)),
+					floorName, floorAt.src, floorAt.t.Time().UTC().Format(time.RFC3339Nano)))
 				continue // a wrong stamp must not become the floor the others are held to
 			}
 		}
-		if e, ok := earliestPossible(m.at); ok && (floorName == "" || e.After(floor)) {
+		if e, ok := earliestPossible(m.at); ok && (floorName == "" || e > floor) {
 			floor, floorName, floorAt = e, m.name, m.at
 		}
 	}

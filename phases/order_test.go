@@ -8,7 +8,7 @@ import (
 )
 
 func TestOutOfOrder(t *testing.T) {
-	at := func(n int, src Source) point { return point{t: ms(n), src: src, observed: true} }
+	at := func(n int, src Source) point { return point{t: InstantOf(ms(n)), src: src, observed: true} }
 	decades := -10957 * 24 * 3600 * 1000 // 30 years
 	tests := []struct {
 		name string

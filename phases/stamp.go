@@ -120,6 +120,9 @@ func (i Instant) Time() time.Time {
 	return time.Unix(0, int64(i))
 }
 
+// Sub is i − j.
+func (i Instant) Sub(j Instant) time.Duration { return time.Duration(i - j) }
+
 // IsZero reports whether the instant is none.
 func (i Instant) IsZero() bool { return i == 0 }
 

@@ -83,17 +83,17 @@ func (b *builder) sli(sum *Summary, created point, opts Options) {
 	if opts.Stateful || !created.observed || !started.observed || sum.SchedulingAttempts > 1 {
 		return
 	}
-	var pulls [][2]time.Time
+	var pulls [][2]Instant
 	var initRuntime time.Duration
 	for i := range p.Containers {
 		c := &p.Containers[i]
 		ps, pe := resolve(c.PullStarted), resolve(c.PullFinished)
-		if ps.observed && pe.observed && pe.t.After(ps.t) {
-			pulls = append(pulls, [2]time.Time{ps.t, pe.t})
+		if ps.observed && pe.observed && pe.t > ps.t {
+			pulls = append(pulls, [2]Instant{ps.t, pe.t})
 		}
 		if c.Init && !c.Sidecar {
 			s, f := resolve(c.Started), resolve(c.Finished)
-			if s.observed && f.observed && f.t.After(s.t) {
+			if s.observed && f.observed && f.t > s.t {
 				initRuntime += f.t.Sub(s.t)
 			}
 		}
@@ -105,19 +105,19 @@ func (b *builder) sli(sum *Summary, created point, opts Options) {
 	sum.SLI, sum.SLIEligible = sli, true
 }
 
-func mergedLength(iv [][2]time.Time) time.Duration {
-	sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
+func mergedLength(iv [][2]Instant) time.Duration {
+	sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
 	var total time.Duration
-	var cur [2]time.Time
+	var cur [2]Instant
 	for i, v := range iv {
-		if i == 0 || v[0].After(cur[1]) {
+		if i == 0 || v[0] > cur[1] {
 			if i > 0 {
 				total += cur[1].Sub(cur[0])
 			}
 			cur = v
 			continue
 		}
-		if v[1].After(cur[1]) {
+		if v[1] > cur[1] {
 			cur[1] = v[1]
 		}
 	}
