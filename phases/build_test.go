@@ -1,11 +1,14 @@
 package phases
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -119,6 +122,36 @@ func TestStampTimes(t *testing.T) {
 		if s, _ := ts.Resolve(); s.Source != SourceStatus {
 			t.Errorf("%s: resolved to %v from %v, want the status stamp", f.name, s.Source, f.name)
 		}
+	}
+}
+
+// TestUUIDBytes holds uuidBytes to encoding/hex on the UID less its dashes, for random strings
+// of hex digits in either case, dashes and bytes that are neither (among them the control
+// bytes and punctuation next to the digits and letters in ASCII).
+func TestUUIDBytes(t *testing.T) {
+	const alphabet = "0123456789abcdefABCDEF-----gG/:@`\x00\x10\x20\xff"
+	rnd := rand.New(rand.NewPCG(1, 2))
+	decoded := 0
+	for range 100000 {
+		b := make([]byte, 30+rnd.IntN(10))
+		for i := range b {
+			b[i] = alphabet[rnd.IntN(len(alphabet))]
+			if rnd.IntN(4) > 0 { // mostly lowercase digits, so that many decode
+				b[i] = "0123456789abcdef"[rnd.IntN(16)]
+			}
+		}
+		uid := string(b)
+		want, err := hex.DecodeString(strings.ReplaceAll(uid, "-", ""))
+		got, ok := uuidBytes(uid)
+		if wantOK := err == nil && len(want) == len(got); ok != wantOK || ok && !bytes.Equal(got[:], want) {
+			t.Fatalf("uuidBytes(%q) = %x, %v; encoding/hex: %x, %v", uid, got, ok, want, err)
+		}
+		if ok {
+			decoded++
+		}
+	}
+	if decoded < 1000 {
+		t.Fatalf("only %d of the random UIDs decode: the test proves little", decoded)
 	}
 }
 

@@ -149,28 +149,37 @@ func ParseEventName(name string) (time.Time, error) {
 }
 
 // parseHex reads up to 16 hex digits, either case, as strconv.ParseUint(s, 16, 64) does, without
-// its generality: every Event's name is read once, and ParseUint was most of reading it.
+// its generality: every Event's name is read once, and ParseUint was most of reading it. Each
+// digit's value is read from a table (hexValues), not found by comparisons.
 func parseHex(s string) (uint64, bool) {
 	if len(s) == 0 || len(s) > 16 {
 		return 0, false
 	}
 	var n uint64
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
+		v := hexValues[s[i]]
+		if v > 0xf {
 			return 0, false
 		}
-		n = n<<4 | uint64(c)
+		n = n<<4 | uint64(v)
 	}
 	return n, true
 }
+
+// hexValues is each hex digit's value, either case; 0x10 or more for any other byte.
+var hexValues = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = uint8(c - '0')
+		case 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+			t[c] = uint8(c|0x20-'a') + 10
+		default:
+			t[c] = 0x10
+		}
+	}
+	return t
+}()
 
 // containerFromFieldPath returns the container a kubelet event is about and whether it is an
 // init container: "spec.containers{web}", "spec.initContainers{init}".
