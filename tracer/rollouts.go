@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -446,64 +447,80 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 	}
 	verdict, _ := a.verdict.Resolve()
 	waited := now.Sub(verdict.Time()) >= podTraceWait
-	end := verdict
-	news, olds := r.members(w, a, time.Time{})
-	for _, p := range olds {
-		g, ok := p.gone.Resolve()
-		if !ok && !waited {
-			return
-		}
-		if ok && g.Time().After(end.Time()) {
-			end = g
-		}
+	pending := false // an old Pod not gone, or a new one without its own trace, to wait for
+	if !waited {
+		r.eachMember(a, time.Time{}, func(p *wlPod, isNew, isOld bool) bool {
+			pending = isOld && !p.gone.Known() || isNew && p.trace == nil && !p.deleted.Known()
+			return !pending
+		})
 	}
-	for _, p := range news {
-		if p.trace == nil && !waited && !p.deleted.Known() {
-			return
-		}
+	if !pending {
+		r.finish(w, rollout.OutcomeComplete, "", r.endOf(w, a, verdict), time.Time{}, phases.TraceID{})
 	}
-	r.finish(w, rollout.OutcomeComplete, "", end, time.Time{}, phases.TraceID{})
 }
 
 // endOf is when a rolled-out rollout ended: its verdict, or its last old Pod gone after it.
 func (r *rollouts) endOf(w *workloadState, a *activeRollout, verdict phases.Stamp) phases.Stamp {
 	end := verdict
-	_, olds := r.members(w, a, time.Time{})
-	for _, p := range olds {
-		if g, ok := p.gone.Resolve(); ok && g.Time().After(end.Time()) {
+	r.eachMember(a, time.Time{}, func(p *wlPod, _, isOld bool) bool {
+		if g, ok := p.gone.Resolve(); isOld && ok && g.At > end.At {
 			end = g
 		}
-	}
+		return true
+	})
 	return end
 }
 
-// members are the workload's Pods that belong to the rollout: created (new) or deletion
-// requested (old) from its start until the next rollout's.
-func (r *rollouts) members(w *workloadState, a *activeRollout, until time.Time) (news, olds []*wlPod) {
+// eachMember calls fn with each of the workload's Pods that belong to the rollout, in no order,
+// and whether it is new (created from the rollout's start until the next rollout's) and old (its
+// deletion requested then), until fn returns false. Whether a rolled-out rollout is done is
+// asked on every change of its Pods until it is (check): a walk that stops at the first Pod to
+// wait for, where putting them all in order each time made the tail of a 500-Pod rollout cost
+// 0.6 ms a change (BenchmarkRolloutTail).
+func (r *rollouts) eachMember(a *activeRollout, until time.Time, fn func(p *wlPod, isNew, isOld bool) bool) {
 	uid := types.UID(a.obs.Workload.UID)
-	in := func(t phases.Times) bool { return within(t, a.from, until) }
-	owners := []types.UID{uid}
-	for rs := range r.ownedRS[uid] {
-		owners = append(owners, rs)
-	}
-	for _, owner := range owners {
+	visit := func(owner types.UID) bool {
 		for _, p := range r.byOwner[owner] {
-			if in(p.created) {
-				news = append(news, p)
-			}
-			if in(p.deleted) {
-				olds = append(olds, p)
+			isNew, isOld := within(p.created, a.from, until), within(p.deleted, a.from, until)
+			if (isNew || isOld) && !fn(p, isNew, isOld) {
+				return false
 			}
 		}
+		return true
 	}
+	if !visit(uid) {
+		return
+	}
+	for rs := range r.ownedRS[uid] {
+		if !visit(rs) {
+			return
+		}
+	}
+}
+
+// membersInOrder are the rollout's new and old Pods (eachMember), each list in the order its
+// Pods were created (new) or their deletion requested (old), for the rollout's trace.
+func (r *rollouts) membersInOrder(a *activeRollout, until time.Time) (news, olds []*wlPod) {
+	r.eachMember(a, until, func(p *wlPod, isNew, isOld bool) bool {
+		if isNew {
+			news = append(news, p)
+		}
+		if isOld {
+			olds = append(olds, p)
+		}
+		return true
+	})
 	byTime := func(ps []*wlPod, t func(*wlPod) phases.Times) {
-		sort.Slice(ps, func(i, j int) bool {
-			a, _ := t(ps[i]).Resolve()
-			b, _ := t(ps[j]).Resolve()
-			if !a.Time().Equal(b.Time()) {
-				return a.Time().Before(b.Time())
+		at := make(map[*wlPod]phases.Instant, len(ps)) // resolved once, not at each comparison
+		for _, p := range ps {
+			s, _ := t(p).Resolve()
+			at[p] = s.At
+		}
+		slices.SortFunc(ps, func(a, b *wlPod) int {
+			if c := cmp.Compare(at[a], at[b]); c != 0 {
+				return c
 			}
-			return ps[i].name < ps[j].name
+			return strings.Compare(a.name, b.name)
 		})
 	}
 	byTime(news, func(p *wlPod) phases.Times { return p.created })
@@ -532,7 +549,7 @@ func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason stri
 	if !end.Time().IsZero() {
 		obs.Complete.Add(end.Time(), end.Source)
 	}
-	news, olds := r.members(w, a, until)
+	news, olds := r.membersInOrder(a, until)
 	for _, s := range w.steps {
 		at, _ := s.Time.Resolve()
 		if at.Time().Before(a.from) || !until.IsZero() && !at.Time().Before(until) {

@@ -56,13 +56,16 @@ func completeStatus(d *appsv1.Deployment, now metav1.Time) {
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: now}}}
 }
 
-func newRollingSim(t *testing.T, change int) *rollingSim {
+func newRollingSim(t *testing.T, change int) *rollingSim { return newRollingSimOf(t, change, 2) }
+
+// newRollingSimOf is newRollingSim with n replicas.
+func newRollingSimOf(t testing.TB, change int, n int) *rollingSim {
 	s := &rollingSim{sim: newSim(t, "default")}
-	s.dep = s.deploymentOf("web", 2, 0)
+	s.dep = s.deploymentOf("web", int32(n), 0)
 	s.dep.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
 	s.dep.Spec.Template.Spec.Containers = []corev1.Container{{Name: "web", Image: "busybox:1"}}
 	s.oldRS = s.replicaSet(s.dep, "old", 10)
-	for i := 0; i < 2; i++ {
+	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("web-old-%d", i)
 		s.pod(name, s.oldRS, nil, []container{{name: "web", image: "busybox:1"}}, 20)
 		s.bind(name, 30)
@@ -84,7 +87,7 @@ func newRollingSim(t *testing.T, change int) *rollingSim {
 	first.Spec.Replicas = ptr.To(int32(1))
 	s.newRS = s.replicaSet(first, "new", change+5) // "Scaled up replica set web-new from 0 to 1"
 	at := change + 20
-	for i := 0; i < 2; i++ {
+	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("web-new-%d", i)
 		if i > 0 {
 			s.workloadEvent(s.dep, fmt.Sprintf("Scaled up replica set web-new from %d to %d", i, i+1), at)
@@ -97,7 +100,7 @@ func newRollingSim(t *testing.T, change int) *rollingSim {
 		s.running(name, "web", false, st, st+10, false)
 		s.ready(name, at+2000)
 		at += 2010
-		s.workloadEvent(s.dep, fmt.Sprintf("Scaled down replica set web-old from %d to %d", 2-i, 1-i), at)
+		s.workloadEvent(s.dep, fmt.Sprintf("Scaled down replica set web-old from %d to %d", n-i, n-1-i), at)
 		old := s.oldPods[i]
 		s.update(old, at+10, func(p *corev1.Pod, now metav1.Time) {
 			p.DeletionTimestamp = ptr.To(metav1.NewTime(s.at(at + 10).Add(2 * time.Second).Truncate(time.Second)))
@@ -135,6 +138,45 @@ func feed(c *Correlator, deltas []Delta) time.Time {
 		last = d.Recv
 	}
 	return last
+}
+
+// TestRolloutWaitsForOldPods: a rollout whose verdict is in while its last old Pod is still
+// terminating is not done until that Pod is gone (within podTraceWait), and ends then.
+func TestRolloutWaitsForOldPods(t *testing.T) {
+	s := newRollingSim(t, 5000)
+	goneMs := s.doneMs + 3000 // after the completed status
+	var deltas []Delta
+	var gone Delta
+	for _, d := range s.deltas {
+		if p, ok := d.Object.(*corev1.Pod); ok && p.Name == s.oldPods[1] && d.Type == Deleted {
+			gone = d
+			continue
+		}
+		deltas = append(deltas, d)
+	}
+	gone.Recv = s.at(goneMs)
+	var rs []*rollout.Trace
+	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+	last := feed(c, deltas)
+	c.Tick(last.Add(2 * time.Second)) // the Pods' own traces settle; the old Pod is not gone
+	for _, r := range rs {
+		if r.Rollout.Generation == 2 {
+			t.Fatalf("the update was exported (%s) while its last old Pod was terminating", r.Rollout.Outcome)
+		}
+	}
+	feed(c, []Delta{gone})
+	var update *rollout.Trace
+	for _, r := range rs {
+		if r.Rollout.Generation == 2 {
+			update = r
+		}
+	}
+	if update == nil {
+		t.Fatal("the update was not exported once its last old Pod was gone")
+	}
+	if update.Rollout.Outcome != rollout.OutcomeComplete || !update.Root().End.Equal(gone.Recv) {
+		t.Errorf("update %s ending %s, want complete, ending when the last old Pod was gone (%s)", update.Rollout.Outcome, update.Root().End, gone.Recv)
+	}
 }
 
 func TestRolloutLive(t *testing.T) {
@@ -600,6 +642,49 @@ func BenchmarkRolloutTickIdle(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				c.Tick(s.at(2000 + 200*(i%5)))
+			}
+		})
+	}
+}
+
+// BenchmarkRolloutTail is one Pod change in a rollout of n Pods that is rolled out (the
+// Deployment's verdict is in) and waits for its last old Pod to be gone: terminating Pods
+// change, each change asks whether the rollout is done, and that must not cost more than a walk
+// over its Pods.
+func BenchmarkRolloutTail(b *testing.B) {
+	for _, n := range []int{2, 100, 500} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			s := newRollingSimOf(b, 5000, n)
+			var done []*rollout.Trace
+			c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { done = append(done, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+			// The last old Pod is still terminating when the verdict comes: it is not gone yet,
+			// and each change of it is measured.
+			var change Delta
+			for _, d := range s.deltas {
+				if p, ok := d.Object.(*corev1.Pod); ok && p.Name == s.oldPods[n-1] {
+					if d.Type == Deleted {
+						continue
+					}
+					change = d
+				}
+				c.Handle(d)
+			}
+			w := c.rollouts.workloads[s.dep.UID]
+			if len(c.rollouts.active) != 1 || w == nil || w.cur == nil || !w.cur.verdict.Known() {
+				for _, r := range done {
+					b.Logf("rollout %d: %s %s, %d new Pods", r.Rollout.Generation, r.Rollout.Outcome, r.Rollout.Reason, len(r.Rollout.NewPods))
+				}
+				b.Fatalf("want one rollout rolled out and waiting for its Pods' traces (%d active)", len(c.rollouts.active))
+			}
+			change.Type = Modified
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				change.Recv = s.at(s.doneMs + 1 + i%1000)
+				c.Handle(change)
+			}
+			b.StopTimer()
+			if w.cur == nil {
+				b.Fatal("the rollout finished while it was measured")
 			}
 		})
 	}
