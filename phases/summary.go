@@ -1,7 +1,8 @@
 package phases
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -106,7 +107,7 @@ func (b *builder) sli(sum *Summary, created point, opts Options) {
 }
 
 func mergedLength(iv [][2]Instant) time.Duration {
-	sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
+	slices.SortFunc(iv, func(a, b [2]Instant) int { return cmp.Compare(a[0], b[0]) })
 	var total time.Duration
 	var cur [2]Instant
 	for i, v := range iv {

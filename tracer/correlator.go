@@ -128,8 +128,8 @@ type Correlator struct {
 	pendingScale  []*event
 	// createdBy holds SuccessfulCreate events by the Pod's name: the controller's nanosecond
 	// stamp of the create it just made.
-	createdBy  map[podName]*event
-	byName     map[podName]types.UID    // tracked Pods by name
+	createdBy  map[objectName]*event
+	byName     map[objectName]types.UID // tracked Pods by name
 	audit      map[string][]*AuditEntry // "resource/namespace/name" → recent client writes
 	seenEvents map[types.UID]string     // Event UID → resourceVersion, to drop the other API's view
 	// unknownShapes holds the (reason, shape) of unknown message formats already logged.
@@ -166,8 +166,8 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		inSlice:       map[types.UID]bool{},
 		pendingEvents: map[types.UID][]*event{},
 		seenEvents:    map[types.UID]string{},
-		createdBy:     map[podName]*event{},
-		byName:        map[podName]types.UID{},
+		createdBy:     map[objectName]*event{},
+		byName:        map[objectName]types.UID{},
 		audit:         map[string][]*AuditEntry{},
 		unknownShapes: map[string]bool{},
 		inPhase:       map[string]int{},
@@ -196,9 +196,10 @@ func (c *Correlator) Drain() {
 	}
 }
 
-// podName is a Pod's namespace and name, a key of the maps that find Pods by name: two strings
-// rather than one joined, so that looking one up builds no string.
-type podName struct{ namespace, name string }
+// objectName is an object's namespace and name, a key of the maps that find Pods (and
+// ReplicaSets) by name: two strings rather than one joined, so that looking one up or recording
+// one again builds no string.
+type objectName struct{ namespace, name string }
 
 // InFlight returns how many Pods are being traced.
 func (c *Correlator) InFlight() int { return len(c.pods) }
@@ -287,7 +288,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 			ps.created.Add(d.watchTime(), phases.SourceWatch)
 		}
 		c.pods[p.UID] = ps
-		key := podName{p.Namespace, p.Name}
+		key := objectName{p.Namespace, p.Name}
 		c.byName[key] = p.UID
 		if e := c.createdBy[key]; e != nil {
 			ps.createdEvent = e
@@ -707,7 +708,7 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 		c.inPhase[ps.phase]--
 		ps.phase = ""
 	}
-	delete(c.byName, podName{ps.pod.Namespace, ps.pod.Name})
+	delete(c.byName, objectName{ps.pod.Namespace, ps.pod.Name})
 	delete(c.endpointReady, uid)
 	delete(c.inSlice, uid)
 	c.done[uid] = struct{}{}

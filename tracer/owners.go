@@ -255,7 +255,7 @@ func (c *Correlator) handleReplicaSetEvent(e *event) bool {
 		// holds its first occurrence's time, another Pod's. The Pod's own watch time dates it.
 		return true
 	}
-	key := podName{e.Namespace, name}
+	key := objectName{e.Namespace, name}
 	if ps := c.pods[c.byName[key]]; ps != nil {
 		ps.createdEvent = e
 		return true

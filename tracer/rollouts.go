@@ -107,8 +107,8 @@ type rollouts struct {
 	// at. Most workloads of a cluster have none most of the time, and a tick walking every one
 	// of them five times a second grows with the cluster, not with its rollouts.
 	active    map[*workloadState]struct{}
-	rsOwner   map[types.UID]types.UID // ReplicaSet → its Deployment
-	rsCreated map[string]time.Time    // "namespace/name" of ReplicaSets and ControllerRevisions → created
+	rsOwner   map[types.UID]types.UID  // ReplicaSet → its Deployment
+	rsCreated map[objectName]time.Time // ReplicaSets and ControllerRevisions → created
 	pods      map[types.UID]*wlPod
 	// byOwner indexes the Pods by their controller (a ReplicaSet, StatefulSet or DaemonSet), and
 	// ownedRS a Deployment's ReplicaSets, so a rollout finds its Pods without scanning them all.
@@ -121,7 +121,7 @@ type rollouts struct {
 func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(resource, namespace, name string, before time.Time) *AuditEntry) *rollouts {
 	r := &rollouts{cfg: cfg, sink: sink, audit: audit,
 		workloads: map[types.UID]*workloadState{}, active: map[*workloadState]struct{}{}, rsOwner: map[types.UID]types.UID{},
-		rsCreated: map[string]time.Time{}, pods: map[types.UID]*wlPod{},
+		rsCreated: map[objectName]time.Time{}, pods: map[types.UID]*wlPod{},
 		byOwner: map[types.UID]map[types.UID]*wlPod{}, ownedRS: map[types.UID]map[types.UID]bool{}}
 	r.stats, _ = stats.(RolloutStats)
 	return r
@@ -271,7 +271,7 @@ func (r *rollouts) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
 			}
 		}
 		delete(r.rsOwner, rs.UID)
-		delete(r.rsCreated, rs.Namespace+"/"+rs.Name)
+		delete(r.rsCreated, objectName{rs.Namespace, rs.Name})
 		return
 	}
 	if owner := controllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
@@ -281,15 +281,15 @@ func (r *rollouts) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
 		}
 		r.ownedRS[owner.UID][rs.UID] = true
 	}
-	r.rsCreated[rs.Namespace+"/"+rs.Name] = rs.CreationTimestamp.Time
+	r.rsCreated[objectName{rs.Namespace, rs.Name}] = rs.CreationTimestamp.Time
 }
 
 func (r *rollouts) handleRevision(d *Delta, cr *appsv1.ControllerRevision) {
 	if d.Type == Deleted {
-		delete(r.rsCreated, cr.Namespace+"/"+cr.Name)
+		delete(r.rsCreated, objectName{cr.Namespace, cr.Name})
 		return
 	}
-	r.rsCreated[cr.Namespace+"/"+cr.Name] = cr.CreationTimestamp.Time
+	r.rsCreated[objectName{cr.Namespace, cr.Name}] = cr.CreationTimestamp.Time
 }
 
 // workloadOf returns the workload that controls a Pod, through its ReplicaSet for a Deployment.
@@ -625,7 +625,7 @@ func (r *rollouts) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
 	if owner == "" && len(news) > 0 && obs.Workload.Kind == rollout.Deployment {
 		owner = news[0].ownerName
 	}
-	created, ok := r.rsCreated[obs.Workload.Namespace+"/"+owner]
+	created, ok := r.rsCreated[objectName{obs.Workload.Namespace, owner}]
 	return ok && created.Before(s.Time().Add(-2*time.Second))
 }
 
