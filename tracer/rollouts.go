@@ -245,7 +245,7 @@ func (r *rollouts) start(w *workloadState, v workloadView, kind rollout.Kind, re
 	if w.cur != nil {
 		if end, ok := w.cur.verdict.Resolve(); ok {
 			// Rolled out already (only waiting for its Pods' traces): complete, not superseded.
-			r.finish(w, rollout.OutcomeComplete, "", r.endOf(w, w.cur, end), a.from, phases.TraceID{})
+			r.finish(w, rollout.OutcomeComplete, "", r.endOf(w.cur, end), a.from, phases.TraceID{})
 		} else {
 			r.finish(w, rollout.OutcomeSuperseded, "a newer rollout began", s, a.from, rollout.TraceIDFor(v.ref.UID, v.generation))
 		}
@@ -455,12 +455,12 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 		})
 	}
 	if !pending {
-		r.finish(w, rollout.OutcomeComplete, "", r.endOf(w, a, verdict), time.Time{}, phases.TraceID{})
+		r.finish(w, rollout.OutcomeComplete, "", r.endOf(a, verdict), time.Time{}, phases.TraceID{})
 	}
 }
 
 // endOf is when a rolled-out rollout ended: its verdict, or its last old Pod gone after it.
-func (r *rollouts) endOf(w *workloadState, a *activeRollout, verdict phases.Stamp) phases.Stamp {
+func (r *rollouts) endOf(a *activeRollout, verdict phases.Stamp) phases.Stamp {
 	end := verdict
 	r.eachMember(a, time.Time{}, func(p *wlPod, _, isOld bool) bool {
 		if g, ok := p.gone.Resolve(); isOld && ok && g.At > end.At {
@@ -763,7 +763,7 @@ func (r *rollouts) flush(now time.Time) {
 	for _, uid := range uids {
 		w := r.workloads[types.UID(uid)]
 		if end, ok := w.cur.verdict.Resolve(); ok {
-			r.finish(w, rollout.OutcomeComplete, "", r.endOf(w, w.cur, end), time.Time{}, phases.TraceID{})
+			r.finish(w, rollout.OutcomeComplete, "", r.endOf(w.cur, end), time.Time{}, phases.TraceID{})
 			continue
 		}
 		r.finish(w, rollout.OutcomeInProgress, "", stampAt(now), time.Time{}, phases.TraceID{})
