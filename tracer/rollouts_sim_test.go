@@ -140,6 +140,17 @@ func feed(c *Correlator, deltas []Delta) time.Time {
 	return last
 }
 
+// updateOf is the rollout of generation 2 among those exported (the last, if more were), or nil.
+func updateOf(rs []*rollout.Trace) *rollout.Trace {
+	var out *rollout.Trace
+	for _, r := range rs {
+		if r.Rollout.Generation == 2 {
+			out = r
+		}
+	}
+	return out
+}
+
 // TestRolloutWaitsForOldPods: a rollout whose verdict is in while its last old Pod is still
 // terminating is not done until that Pod is gone (within podTraceWait), and ends then.
 func TestRolloutWaitsForOldPods(t *testing.T) {
@@ -159,23 +170,16 @@ func TestRolloutWaitsForOldPods(t *testing.T) {
 	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 	last := feed(c, deltas)
 	c.Tick(last.Add(2 * time.Second)) // the Pods' own traces settle; the old Pod is not gone
-	for _, r := range rs {
-		if r.Rollout.Generation == 2 {
-			t.Fatalf("the update was exported (%s) while its last old Pod was terminating", r.Rollout.Outcome)
-		}
+	if u := updateOf(rs); u != nil {
+		t.Fatalf("the update was exported (%s) while its last old Pod was terminating", u.Rollout.Outcome)
 	}
 	feed(c, []Delta{gone})
-	var update *rollout.Trace
-	for _, r := range rs {
-		if r.Rollout.Generation == 2 {
-			update = r
-		}
-	}
-	if update == nil {
+	u := updateOf(rs)
+	if u == nil {
 		t.Fatal("the update was not exported once its last old Pod was gone")
 	}
-	if update.Rollout.Outcome != rollout.OutcomeComplete || !update.Root().End.Equal(gone.Recv) {
-		t.Errorf("update %s ending %s, want complete, ending when the last old Pod was gone (%s)", update.Rollout.Outcome, update.Root().End, gone.Recv)
+	if u.Rollout.Outcome != rollout.OutcomeComplete || !u.Root().End.Equal(gone.Recv) {
+		t.Errorf("update %s ending %s, want complete, ending when the last old Pod was gone (%s)", u.Rollout.Outcome, u.Root().End, gone.Recv)
 	}
 }
 
@@ -344,12 +348,7 @@ func TestRolloutVerdicts(t *testing.T) {
 				c.Handle(d)
 			}
 			c.Tick(s.at(40000 + 31*60*1000))
-			var got *rollout.Trace
-			for _, r := range rs {
-				if r.Rollout.Generation == 2 {
-					got = r
-				}
-			}
+			got := updateOf(rs)
 			if got == nil {
 				t.Fatal("no rollout of generation 2")
 			}
@@ -603,18 +602,13 @@ func TestRolloutHistoryBounded(t *testing.T) {
 			t.Errorf("%d gone Pods remembered, want the rollout's old one", n)
 		}
 		c.Tick(s.at(5000).Add(DefaultRolloutStuckAfter + time.Minute))
-		var update *rollout.Trace
-		for _, r := range rs {
-			if r.Rollout.Generation == 2 {
-				update = r
-			}
-		}
-		if update == nil {
+		u := updateOf(rs)
+		if u == nil {
 			t.Fatalf("the update was not exported (%d rollouts)", len(rs))
 		}
-		if update.Rollout.Outcome != rollout.OutcomeFailed || len(update.Rollout.OldPods) != 1 || len(update.Rollout.NewPods) != 2 || len(update.Rollout.Steps) != 3 {
+		if u.Rollout.Outcome != rollout.OutcomeFailed || len(u.Rollout.OldPods) != 1 || len(u.Rollout.NewPods) != 2 || len(u.Rollout.Steps) != 3 {
 			t.Errorf("stuck update: outcome %s, %d old Pods, %d new, %d steps; want failed, 1, 2, 3",
-				update.Rollout.Outcome, len(update.Rollout.OldPods), len(update.Rollout.NewPods), len(update.Rollout.Steps))
+				u.Rollout.Outcome, len(u.Rollout.OldPods), len(u.Rollout.NewPods), len(u.Rollout.Steps))
 		}
 	})
 }
