@@ -25,55 +25,39 @@ type event struct {
 	Reason    string
 	Message   string
 	Type      string
-	// Its times are instants (wallTime), not time.Times: an event is made for every Event that
-	// arrives, and seven time.Times were half of one, each with a pointer to follow.
-	EventTime wallTime
-	NameTime  wallTime // decoded from the name suffix; zero if the name has none
-	First     wallTime // firstTimestamp / deprecatedFirstTimestamp (1 s)
-	Last      wallTime // lastTimestamp, series.lastObservedTime
+	// Its times are Instants (wallOf).
+	EventTime phases.Instant
+	NameTime  phases.Instant // decoded from the name suffix; zero if the name has none
+	First     phases.Instant // firstTimestamp / deprecatedFirstTimestamp (1 s)
+	Last      phases.Instant // lastTimestamp, series.lastObservedTime
 	Count     int32
-	Recv      wallTime // readyspan's receive time (zero for initial lists and old recordings)
+	Recv      phases.Instant // readyspan's receive time (zero for initial lists and old recordings)
 	RV        string
 	// heldSince is when prune first saw the event held for a Pod not seen yet, when it has no
 	// receive time to age it by (orphaned).
-	heldSince wallTime
+	heldSince phases.Instant
 	// at is when the event first happened (when), once it is kept for a Pod: the Pod's events
 	// are put in order by it each time its trace is drawn.
-	at wallTime
+	at phases.Instant
 }
 
-// wallTime is an instant as nanoseconds since the Unix epoch, 0 for none (the zero time.Time):
-// a time.Time's wall clock reading without its location or monotonic reading, which nothing
-// about an Event needs. An int64 of nanoseconds spans the years 1678 to 2262; a time outside
-// them, which only a malformed Event states, is taken as none, like a missing one.
-type wallTime int64
+// wallOf is an Event's time as an observation holds it (phases.Instant): an event is made for
+// every Event that arrives, and its seven times as time.Times were half of it, each with a
+// pointer to follow. A time outside what an int64 of nanoseconds spans (the years 1678 to 2262),
+// which only a malformed Event states, is taken as none, like a missing one; one within it but
+// beyond ±146 years of 1970 is held there, as every Instant is (phases.InstantOfNano).
+func wallOf(t time.Time) phases.Instant {
+	if t.IsZero() || t.Before(wallTimeMin) || t.After(wallTimeMax) {
+		return 0
+	}
+	return phases.InstantOfNano(t.UnixNano())
+}
 
 // wallTimeMin and wallTimeMax bound the times wallOf keeps: the range of UnixNano.
 var (
 	wallTimeMin = time.Unix(0, math.MinInt64)
 	wallTimeMax = time.Unix(0, math.MaxInt64)
 )
-
-func wallOf(t time.Time) wallTime {
-	if t.IsZero() || t.Before(wallTimeMin) || t.After(wallTimeMax) {
-		return 0
-	}
-	return wallTime(t.UnixNano())
-}
-
-// Time is the instant as a time.Time in the local location, as the API's times are decoded; the
-// zero time.Time for none.
-func (w wallTime) Time() time.Time {
-	if w == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(w))
-}
-
-func (w wallTime) IsZero() bool { return w == 0 }
-
-// instant is the time as an observation holds it (phases.Instant).
-func (w wallTime) instant() phases.Instant { return phases.InstantOfNano(int64(w)) }
 
 // orphaned reports whether an event held for a Pod readyspan has not seen has waited
 // orphanAfter: since it was received or, for one from an initial list (no receive time), since
@@ -158,12 +142,12 @@ func fromEventsV1(e *eventsv1.Event, recv time.Time) *event {
 // while it has one version); a zero Time where there is none.
 func (e *event) firstObserved() [4]phases.Stamp {
 	out := [4]phases.Stamp{
-		{At: e.EventTime.instant(), Source: phases.SourceEventTime},
-		{At: e.NameTime.instant(), Source: phases.SourceEventName},
-		{At: e.First.instant(), Source: phases.SourceEventSeconds},
+		{At: e.EventTime, Source: phases.SourceEventTime},
+		{At: e.NameTime, Source: phases.SourceEventName},
+		{At: e.First, Source: phases.SourceEventSeconds},
 	}
 	if e.Count <= 1 {
-		out[3] = phases.Stamp{At: e.Recv.instant(), Source: phases.SourceWatch}
+		out[3] = phases.Stamp{At: e.Recv, Source: phases.SourceWatch}
 	}
 	return out
 }

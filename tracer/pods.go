@@ -45,13 +45,13 @@ type podState struct {
 // seenChanges is the receive time of each change, first seen. A Pod shows about a dozen (its
 // conditions, and three or four per container), so a list walked costs less than a map made
 // and grown for every Pod; every version of the Pod marks each change again. The times are
-// wallTimes: a seenChange is 32 bytes, not 48, and the list is made once with room for a
+// Instants: a seenChange is 32 bytes, not 48, and the list is made once with room for a
 // dozen and more (seenPerPod) rather than grown four times.
 type seenChanges []seenChange
 
 type seenChange struct {
 	key change
-	at  wallTime
+	at  phases.Instant
 }
 
 // seenPerPod is the room made for a Pod's changes: eight for the Pod and its conditions, and
@@ -113,21 +113,21 @@ func newPodState(p *corev1.Pod) *podState {
 	return ps
 }
 
-func (ps *podState) mark(key change, at time.Time) {
-	w := wallOf(at)
-	if w.IsZero() || ps.seen.seen(key) {
+func (ps *podState) mark(key change, at phases.Instant) {
+	if ps.seen.seen(key) {
 		return
 	}
 	if ps.seen == nil {
 		ps.seen = make(seenChanges, 0, seenPerPod)
 	}
-	ps.seen = append(ps.seen, seenChange{key, w})
+	ps.seen = append(ps.seen, seenChange{key, at})
 }
 
 // update records which changes this version of the Pod shows for the first time.
-func (ps *podState) update(p *corev1.Pod, at time.Time) {
+func (ps *podState) update(p *corev1.Pod, recv time.Time) {
 	ps.pod = p
-	if at.IsZero() {
+	at := wallOf(recv) // once for the dozen changes this version may mark
+	if at.IsZero() {   // a change seen is never marked at the zero time
 		return
 	}
 	if p.Spec.NodeName != "" {
@@ -170,12 +170,12 @@ func (ps *podState) addEvent(e *event) {
 			if e.Count < prev.Count {
 				return // an older version delivered late
 			}
-			e.at = wallTime(e.when().At)
+			e.at = e.when().At
 			ps.events[i] = e
 			return
 		}
 	}
-	e.at = wallTime(e.when().At)
+	e.at = e.when().At
 	if ps.events == nil {
 		ps.events = make([]*event, 0, eventsPerPod) // grown once, not at 1, 2, 4 and 8
 	}
