@@ -58,24 +58,22 @@ type seenChange struct {
 // four per container, for a Pod with two.
 const seenPerPod = 16
 
-// at is when the change was first seen, zero if it was not.
-func (sc seenChanges) at(key change) time.Time {
+// index is the change's place in the list, -1 if it was not seen.
+func (sc seenChanges) index(key change) int {
 	for i := range sc {
 		if sc[i].key == key {
-			return sc[i].at.Time()
+			return i
 		}
 	}
-	return time.Time{}
+	return -1
 }
 
-// seen reports whether the change was marked.
-func (sc seenChanges) seen(key change) bool {
-	for i := range sc {
-		if sc[i].key == key {
-			return true
-		}
+// at is when the change was first seen, zero if it was not.
+func (sc seenChanges) at(key change) time.Time {
+	if i := sc.index(key); i >= 0 {
+		return sc[i].at.Time()
 	}
-	return false
+	return time.Time{}
 }
 
 // change is a change a watch event can show first: what changed and, for a condition or a
@@ -114,7 +112,7 @@ func newPodState(p *corev1.Pod) *podState {
 }
 
 func (ps *podState) mark(key change, at phases.Instant) {
-	if ps.seen.seen(key) {
+	if ps.seen.index(key) >= 0 {
 		return
 	}
 	if ps.seen == nil {
