@@ -69,10 +69,12 @@ func (e *Env) kubeletCRISpans(ctx context.Context, uid string) (map[string][]*Sp
 // spans for the same CRI calls (the local kubelet exports them to Jaeger: KubeletConfiguration
 // tracing, every span sampled): pull transfer start = PullImage start, create end =
 // CreateContainer end, start end = StartContainer end, each within 5 ms. Two boundaries are events
-// the kubelet emits one CRI call after the fact, and must lie between the two: the sandbox end
-// between sandbox ready (RunPodSandbox + PodSandboxStatus) and the image-presence check (+5 ms),
-// the transfer end between PullImage's end and the image-size check after it (+5 ms). One Pod
-// pulls cold (a real transfer), one finds its image present.
+// the kubelet emits some steps after the fact, and must lie between the step they follow and the
+// CRI call that follows them: the sandbox end after sandbox ready (RunPodSandbox +
+// PodSandboxStatus) and before the kubelet's next CRI call after its image-presence check
+// (PullImage for a cold image; for a present one, the ImageStatus that reads the image's user),
+// the transfer end after PullImage's end and before the kubelet's next CRI call after the
+// image-size check. One Pod pulls cold (a real transfer), one finds its image present.
 func TestKubeletSpansAgree(t *testing.T) {
 	e := Setup(t)
 	ns := e.Namespace(t, "e2e-kubelet-spans")
@@ -112,8 +114,14 @@ func TestKubeletSpansAgree(t *testing.T) {
 			// The kubelet declares the sandbox ready (PodReadyToStartContainers) once RunPodSandbox
 			// and the PodSandboxStatus call after it have both succeeded. Nothing readyspan can see
 			// is stamped then: the condition is written asynchronously, so readyspan ends the
-			// sandbox at the kubelet's next container event, which the kubelet emits after its
-			// image-presence check (ImageStatus). That boundary must lie between the two.
+			// sandbox at the kubelet's first container event. The kubelet emits it after its
+			// image-presence check (ImageStatus) and before its next CRI call: for an image it must
+			// pull, after looking up credentials and writing its pull-intent record to disk
+			// (KubeletEnsureSecretPulledImages, on by default since 1.35), Pulling, then PullImage;
+			// for a present image, Pulled, then the ImageStatus that reads the image's user for the
+			// container's config. The boundary must lie after sandbox ready and before that next
+			// call. The gap after the image check is logged, not bounded: it is the kubelet's own
+			// work, and a busy machine once stretched it past 5 ms.
 			sandboxReady := cri[criRunPodSandbox][0].EndTime()
 			if statusEnd := firstEndAfter(cri[criSandboxStatus], sandboxReady); !statusEnd.IsZero() {
 				sandboxReady = statusEnd
@@ -122,13 +130,20 @@ func TestKubeletSpansAgree(t *testing.T) {
 			if imageChecked.IsZero() {
 				t.Fatalf("no ImageStatus call after the sandbox was ready")
 			}
+			nextName, nextStart := firstCallFrom(cri, imageChecked)
+			if nextStart.IsZero() {
+				t.Fatalf("no CRI call after the image check at %s (%v)", imageChecked.Format(time.StampMicro), spanCounts(cri))
+			}
 			sandboxEnd := one("kubelet.sandbox").EndTime()
-			t.Logf("sandbox end: readyspan %s; kubelet: sandbox ready %s (%+v before), image checked %s (%+v after)",
+			t.Logf("sandbox end: readyspan %s; kubelet: sandbox ready %s (%+v before), image checked %s (%+v after), next call %s started %s (%+v after)",
 				sandboxEnd.Format(time.StampMicro), sandboxReady.Format(time.StampMicro), sandboxEnd.Sub(sandboxReady),
-				imageChecked.Format(time.StampMicro), sandboxEnd.Sub(imageChecked))
-			if sandboxEnd.Before(sandboxReady.Add(-time.Millisecond)) || sandboxEnd.After(imageChecked.Add(kubeletSpanTolerance)) {
-				t.Errorf("sandbox end %s is not within [sandbox ready %s − 1ms, image checked %s + %v]",
-					sandboxEnd.Format(time.StampMicro), sandboxReady.Format(time.StampMicro), imageChecked.Format(time.StampMicro), kubeletSpanTolerance)
+				imageChecked.Format(time.StampMicro), sandboxEnd.Sub(imageChecked), nextName, nextStart.Format(time.StampMicro), sandboxEnd.Sub(nextStart))
+			if sandboxEnd.Before(sandboxReady.Add(-time.Millisecond)) || sandboxEnd.After(nextStart.Add(time.Millisecond)) {
+				t.Errorf("sandbox end %s is not within [sandbox ready %s − 1ms, %s start %s + 1ms]",
+					sandboxEnd.Format(time.StampMicro), sandboxReady.Format(time.StampMicro), nextName, nextStart.Format(time.StampMicro))
+			}
+			if want := map[string]string{"cold": criPullImage, "warm": criImageStatus}[pod.Name]; nextName != want {
+				t.Errorf("the kubelet's next call after the image check was %s, want %s", nextName, want)
 			}
 			var sequence []string
 			for name, spans := range cri {
@@ -151,15 +166,24 @@ func TestKubeletSpansAgree(t *testing.T) {
 				checks = append(checks,
 					boundary{"pull transfer start vs PullImage start", transfers[0].StartTime(), cri[criPullImage][0].StartTime()})
 				// The transfer ends at the Pulled event, which the kubelet emits after it has asked
-				// the runtime for the pulled image's size (ImageStatus): between the two.
+				// the runtime for the pulled image's size (ImageStatus) and before its next CRI call
+				// (the ImageStatus that reads the image's user): between PullImage's end and that.
 				pulled := cri[criPullImage][0].EndTime()
 				sized := firstEndAfter(cri[criImageStatus], pulled)
+				if sized.IsZero() {
+					t.Fatalf("no ImageStatus call after PullImage ended at %s", pulled.Format(time.StampMicro))
+				}
+				nextName, nextStart := firstCallFrom(cri, sized)
+				if nextStart.IsZero() {
+					t.Fatalf("no CRI call after the image size was read at %s (%v)", sized.Format(time.StampMicro), spanCounts(cri))
+				}
 				end := transfers[0].EndTime()
-				t.Logf("pull transfer end: readyspan %s; kubelet: PullImage ended %s (%+v before), image size read %s (%+v after)",
-					end.Format(time.StampMicro), pulled.Format(time.StampMicro), end.Sub(pulled), sized.Format(time.StampMicro), end.Sub(sized))
-				if sized.IsZero() || end.Before(pulled.Add(-time.Millisecond)) || end.After(sized.Add(kubeletSpanTolerance)) {
-					t.Errorf("pull transfer end %s is not within [PullImage end %s − 1ms, image size read %s + %v]",
-						end.Format(time.StampMicro), pulled.Format(time.StampMicro), sized.Format(time.StampMicro), kubeletSpanTolerance)
+				t.Logf("pull transfer end: readyspan %s; kubelet: PullImage ended %s (%+v before), image size read %s (%+v after), next call %s started %s (%+v after)",
+					end.Format(time.StampMicro), pulled.Format(time.StampMicro), end.Sub(pulled), sized.Format(time.StampMicro), end.Sub(sized),
+					nextName, nextStart.Format(time.StampMicro), end.Sub(nextStart))
+				if end.Before(pulled.Add(-time.Millisecond)) || end.After(nextStart.Add(time.Millisecond)) {
+					t.Errorf("pull transfer end %s is not within [PullImage end %s − 1ms, %s start %s + 1ms]",
+						end.Format(time.StampMicro), pulled.Format(time.StampMicro), nextName, nextStart.Format(time.StampMicro))
 				}
 			case "warm":
 				if len(transfers) != 0 || len(cri[criPullImage]) != 0 {
@@ -175,6 +199,19 @@ func TestKubeletSpansAgree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstCallFrom is the method and start of the first CRI call that starts at or after t (zero if
+// none).
+func firstCallFrom(cri map[string][]*Span, t time.Time) (method string, start time.Time) {
+	for name, spans := range cri {
+		for _, s := range spans {
+			if st := s.StartTime(); !st.Before(t) && (start.IsZero() || st.Before(start)) {
+				method, start = name, st
+			}
+		}
+	}
+	return method, start
 }
 
 // firstEndAfter is the end of the first span that starts at or after t (zero if none).
