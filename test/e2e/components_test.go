@@ -4,11 +4,13 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -23,6 +25,9 @@ import (
 const (
 	kubeletSpanTolerance   = 5 * time.Millisecond
 	apiserverSpanTolerance = 100 * time.Microsecond
+	// apiserverHandoffTolerance bounds the apiserver's own work between stamping a request
+	// received and its first traced filter (TestApiserverSpanAgrees).
+	apiserverHandoffTolerance = 5 * time.Millisecond
 )
 
 // CRI methods as the kubelet's gRPC client names its spans.
@@ -235,62 +240,128 @@ func spanCounts(m map[string][]*Span) map[string]int {
 // TestApiserverSpanAgrees compares the apiserver span readyspan draws from the audit log for a bare
 // Pod's create request with the apiserver's own spans for that request (the apiserver exports its
 // spans to Jaeger; its request span carries the audit ID as "audit-id", the join key, read here
-// from the audit log itself).
+// from the audit log itself), for three Pods.
 //
-// The audit filter writes ResponseComplete as soon as the handler chain it wraps returns, so
-// readyspan's end must match the end of the audit span's child within 0.1 ms. RequestReceived is
-// stamped by the apiserver's outermost filter, before its first traced filter (authentication)
-// begins, so the trace's first span bounds readyspan's start from above: it may not start after it,
-// nor more than 1 ms before it.
+// readyspan's span must be the audit log's own stamps for the request, to the microsecond:
+// requestReceivedTimestamp and the ResponseComplete stageTimestamp. Against the apiserver's spans:
+// the audit filter stamps ResponseComplete as soon as the handler chain it wraps returns, so the
+// end must match the end of the audit span's child within 0.1 ms (the median of the three; each
+// within 1 ms, as a descheduled goroutine once put 236 µs between the two stamps). RequestReceived
+// is stamped by one of the apiserver's outermost filters and the trace's first span
+// (authentication) bounds it from above. Between the two lie the request-info parsing, the latency
+// trackers, HTTP logging and the timeout filter, which hands the request to a new goroutine: 24
+// µs–0.7 ms on this machine, once 2.1 ms when it was busy, so the start may lie up to 5 ms (the
+// kubelet's standard) before the first span, never after it.
 func TestApiserverSpanAgrees(t *testing.T) {
 	e := Setup(t)
 	ns := e.Namespace(t, "e2e-apiserver-span")
 	ctx := Ctx(t)
 	e.createService(t, ns, service("bare"))
-	pod := e.createPod(t, ns, sleeper("bare", BusyboxImage))
-	e.WaitPodsReady(t, ns, "app=bare", 1, 2*time.Minute)
-	tr := e.WaitTrace(t, string(pod.UID), 2*time.Minute, complete)
-	mine := tr.Find("apiserver")
-	if mine == nil {
-		t.Fatalf("no apiserver span (%s)", tr.Summary())
+	const pods = 3
+	var created []*corev1.Pod
+	for i := range pods {
+		p := sleeper("bare", BusyboxImage)
+		p.Name = fmt.Sprintf("bare-%d", i)
+		created = append(created, e.createPod(t, ns, p))
 	}
-	if v, ok := mine.Tag("readyspan.time.observed"); ok && v == false {
-		t.Fatalf("the apiserver span is not measured: is the local readyspan following the audit log? (%s)", tr.Summary())
-	}
+	e.WaitPodsReady(t, ns, "app=bare", pods, 2*time.Minute)
+	var endGaps []time.Duration
+	for _, pod := range created {
+		tr := e.WaitTrace(t, string(pod.UID), 2*time.Minute, complete)
+		mine := tr.Find("apiserver")
+		if mine == nil {
+			t.Fatalf("%s: no apiserver span (%s)", pod.Name, tr.Summary())
+		}
+		if v, ok := mine.Tag("readyspan.time.observed"); ok && v == false {
+			t.Fatalf("%s: the apiserver span is not measured: is the local readyspan following the audit log? (%s)", pod.Name, tr.Summary())
+		}
 
-	auditID := e.auditIDOfCreate(t, ns, "pods", pod.Name)
-	var theirs *Trace
-	Eventually(t, time.Minute, "the apiserver's own spans for audit ID "+auditID, func() (bool, error) {
-		traces, err := e.Jaeger.FindTraces(ctx, "apiserver", map[string]string{"audit-id": auditID}, 5)
-		if err != nil {
-			return false, err
+		auditID := e.auditIDOfCreate(t, ns, "pods", pod.Name)
+		received, completed := e.auditStamps(t, auditID)
+		for _, c := range []struct {
+			what        string
+			mine, audit time.Time
+		}{
+			{"start vs requestReceivedTimestamp", mine.StartTime(), received},
+			{"end vs ResponseComplete", mine.EndTime(), completed},
+		} {
+			if d := c.mine.Sub(c.audit); d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("%s: apiserver %s: readyspan %s, the audit log (%s) %s (%+v)",
+					pod.Name, c.what, c.mine.Format(time.StampMicro), auditID, c.audit.Format(time.StampMicro), d)
+			}
 		}
-		if len(traces) == 1 && traces[0].Find("audit") != nil && len(traces[0].Children(traces[0].Find("audit"))) == 1 {
-			theirs = traces[0]
-			return true, nil
+		var theirs *Trace
+		Eventually(t, time.Minute, "the apiserver's own spans for audit ID "+auditID, func() (bool, error) {
+			traces, err := e.Jaeger.FindTraces(ctx, "apiserver", map[string]string{"audit-id": auditID}, 5)
+			if err != nil {
+				return false, err
+			}
+			if len(traces) == 1 && traces[0].Find("audit") != nil && len(traces[0].Children(traces[0].Find("audit"))) == 1 {
+				theirs = traces[0]
+				return true, nil
+			}
+			return false, fmt.Errorf("%d traces with audit-id %s", len(traces), auditID)
+		})
+		first := theirs.Spans[0]
+		for _, s := range theirs.Spans {
+			if s.StartTimeUS < first.StartTimeUS {
+				first = s
+			}
 		}
-		return false, fmt.Errorf("%d traces with audit-id %s", len(traces), auditID)
-	})
-	first := theirs.Spans[0]
-	for _, s := range theirs.Spans {
-		if s.StartTimeUS < first.StartTimeUS {
-			first = s
-		}
-	}
-	handled := theirs.Children(theirs.Find("audit"))[0]
+		handled := theirs.Children(theirs.Find("audit"))[0]
 
-	startGap := first.StartTime().Sub(mine.StartTime())
-	endGap := mine.EndTime().Sub(handled.EndTime())
-	t.Logf("apiserver start: readyspan (RequestReceived) %s, the request's first span %q %s: %v before it",
-		mine.StartTime().Format(time.StampMicro), first.OperationName, first.StartTime().Format(time.StampMicro), startGap)
-	t.Logf("apiserver end: readyspan (ResponseComplete) %s, the end of %q inside the audit filter %s: %+v",
-		mine.EndTime().Format(time.StampMicro), handled.OperationName, handled.EndTime().Format(time.StampMicro), endGap)
-	if startGap < 0 || startGap > time.Millisecond {
-		t.Errorf("apiserver start: readyspan's is %v before the apiserver's first span, want within [0, 1ms]", startGap)
+		startGap := first.StartTime().Sub(mine.StartTime())
+		endGap := mine.EndTime().Sub(handled.EndTime())
+		endGaps = append(endGaps, endGap)
+		t.Logf("%s: apiserver start: readyspan (RequestReceived) %s, the request's first span %q %s: %v before it",
+			pod.Name, mine.StartTime().Format(time.StampMicro), first.OperationName, first.StartTime().Format(time.StampMicro), startGap)
+		t.Logf("%s: apiserver end: readyspan (ResponseComplete) %s, the end of %q inside the audit filter %s: %+v",
+			pod.Name, mine.EndTime().Format(time.StampMicro), handled.OperationName, handled.EndTime().Format(time.StampMicro), endGap)
+		if startGap < 0 || startGap > apiserverHandoffTolerance {
+			t.Errorf("%s: apiserver start: readyspan's is %v before the apiserver's first span, want within [0, %v]", pod.Name, startGap, apiserverHandoffTolerance)
+		}
+		if endGap > time.Millisecond || endGap < -time.Millisecond {
+			t.Errorf("%s: apiserver end: %v from the end of the handler the audit filter wraps, want within 1ms", pod.Name, endGap)
+		}
 	}
-	if endGap > apiserverSpanTolerance || endGap < -apiserverSpanTolerance {
-		t.Errorf("apiserver end: %v from the end of the handler the audit filter wraps, tolerance %v", endGap, apiserverSpanTolerance)
+	abs := func(d time.Duration) time.Duration { return max(d, -d) }
+	slices.SortFunc(endGaps, func(a, b time.Duration) int { return cmp.Compare(abs(a), abs(b)) })
+	if median := endGaps[len(endGaps)/2]; abs(median) > apiserverSpanTolerance {
+		t.Errorf("apiserver end: the median of %v from the end of the handler the audit filter wraps is %v, tolerance %v", endGaps, median, apiserverSpanTolerance)
 	}
+}
+
+// auditStamps reads one request's requestReceivedTimestamp and ResponseComplete stageTimestamp
+// from the local apiserver's audit log.
+func (e *Env) auditStamps(t *testing.T, auditID string) (received, completed time.Time) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(e.State, "logs", "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var a struct {
+			AuditID                  string    `json:"auditID"`
+			Stage                    string    `json:"stage"`
+			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+			StageTimestamp           time.Time `json:"stageTimestamp"`
+		}
+		if json.Unmarshal(sc.Bytes(), &a) != nil || a.AuditID != auditID || a.Stage != "ResponseComplete" {
+			continue
+		}
+		if a.RequestReceivedTimestamp.IsZero() || a.StageTimestamp.IsZero() {
+			t.Fatalf("audit event %s (ResponseComplete) without its times: %s", auditID, sc.Text())
+		}
+		return a.RequestReceivedTimestamp, a.StageTimestamp
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Fatalf("no ResponseComplete audit event with ID %s", auditID)
+	return time.Time{}, time.Time{}
 }
 
 // auditIDOfCreate reads the local apiserver's audit log for the create request of one object.
