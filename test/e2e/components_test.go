@@ -276,14 +276,14 @@ func TestApiserverSpanAgrees(t *testing.T) {
 			t.Fatalf("%s: the apiserver span is not measured: is the local readyspan following the audit log? (%s)", pod.Name, tr.Summary())
 		}
 
-		auditID := e.auditIDOfCreate(t, ns, "pods", pod.Name)
-		received, completed := e.auditStamps(t, auditID)
+		audited := e.auditOfCreate(t, ns, "pods", pod.Name)
+		auditID := audited.ID
 		for _, c := range []struct {
 			what        string
 			mine, audit time.Time
 		}{
-			{"start vs requestReceivedTimestamp", mine.StartTime(), received},
-			{"end vs ResponseComplete", mine.EndTime(), completed},
+			{"start vs requestReceivedTimestamp", mine.StartTime(), audited.Received},
+			{"end vs ResponseComplete", mine.EndTime(), audited.Complete},
 		} {
 			if d := c.mine.Sub(c.audit); d < -time.Microsecond || d > time.Microsecond {
 				t.Errorf("%s: apiserver %s: readyspan %s, the audit log (%s) %s (%+v)",
@@ -331,50 +331,31 @@ func TestApiserverSpanAgrees(t *testing.T) {
 	}
 }
 
-// auditStamps reads one request's requestReceivedTimestamp and ResponseComplete stageTimestamp
-// from the local apiserver's audit log.
-func (e *Env) auditStamps(t *testing.T, auditID string) (received, completed time.Time) {
-	t.Helper()
-	f, err := os.Open(filepath.Join(e.State, "logs", "audit.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var a struct {
-			AuditID                  string    `json:"auditID"`
-			Stage                    string    `json:"stage"`
-			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-			StageTimestamp           time.Time `json:"stageTimestamp"`
-		}
-		if json.Unmarshal(sc.Bytes(), &a) != nil || a.AuditID != auditID || a.Stage != "ResponseComplete" {
-			continue
-		}
-		if a.RequestReceivedTimestamp.IsZero() || a.StageTimestamp.IsZero() {
-			t.Fatalf("audit event %s (ResponseComplete) without its times: %s", auditID, sc.Text())
-		}
-		return a.RequestReceivedTimestamp, a.StageTimestamp
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Fatalf("no ResponseComplete audit event with ID %s", auditID)
-	return time.Time{}, time.Time{}
+// auditRequest is one request's ResponseComplete event in the audit log: its ID and the two
+// stamps readyspan reads from it.
+type auditRequest struct {
+	ID                 string
+	Received, Complete time.Time // requestReceivedTimestamp, the ResponseComplete stageTimestamp
 }
 
-// auditIDOfCreate reads the local apiserver's audit log for the create request of one object.
-func (e *Env) auditIDOfCreate(t *testing.T, ns, resource, name string) string {
+// auditOfCreate reads the local apiserver's audit log for the create request of one object.
+func (e *Env) auditOfCreate(t *testing.T, ns, resource, name string) auditRequest {
 	t.Helper()
-	return e.auditIDOf(t, "create", ns, resource, name)
+	return e.auditOf(t, "create", ns, resource, name)
 }
 
-// auditIDOf reads the local apiserver's audit log for the last request of verb on one object.
+// auditIDOf reads the local apiserver's audit log for the ID of the last request of verb on one
+// object.
 func (e *Env) auditIDOf(t *testing.T, verb, ns, resource, name string) string {
 	t.Helper()
+	return e.auditOf(t, verb, ns, resource, name).ID
+}
+
+// auditOf reads the local apiserver's audit log for the last request of verb on one object.
+func (e *Env) auditOf(t *testing.T, verb, ns, resource, name string) auditRequest {
+	t.Helper()
 	path := filepath.Join(e.State, "logs", "audit.log")
-	var id string
+	var found auditRequest
 	Eventually(t, 30*time.Second, "the audit log's "+verb+" of "+resource+"/"+name, func() (bool, error) {
 		f, err := os.Open(path)
 		if err != nil {
@@ -385,10 +366,12 @@ func (e *Env) auditIDOf(t *testing.T, verb, ns, resource, name string) string {
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
 			var a struct {
-				AuditID   string `json:"auditID"`
-				Stage     string `json:"stage"`
-				Verb      string `json:"verb"`
-				ObjectRef *struct {
+				AuditID                  string    `json:"auditID"`
+				Stage                    string    `json:"stage"`
+				Verb                     string    `json:"verb"`
+				RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+				StageTimestamp           time.Time `json:"stageTimestamp"`
+				ObjectRef                *struct {
 					Resource, Namespace, Name, Subresource string
 				} `json:"objectRef"`
 			}
@@ -397,10 +380,13 @@ func (e *Env) auditIDOf(t *testing.T, verb, ns, resource, name string) string {
 			}
 			if a.Stage == "ResponseComplete" && a.Verb == verb && a.ObjectRef.Resource == resource &&
 				a.ObjectRef.Namespace == ns && a.ObjectRef.Name == name && a.ObjectRef.Subresource == "" {
-				id = a.AuditID
+				found = auditRequest{ID: a.AuditID, Received: a.RequestReceivedTimestamp, Complete: a.StageTimestamp}
 			}
 		}
-		return id != "", sc.Err()
+		return found.ID != "", sc.Err()
 	})
-	return id
+	if found.Received.IsZero() || found.Complete.IsZero() {
+		t.Fatalf("audit event %s (ResponseComplete) without its times: %+v", found.ID, found)
+	}
+	return found
 }
