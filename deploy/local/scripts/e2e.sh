@@ -63,5 +63,6 @@ if [ -n "$skipped" ]; then
   echo "$skipped" >&2
   [ "$rc" = 0 ] && rc=1
 fi
+failure_summary "$test_log"
 echo "e2e: finished in $(($(date +%s) - start_time))s (exit $rc)"
 exit $rc

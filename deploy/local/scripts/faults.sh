@@ -152,4 +152,5 @@ set +e
   grep --line-buffered -E '^(=== RUN|\s*--- (PASS|FAIL|SKIP)|PASS$|FAIL|ok |panic)|_test\.go:[0-9]+:'
 rc=${PIPESTATUS[0]}
 set -e
+failure_summary "$test_log"
 exit "$rc"

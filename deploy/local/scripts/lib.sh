@@ -202,3 +202,21 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# failure_summary LOG: what each failing test printed, from a `go test -v` log, again at the end
+# of the run. A failing test's own lines sit minutes up in a long run's output; a reader of only
+# its tail (a CI excerpt) then still sees why it failed. At most 40 lines a test.
+failure_summary() {
+  local log=$1
+  grep -qE '^\s*--- FAIL: ' "$log" || return 0
+  echo "what the failing tests printed (full output: ${log#"$ROOT"/}):"
+  awk '
+    NR == FNR {
+      if (match($0, /^ *--- FAIL: [^ ]+/)) { name = substr($0, RSTART, RLENGTH); sub(/^ *--- FAIL: /, "", name); failed[name] = 1 }
+      next
+    }
+    /^=== (RUN|PAUSE|CONT|NAME) / { cur = $3; if (cur in failed) { printf "  %s\n", cur; shown = 0 }; next }
+    /^ *--- (PASS|FAIL|SKIP): / { cur = ""; next }
+    cur in failed && shown < 40 { print "  " $0; shown++ }
+  ' "$log" "$log"
+}
