@@ -250,7 +250,7 @@ func spanCounts(m map[string][]*Span) map[string]int {
 // is stamped by one of the apiserver's outermost filters and the trace's first span
 // (authentication) bounds it from above. Between the two lie the request-info parsing, the latency
 // trackers, HTTP logging and the timeout filter, which hands the request to a new goroutine: 24
-// µs–0.7 ms on this machine, once 2.1 ms when it was busy, so the start may lie up to 5 ms (the
+// µs–0.8 ms on this machine, once 2.1 ms when it was busy, so the start may lie up to 5 ms (the
 // kubelet's standard) before the first span, never after it.
 func TestApiserverSpanAgrees(t *testing.T) {
 	e := Setup(t)
