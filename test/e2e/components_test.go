@@ -178,17 +178,17 @@ func TestKubeletSpansAgree(t *testing.T) {
 				if sized.IsZero() {
 					t.Fatalf("no ImageStatus call after PullImage ended at %s", pulled.Format(time.StampMicro))
 				}
-				nextName, nextStart := firstCallFrom(cri, sized)
-				if nextStart.IsZero() {
+				afterSize, afterSizeStart := firstCallFrom(cri, sized)
+				if afterSizeStart.IsZero() {
 					t.Fatalf("no CRI call after the image size was read at %s (%v)", sized.Format(time.StampMicro), spanCounts(cri))
 				}
 				end := transfers[0].EndTime()
 				t.Logf("pull transfer end: readyspan %s; kubelet: PullImage ended %s (%+v before), image size read %s (%+v after), next call %s started %s (%+v after)",
 					end.Format(time.StampMicro), pulled.Format(time.StampMicro), end.Sub(pulled), sized.Format(time.StampMicro), end.Sub(sized),
-					nextName, nextStart.Format(time.StampMicro), end.Sub(nextStart))
-				if end.Before(pulled.Add(-time.Millisecond)) || end.After(nextStart.Add(time.Millisecond)) {
+					afterSize, afterSizeStart.Format(time.StampMicro), end.Sub(afterSizeStart))
+				if end.Before(pulled.Add(-time.Millisecond)) || end.After(afterSizeStart.Add(time.Millisecond)) {
 					t.Errorf("pull transfer end %s is not within [PullImage end %s − 1ms, %s start %s + 1ms]",
-						end.Format(time.StampMicro), pulled.Format(time.StampMicro), nextName, nextStart.Format(time.StampMicro))
+						end.Format(time.StampMicro), pulled.Format(time.StampMicro), afterSize, afterSizeStart.Format(time.StampMicro))
 				}
 			case "warm":
 				if len(transfers) != 0 || len(cri[criPullImage]) != 0 {
