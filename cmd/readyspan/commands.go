@@ -21,6 +21,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 )
 
@@ -171,7 +172,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	sortTraces(traces)
 	for _, t := range traces {
 		for _, w := range tracer.TimeWarnings(t) {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", prog, w)
+			printWarning(stderr, w)
 		}
 		if err := out.write(stdout, t); err != nil {
 			return err
@@ -396,7 +397,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return loadErr
 	}
 	if le != nil {
-		fmt.Fprintf(stderr, "%s: warning: %v (replaying the rest)\n", prog, le)
+		printWarning(stderr, le.Error()+" (replaying the rest)")
 	}
 	var traces []*phases.Trace
 	var rollouts []*rollout.Trace
@@ -405,7 +406,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) })
 	corr := tracer.New(cfg, tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }), nil, nil)
 	for _, w := range tracer.Replay(corr, deltas) {
-		fmt.Fprintf(stderr, "%s: warning: %s\n", prog, w)
+		printWarning(stderr, w)
 	}
 	sortTraces(traces)
 	switch {
@@ -459,6 +460,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stderr, "%s: exported %d traces to %s\n", prog, st.exported, of.endpoint)
 	return nil
 }
+
+// printWarning writes a warning that may quote the cluster or a recording: each of its lines
+// escaped and bounded for the terminal (safetext), each prefixed with the command's name.
+func printWarning(w io.Writer, msg string) {
+	for _, line := range strings.Split(msg, "\n") {
+		fmt.Fprintf(w, "%s: warning: %s\n", prog, safetext.Cut(line, maxMessage))
+	}
+}
+
+// maxMessage bounds one line of a warning or error (bytes of the original): long enough for any
+// message readyspan writes itself with a few names in it, short of a 1 MiB Event message.
+const maxMessage = 2048
 
 type replayStats struct {
 	mu                sync.Mutex

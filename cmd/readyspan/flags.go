@@ -21,6 +21,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/terminal"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 )
 
@@ -215,8 +216,13 @@ func (o *outputFlag) validate() error {
 	return fmt.Errorf("unknown output %q: use waterfall or json", o.format)
 }
 
-// writeRollout prints a rollout: its Gantt chart, or its spans as JSON lines.
-func (o *outputFlag) writeRollout(w io.Writer, t *rollout.Trace) error {
+// writeRollout prints a rollout: its Gantt chart, or its spans as JSON lines. Both pass through
+// safetext.Writer: the renderers escape every cluster string they print, and the Writer keeps
+// any they missed from reaching the terminal as a control sequence (JSON's own escapes leave
+// nothing for it to change).
+func (o *outputFlag) writeRollout(out io.Writer, t *rollout.Trace) error {
+	w := safetext.NewWriter(out)
+	defer w.Flush()
 	if o.format == "json" {
 		return terminal.JSONRollout(w, t)
 	}
@@ -227,7 +233,10 @@ func (o *outputFlag) writeRollout(w io.Writer, t *rollout.Trace) error {
 	return err
 }
 
-func (o *outputFlag) write(w io.Writer, t *phases.Trace) error {
+// write prints a Pod trace: its waterfall, or its spans as JSON lines (see writeRollout).
+func (o *outputFlag) write(out io.Writer, t *phases.Trace) error {
+	w := safetext.NewWriter(out)
+	defer w.Flush()
 	if o.format == "json" {
 		return terminal.JSONLines(w, t)
 	}

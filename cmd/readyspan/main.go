@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +19,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/readyspan/readyspan/safetext"
 )
 
 // version and commit are set at build time (-X main.version=... -X main.commit=...): the release
@@ -68,13 +72,31 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+			printError(os.Stderr, err)
 		}
 		os.Exit(1)
 	}
 }
 
+// printError writes the error a command ended with; it may quote the cluster (an apiserver's
+// message, an object's name), so each line is escaped and bounded as a warning's are.
+func printError(w io.Writer, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "%s: %s\n", prog, safetext.Cut(line, maxMessage))
+	}
+}
+
+// run runs one command. Everything it writes to stderr (messages, warnings, log lines, client-go's
+// own) passes through safetext.Writer, so no string from the cluster reaches the terminal as a
+// control sequence; stdout is guarded per output format (outputFlag), since -o html is a page.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	guard := safetext.NewWriter(stderr)
+	defer guard.Flush()
+	stderr = guard
+	// client-go logs through klog, which would write to the process's own stderr past the
+	// guard; its warnings go through slog's text handler instead, which quotes any value with a
+	// control in it (run replaces this with the daemon's own logger).
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage())
 		return errors.New("no command given")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/safetext"
 )
 
 // ganttWidth is the width of the rollout Gantt's bar column.
@@ -30,11 +31,11 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 	root := t.Root()
 	r := t.Rollout
 	fmt.Fprintf(w, "%s %s/%s  rollout %s (generation %d, revision %s)  %s  %s  trace %s\n",
-		strings.ToLower(r.Workload.Kind), r.Workload.Namespace, r.Workload.Name, t.Summary.Kind, r.Generation, orDash(r.Revision),
+		safetext.Field(strings.ToLower(r.Workload.Kind)), safetext.Field(r.Workload.Namespace), safetext.Field(r.Workload.Name), t.Summary.Kind, r.Generation, safetext.Field(orDash(r.Revision)),
 		t.Summary.Outcome, fmtDur(root.Duration()), t.TraceID)
-	fmt.Fprintf(w, "  %s\n", t.Summary.Sentence)
+	fmt.Fprintf(w, "  %s\n", safetext.Field(t.Summary.Sentence))
 	if root.Status == phases.StatusError {
-		fmt.Fprintf(w, "  error: %s\n", root.StatusMessage)
+		fmt.Fprintf(w, "  error: %s\n", safetext.Field(root.StatusMessage))
 	}
 	var legend []string
 	for _, l := range ganttLegend {
@@ -62,7 +63,7 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 		for _, c := range children[parent.SpanID] {
 			switch c.Name {
 			case rollout.PodSpanName:
-				row(indent, "+ "+attrString(c, phases.AttrPodName), c, podBar(c, children[c.SpanID], podTrace[attrString(c, phases.AttrPodUID)], root))
+				row(indent, "+ "+attrString(c, phases.AttrPodName), c, podBar(c, children[c.SpanID], podTrace[rawAttr(c, phases.AttrPodUID)], root))
 			case rollout.TerminateSpanName:
 				label := "- " + attrString(c, phases.AttrPodName)
 				if k, _ := c.Attr(rollout.AttrKilled).(bool); k {
@@ -102,7 +103,11 @@ func orDash(s string) string {
 	return s
 }
 
-func attrString(s *phases.Span, key string) string {
+// attrString is a span's string attribute as a terminal may show it (they hold cluster names).
+func attrString(s *phases.Span, key string) string { return safetext.Field(rawAttr(s, key)) }
+
+// rawAttr is a span's string attribute as is, for lookups, never for output.
+func rawAttr(s *phases.Span, key string) string {
 	v, _ := s.Attr(key).(string)
 	return v
 }

@@ -7,25 +7,28 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/safetext"
 )
 
 // barWidth is the width of the waterfall's bar column.
 const barWidth = 40
 
 // Waterfall writes one trace as an indented waterfall: each span's offset from the start of
-// the trace, its length, a bar, and where its boundaries came from.
+// the trace, its length, a bar, and where its boundaries came from. Every string that came from
+// the cluster (names, messages, reasons) goes through safetext.Field on its way to the terminal.
 func Waterfall(w io.Writer, t *phases.Trace) error {
 	root := t.Root()
 	total := root.Duration()
 	p := t.Pod
-	fmt.Fprintf(w, "%s/%s  trace %s  %s  %s\n", p.Namespace, p.Name, t.TraceID, t.Summary.Outcome, fmtDur(total))
+	fmt.Fprintf(w, "%s/%s  trace %s  %s  %s\n", safetext.Field(p.Namespace), safetext.Field(p.Name), t.TraceID, t.Summary.Outcome, fmtDur(total))
 	if root.Status == phases.StatusError {
-		fmt.Fprintf(w, "  error: %s\n", root.StatusMessage)
+		fmt.Fprintf(w, "  error: %s\n", safetext.Field(root.StatusMessage))
 	}
 	if why, ok := root.Attr(phases.AttrInconsistency).(string); ok {
-		fmt.Fprintf(w, "  warning: timestamps out of order, the spans are clamped into order: %s\n", why)
+		fmt.Fprintf(w, "  warning: timestamps out of order, the spans are clamped into order: %s\n", safetext.Field(why))
 	}
 	depth := map[phases.SpanID]int{root.SpanID: 0}
 	for i := range t.Spans {
@@ -37,11 +40,11 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 		depth[s.SpanID] = d
 		name := strings.Repeat("  ", d) + s.Name
 		if c, ok := s.Attr(phases.AttrContainerName).(string); ok && (s.Name == "container" || s.Name == "container.init" || s.Name == "container.sidecar") {
-			name += " " + c
+			name += " " + safetext.Field(c)
 		}
 		var notes []string
 		if v, ok := s.Attr(phases.AttrImageCache).(string); ok {
-			notes = append(notes, v)
+			notes = append(notes, safetext.Field(v))
 		}
 		if v, ok := s.Attr(phases.AttrObserved).(bool); ok && !v {
 			notes = append(notes, "not observed")
@@ -50,25 +53,27 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 			notes = append(notes, "n/a")
 		}
 		if v, ok := s.Attr(phases.AttrClamped).(string); ok {
-			notes = append(notes, "clamped "+v)
+			notes = append(notes, "clamped "+safetext.Field(v))
 		}
 		if s.Status == phases.StatusError && i > 0 {
-			notes = append(notes, "ERROR "+s.StatusMessage)
+			notes = append(notes, "ERROR "+safetext.Field(s.StatusMessage))
 		}
 		for _, e := range s.Events() {
-			notes = append(notes, e.Name)
+			notes = append(notes, safetext.Field(e.Name))
 		}
-		src := fmt.Sprintf("%s→%s", s.Attr(phases.AttrSourceStart), s.Attr(phases.AttrSourceEnd))
+		src := safetext.Field(fmt.Sprintf("%s→%s", s.Attr(phases.AttrSourceStart), s.Attr(phases.AttrSourceEnd)))
 		fmt.Fprintf(w, "  %-34s %9s %9s |%s| %s %s\n", trim(name, 34), fmtDur(s.Start.Sub(root.Start)), fmtDur(s.Duration()), bar(s, root), src, strings.Join(dedupe(notes), ", "))
 	}
 	return nil
 }
 
+// trim cuts s to n runes (a name's column), ending in "…" when it cut.
 func trim(s string, n int) string {
-	if len(s) <= n {
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 func dedupe(xs []string) []string {
