@@ -277,57 +277,10 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 	return cp
 }
 
-// podTime splits one critical item's interval into categories.
+// podTime counts one critical item's interval by its Segments, as the Gantt charts draw it.
 func podTime(it *item, add func(int, time.Time, time.Time)) {
-	if it.oldPod != nil {
-		add(catTermination, it.start, it.end)
-		return
-	}
-	p := it.newPod
-	segEnd := it.end
-	if !it.readyAt.IsZero() && it.readyAt.Before(segEnd) {
-		add(catMinReady, it.readyAt, segEnd)
-		segEnd = it.readyAt
-	}
-	if p.Trace == nil {
-		add(catUntraced, it.start, segEnd)
-		return
-	}
-	seg := interval{it.start, segEnd}
-	var covered time.Duration
-	measure := func(cat int, ivs []interval) {
-		for _, iv := range ivs {
-			if x := seg.intersect(iv); x.length() > 0 {
-				add(cat, x.from, x.to)
-				covered += x.length()
-			}
-		}
-	}
-	phase := func(name string) []interval {
-		if s := p.Trace.Phase(name); s != nil {
-			return []interval{{s.Start, s.End}}
-		}
-		return nil
-	}
-	// The status phase begins at the last container's start and the kubelet phase ends at
-	// ContainersReady, so they overlap by the wait for readiness. Readiness and pulls are
-	// counted first; what is left of the overlap (ContainersReady is a whole-second status
-	// time) counts as status, as the Gantt draws it.
-	status := merge(phase(phases.PhaseStatus))
-	kubelet := merge(phase(phases.PhaseKubelet))
-	pulls := intersectAll(merge(spansNamed(p.Trace, "container.image_pull")), kubelet)
-	readiness := subtract(intersectAll(merge(spansNamed(p.Trace, "container.readiness")), merge(append(append([]interval(nil), kubelet...), status...))), pulls)
-	rest := subtract(subtract(subtract(kubelet, status), pulls), readiness)
-	status = subtract(subtract(status, pulls), readiness)
-	measure(catControllers, phase(phases.PhaseControllers))
-	measure(catScheduling, phase(phases.PhaseScheduling))
-	measure(catImagePull, pulls)
-	measure(catReadiness, readiness)
-	measure(catKubeletOther, rest)
-	measure(catStatus, status)
-	if left := seg.length() - covered; left > 0 {
-		// Gaps the Pod's phases do not cover (their stamps are coarser than the segment's).
-		add(catUntraced, seg.to.Add(-left), seg.to)
+	for _, sg := range segmentsOf(it) {
+		add(sg.cat, sg.From, sg.To)
 	}
 }
 

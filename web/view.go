@@ -233,10 +233,6 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 		s := &t.Spans[i]
 		children[s.ParentSpanID] = append(children[s.ParentSpanID], s)
 	}
-	podTrace := map[string]*phases.Trace{}
-	for i := range r.NewPods {
-		podTrace[r.NewPods[i].UID] = r.NewPods[i].Trace
-	}
 	at := func(x time.Time) float64 { return ms(x.Sub(root.Start)) }
 	pods := func(parent *phases.Span, step int) {
 		for _, c := range children[parent.SpanID] {
@@ -250,11 +246,11 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 			case rollout.PodSpanName:
 				row.Type = "pod"
 				row.Outcome = attrString(c, rollout.AttrPodOutcome)
-				row.Segments = podSegments(c, children[c.SpanID], podTrace[row.UID], root.Start)
+				row.Segments = rowSegments(t.Segments[row.UID], root.Start)
 			case rollout.TerminateSpanName:
 				row.Type = "old"
 				row.Killed = attrBool(c, rollout.AttrKilled)
-				row.Segments = []Segment{{Cat: CatTerminating, StartMs: row.StartMs, EndMs: row.EndMs}}
+				row.Segments = rowSegments(t.Segments[row.UID], root.Start)
 			default:
 				continue
 			}

@@ -3,7 +3,6 @@ package terminal
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -20,7 +19,7 @@ var ganttLegend = []struct {
 	mark  rune
 	words string
 }{
-	{'s', "scheduling"}, {'p', "image pull"}, {'k', "kubelet (sandbox, create, start)"}, {'r', "readiness"},
+	{'c', "controllers"}, {'s', "scheduling"}, {'p', "image pull"}, {'k', "kubelet (sandbox, create, start)"}, {'r', "readiness"},
 	{'t', "status"}, {'m', "minReadySeconds"}, {'=', "Pod without a trace"}, {'x', "terminating"}, {'|', "step"},
 }
 
@@ -55,21 +54,17 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 		fmt.Fprintf(w, "  %s %-38s %9s %9s |%s|\n", mark, trim(strings.Repeat("  ", indent)+label, 38),
 			fmtDur(s.Start.Sub(root.Start)), fmtDur(s.Duration()), bar)
 	}
-	podTrace := map[string]*phases.Trace{}
-	for i := range r.NewPods {
-		podTrace[r.NewPods[i].UID] = r.NewPods[i].Trace
-	}
 	pods := func(parent *phases.Span, indent int) {
 		for _, c := range children[parent.SpanID] {
 			switch c.Name {
 			case rollout.PodSpanName:
-				row(indent, "+ "+attrString(c, phases.AttrPodName), c, podBar(c, children[c.SpanID], podTrace[rawAttr(c, phases.AttrPodUID)], root))
+				row(indent, "+ "+attrString(c, phases.AttrPodName), c, segmentBar(t.Segments[rawAttr(c, phases.AttrPodUID)], root))
 			case rollout.TerminateSpanName:
 				label := "- " + attrString(c, phases.AttrPodName)
 				if k, _ := c.Attr(rollout.AttrKilled).(bool); k {
 					label += " (killed)"
 				}
-				row(indent, label, c, fill(c, root, 'x'))
+				row(indent, label, c, segmentBar(t.Segments[rawAttr(c, phases.AttrPodUID)], root))
 			}
 		}
 	}
@@ -122,14 +117,6 @@ func cell(at time.Time, root *phases.Span) int {
 	return min(max(c, 0), ganttWidth-1)
 }
 
-func fill(s, root *phases.Span, mark rune) string {
-	b := []rune(strings.Repeat(" ", ganttWidth))
-	for i := cell(s.Start, root); i <= cell(s.End, root); i++ {
-		b[i] = mark
-	}
-	return string(b)
-}
-
 func stepBar(s, root *phases.Span) string {
 	b := []rune(strings.Repeat(" ", ganttWidth))
 	from, to := cell(s.Start, root), cell(s.End, root)
@@ -140,53 +127,25 @@ func stepBar(s, root *phases.Span) string {
 	return string(b)
 }
 
-// podBar colours a new Pod's row by what it was doing: its phases, and within the kubelet
-// phase its image pulls and readiness, from its own trace's phase spans (drawn under it).
-func podBar(s *phases.Span, phaseSpans []*phases.Span, tr *phases.Trace, root *phases.Span) string {
-	if len(phaseSpans) == 0 {
-		return fill(s, root, '=')
-	}
+// segmentMark is the Gantt's letter for each kind of time in a Pod's row (rollout.Categories).
+var segmentMark = map[string]rune{
+	"controllers": 'c', "scheduling": 's', "image_pull": 'p', "readiness": 'r', "kubelet_other": 'k',
+	"status": 't', "min_ready": 'm', "termination": 'x', "untraced": '=',
+}
+
+// segmentBar draws a Pod's row from its rollout.Segments, the same stretches the web Gantt
+// draws and the critical path counts.
+func segmentBar(segs []rollout.Segment, root *phases.Span) string {
 	b := []rune(strings.Repeat(" ", ganttWidth))
-	mark := map[string]rune{phases.PhaseScheduling: 's', phases.PhaseKubelet: 'k', phases.PhaseStatus: 't'}
-	// Kubelet before status: where they overlap, the time is status's (as the critical path
-	// counts it).
-	ordered := append([]*phases.Span(nil), phaseSpans...)
-	sort.SliceStable(ordered, func(i, j int) bool { return mark[ordered[i].Name] == 'k' && mark[ordered[j].Name] != 'k' })
-	for _, ph := range ordered {
-		m, ok := mark[ph.Name]
-		if !ok || !ph.End.After(s.Start) {
-			continue
+	for _, sg := range segs {
+		m, ok := segmentMark[sg.Category.Name]
+		if !ok {
+			m = '?'
 		}
-		start := ph.Start
-		if start.Before(s.Start) {
-			start = s.Start
-		}
-		for i := cell(start, root); i <= cell(ph.End, root); i++ {
+		// Segments come in time order: where two share a cell, the later one's letter shows.
+		for i := cell(sg.From, root); i <= cell(sg.To, root); i++ {
 			b[i] = m
 		}
-	}
-	if tr != nil {
-		sub := map[string]rune{"container.image_pull": 'p', "container.readiness": 'r'}
-		for i := range tr.Spans {
-			m, ok := sub[tr.Spans[i].Name]
-			if !ok {
-				continue
-			}
-			for c := cell(tr.Spans[i].Start, root); c <= cell(tr.Spans[i].End, root); c++ {
-				if b[c] == 'k' || b[c] == 't' {
-					b[c] = m
-				}
-			}
-		}
-	}
-	last := cell(s.Start, root)
-	for i, c := range b {
-		if c != ' ' {
-			last = i
-		}
-	}
-	for i := last + 1; i <= cell(s.End, root); i++ {
-		b[i] = 'm' // Ready, waiting out minReadySeconds
 	}
 	return string(b)
 }
