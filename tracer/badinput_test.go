@@ -272,7 +272,7 @@ func TestLoadRecordingTruncatedLines(t *testing.T) {
 	if !ok || len(le.Problems) != 5 || len(deltas) != 2 {
 		t.Fatalf("got %d deltas, error %v; want 2 deltas and 5 problems", len(deltas), err)
 	}
-	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "5 unreadable lines") {
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "skipped 5 entries") {
 		t.Fatalf("error %q: want one line counting the 5 bad lines", err)
 	}
 }

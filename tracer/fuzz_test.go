@@ -28,13 +28,14 @@ func FuzzReadWatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		s := snapshotOrder[int(which)%len(snapshotOrder)]
 		lines := bytes.Count(data, []byte("\n")) + 1
-		deltas, problems, _ := readWatch(bytes.NewReader(data), s, "watch.jsonl")
+		w := readWatch(bytes.NewReader(data), s, "watch.jsonl")
+		deltas, problems := w.deltas, w.problems
 		if len(deltas)+len(problems) > lines+1 {
 			t.Fatalf("%d deltas and %d problems from %d lines", len(deltas), len(problems), lines)
 		}
 		for _, p := range problems {
-			if strings.Contains(p, "\n") {
-				t.Fatalf("problem is not one line: %q", p)
+			if !safeText(p.String()) {
+				t.Fatalf("problem is not one line of printable text: %q", p)
 			}
 		}
 		for _, d := range deltas {
@@ -54,12 +55,17 @@ func FuzzReadList(f *testing.F) {
 	f.Add([]byte(`[]`), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		s := snapshotOrder[int(which)%len(snapshotOrder)]
-		deltas, err := readList(data, s)
+		deltas, problems, err := readList(data, s, "list.json")
 		if err != nil {
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("error is not one line: %q", err)
+			if !safeText(err.Error()) {
+				t.Fatalf("error is not one line of printable text: %q", err)
 			}
 			return
+		}
+		for _, p := range problems {
+			if !safeText(p.String()) {
+				t.Fatalf("problem is not one line of printable text: %q", p)
+			}
 		}
 		for _, d := range deltas {
 			if d.Object == nil || !d.Initial {
