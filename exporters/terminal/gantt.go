@@ -31,7 +31,7 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 	r := t.Rollout
 	fmt.Fprintf(w, "%s %s/%s  rollout %s (generation %d, revision %s)  %s  %s  trace %s\n",
 		safetext.Field(strings.ToLower(r.Workload.Kind)), safetext.Field(r.Workload.Namespace), safetext.Field(r.Workload.Name), t.Summary.Kind, r.Generation, safetext.Field(orDash(r.Revision)),
-		t.Summary.Outcome, fmtDur(root.Duration()), t.TraceID)
+		t.Summary.Outcome, durText(root), t.TraceID)
 	fmt.Fprintf(w, "  %s\n", safetext.Field(t.Summary.Sentence))
 	if root.Status == phases.StatusError {
 		fmt.Fprintf(w, "  error: %s\n", safetext.Field(root.StatusMessage))
@@ -52,7 +52,7 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 			mark = "*"
 		}
 		fmt.Fprintf(w, "  %s %-38s %9s %9s |%s|\n", mark, trim(strings.Repeat("  ", indent)+label, 38),
-			fmtDur(s.Start.Sub(root.Start)), fmtDur(s.Duration()), bar)
+			fmtDur(s.Start.Sub(root.Start)), durText(s), bar)
 	}
 	pods := func(parent *phases.Span, indent int) {
 		for _, c := range children[parent.SpanID] {

@@ -21,9 +21,8 @@ const barWidth = 40
 // the cluster (names, messages, reasons) goes through safetext.Field on its way to the terminal.
 func Waterfall(w io.Writer, t *phases.Trace) error {
 	root := t.Root()
-	total := root.Duration()
 	p := t.Pod
-	fmt.Fprintf(w, "%s/%s  trace %s  %s  %s\n", safetext.Field(p.Namespace), safetext.Field(p.Name), t.TraceID, t.Summary.Outcome, fmtDur(total))
+	fmt.Fprintf(w, "%s/%s  trace %s  %s  %s\n", safetext.Field(p.Namespace), safetext.Field(p.Name), t.TraceID, t.Summary.Outcome, durText(root))
 	if root.Status == phases.StatusError {
 		fmt.Fprintf(w, "  error: %s\n", safetext.Field(root.StatusMessage))
 	}
@@ -62,7 +61,7 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 			notes = append(notes, safetext.Field(e.Name))
 		}
 		src := safetext.Field(fmt.Sprintf("%s→%s", s.Attr(phases.AttrSourceStart), s.Attr(phases.AttrSourceEnd)))
-		fmt.Fprintf(w, "  %-34s %9s %9s |%s| %s %s\n", trim(name, 34), fmtDur(s.Start.Sub(root.Start)), fmtDur(s.Duration()), bar(s, root), src, strings.Join(dedupe(notes), ", "))
+		fmt.Fprintf(w, "  %-34s %9s %10s |%s| %s %s\n", trim(name, 34), fmtDur(s.Start.Sub(root.Start)), durText(s), bar(s, root), src, strings.Join(dedupe(notes), ", "))
 	}
 	return nil
 }
@@ -110,6 +109,34 @@ func bar(s, root *phases.Span) string {
 		from = barWidth - 1
 	}
 	return strings.Repeat(" ", from) + strings.Repeat("█", to-from) + strings.Repeat(" ", barWidth-to)
+}
+
+// durText is a span's length with the precision its ends have. A whole-second stamp (a
+// creationTimestamp, a condition's time) leaves a window of up to a second at its end, so
+// printing "10.000s" would claim a precision the trace does not have: such a length is written
+// "10s ±1s", the window being the uncertainty the span's bounds state (or, for a span without
+// bounds, what its precision attributes say).
+func durText(s *phases.Span) string {
+	u := max(s.StartBound.Uncertainty(), s.EndBound.Uncertainty())
+	if s.StartBound.Source == 0 {
+		u = max(precisionWindow(s.Attr(phases.AttrPrecisionStart)), precisionWindow(s.Attr(phases.AttrPrecisionEnd)))
+	}
+	d := s.Duration()
+	switch {
+	case u >= time.Second:
+		return fmt.Sprintf("%.0fs ±%.0fs", d.Seconds(), u.Seconds())
+	case u >= 100*time.Millisecond:
+		return fmt.Sprintf("%.1fs ±%.1fs", d.Seconds(), u.Seconds())
+	}
+	return fmtDur(d)
+}
+
+// precisionWindow is the window a readyspan.time.precision.* value leaves.
+func precisionWindow(v any) time.Duration {
+	if v == "1s" {
+		return time.Second
+	}
+	return 0
 }
 
 func fmtDur(d time.Duration) string {
