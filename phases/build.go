@@ -208,7 +208,7 @@ type timeline struct {
 	bareRoot bool
 	attempts int
 	// inconsistent describes each milestone the stamps put impossibly early (outOfOrder).
-	inconsistent []string
+	inconsistent []inconsistency
 }
 
 // timeline resolves the Pod's boundaries, narrows the whole-second ones, fills the chain and
@@ -405,7 +405,11 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	if len(tl.inconsistent) > 0 {
 		// The spans are drawn with the boundaries clamped into order; the root says why (and
 		// the summary keeps the trace out of the histograms).
-		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrInconsistent, true}, Attr{AttrInconsistency, strings.Join(tl.inconsistent, "; ")})
+		why := make([]string, len(tl.inconsistent))
+		for i, x := range tl.inconsistent {
+			why[i] = x.why
+		}
+		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrInconsistent, true}, Attr{AttrInconsistency, strings.Join(why, "; ")})
 	}
 }
 

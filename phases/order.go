@@ -2,6 +2,7 @@ package phases
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -33,12 +34,13 @@ func earliestPossible(p point) (Instant, bool) {
 
 // outOfOrder returns a description of each milestone that the stamps put before one that must
 // precede it, by more than the stamps' precision and consistencySlack (clocks of different
-// components) can explain. Milestones are in causal order; unobserved ones are skipped. Each
-// milestone is compared with the latest earliest-possible time among those before it, and one
-// found out of order is not held against the ones after it: a stamp that is too early gives
-// one line (one that is too late puts each milestone after it out of order).
-func outOfOrder(ms []milestone) []string {
-	var out []string
+// components) can explain, and its cause (inconsistency.cause). Milestones are in causal order;
+// unobserved ones are skipped. Each milestone is compared with the latest earliest-possible time
+// among those before it, and one found out of order is not held against the ones after it: a
+// stamp that is too early gives one line (one that is too late puts each milestone after it out
+// of order).
+func outOfOrder(ms []milestone) []inconsistency {
+	var out []inconsistency
 	var floor Instant
 	floorName, floorAt := "", point{}
 	for _, m := range ms {
@@ -47,9 +49,12 @@ func outOfOrder(ms []milestone) []string {
 		}
 		if floorName != "" {
 			if gap := time.Duration(floor - latestPossible(m.at)); gap > consistencySlack {
-				out = append(out, fmt.Sprintf("%s (%s %s) is %s before %s (%s %s)",
-					m.name, m.at.src, m.at.t.Time().UTC().Format(time.RFC3339Nano), spoken(time.Duration(floor-m.at.t)),
-					floorName, floorAt.src, floorAt.t.Time().UTC().Format(time.RFC3339Nano)))
+				out = append(out, inconsistency{
+					why: fmt.Sprintf("%s (%s %s) is %s before %s (%s %s)",
+						m.name, m.at.src, m.at.t.Time().UTC().Format(time.RFC3339Nano), spoken(time.Duration(floor-m.at.t)),
+						floorName, floorAt.src, floorAt.t.Time().UTC().Format(time.RFC3339Nano)),
+					cause: causeName(m.name) + "_before_" + causeName(floorName),
+				})
 				continue // a wrong stamp must not become the floor the others are held to
 			}
 		}
@@ -58,6 +63,19 @@ func outOfOrder(ms []milestone) []string {
 		}
 	}
 	return out
+}
+
+// inconsistency is one milestone out of order: why, in words with the stamps, and its cause,
+// the two milestones' names alone ("created_before_replicaset_scaled_up"): a metric's label,
+// so one of a bounded set (the milestones are fixed names; a container's steps are named
+// without the container's name, and their cause starts with "container_").
+type inconsistency struct {
+	why, cause string
+}
+
+// causeName is a milestone's name as part of a cause: lower case, words joined by "_".
+func causeName(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), " ", "_")
 }
 
 // spoken formats a gap for people: days beyond two of them, else a rounded duration.
@@ -69,7 +87,7 @@ func spoken(d time.Duration) string {
 }
 
 // inconsistencies checks the order of the Pod's milestones and of each container's steps.
-func (b *builder) inconsistencies(received, persisted, scaled, created, scheduled, kubeletDone, ready point) []string {
+func (b *builder) inconsistencies(received, persisted, scaled, created, scheduled, kubeletDone, ready point) []inconsistency {
 	p := b.pod
 	sandbox := resolve(p.SandboxReady)
 	var buf [9]milestone
@@ -91,13 +109,15 @@ func (b *builder) inconsistencies(received, persisted, scaled, created, schedule
 		c := &p.Containers[i]
 		// The steps are checked under names without the container's, and named after it
 		// only when out of order: the names are built for the rare trace that needs them.
+		// The causes are the first check's: a container's name is no label value.
 		var stepsBuf [7]milestone
-		if outOfOrder(containerMilestones(stepsBuf[:0], c, "", scheduled, kubeletDone)) == nil {
+		plain := outOfOrder(containerMilestones(stepsBuf[:0], c, "", scheduled, kubeletDone))
+		if plain == nil {
 			continue
 		}
-		for _, s := range outOfOrder(containerMilestones(stepsBuf[:0], c, c.Name+" ", scheduled, kubeletDone)) {
-			if !contains(out, s) {
-				out = append(out, s)
+		for j, s := range outOfOrder(containerMilestones(stepsBuf[:0], c, c.Name+" ", scheduled, kubeletDone)) {
+			if !contains(out, s.why) {
+				out = append(out, inconsistency{why: s.why, cause: "container_" + plain[j].cause})
 			}
 		}
 	}
@@ -120,9 +140,9 @@ func containerMilestones(ms []milestone, c *Container, prefix string, scheduled,
 	return append(ms, milestone{prefix + "ready", resolve(c.ReadyAt)}, milestone{"containers ready", kubeletDone})
 }
 
-func contains(list []string, s string) bool {
+func contains(list []inconsistency, why string) bool {
 	for _, x := range list {
-		if x == s {
+		if x.why == why {
 			return true
 		}
 	}

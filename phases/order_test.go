@@ -41,8 +41,8 @@ func TestOutOfOrder(t *testing.T) {
 				t.Fatalf("got %q, want %d lines like %q", got, len(tt.want), tt.want)
 			}
 			for i := range got {
-				if !strings.Contains(got[i], tt.want[i]) {
-					t.Errorf("line %d: %q, want it to contain %q", i, got[i], tt.want[i])
+				if !strings.Contains(got[i].why, tt.want[i]) {
+					t.Errorf("line %d: %q, want it to contain %q", i, got[i].why, tt.want[i])
 				}
 			}
 		})
@@ -62,6 +62,10 @@ func TestBuildFlagsImpossibleOrder(t *testing.T) {
 	why, _ := root.Attr(AttrInconsistency).(string)
 	if !strings.Contains(why, "ready (status 1996-") || len(tr.Summary.Inconsistencies) != 1 {
 		t.Errorf("inconsistency %q / %q, want the Ready stamp named once", why, tr.Summary.Inconsistencies)
+	}
+	// The cause names the two milestones alone, fit for a metric's label.
+	if c := tr.Summary.InconsistencyCauses; len(c) != 1 || c[0] != "ready_before_scheduled" {
+		t.Errorf("causes %q, want [ready_before_scheduled]", c)
 	}
 	if s := tr.Summary; s.PhaseObserved != [6]bool{} || s.Startup != 0 || s.SLIEligible {
 		t.Errorf("summary %+v: an inconsistent trace feeds no histogram", s)

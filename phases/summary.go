@@ -32,6 +32,10 @@ type Summary struct {
 	// Inconsistencies describes each milestone the stamps put impossibly early (see
 	// outOfOrder). Such a trace's phases are not measured: which stamp is wrong is unknown.
 	Inconsistencies []string
+	// InconsistencyCauses names each one's cause, for a metric's label: the two milestones
+	// ("created_before_replicaset_scaled_up"; a container's steps "container_…"), one of a
+	// bounded set. Parallel to Inconsistencies.
+	InconsistencyCauses []string
 }
 
 // drawnPull is an image pull drawn as a span: the summary counts it.
@@ -68,7 +72,11 @@ func (b *builder) summarize(tl *timeline, opts Options) Summary {
 	b.sli(&sum, tl.created, opts)
 	if len(tl.inconsistent) > 0 {
 		// Which stamp is wrong is unknown: no duration of this trace goes into a histogram.
-		sum.Inconsistencies = tl.inconsistent
+		sum.Inconsistencies = make([]string, len(tl.inconsistent))
+		sum.InconsistencyCauses = make([]string, len(tl.inconsistent))
+		for i, x := range tl.inconsistent {
+			sum.Inconsistencies[i], sum.InconsistencyCauses[i] = x.why, x.cause
+		}
 		sum.PhaseObserved = [len(sum.PhaseObserved)]bool{}
 		sum.Startup, sum.SLI, sum.SLIEligible = 0, 0, false
 	}

@@ -4,7 +4,9 @@ import (
 	"container/heap"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -713,11 +715,30 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	delete(c.inSlice, uid)
 	c.done[uid] = struct{}{}
 	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.pod)})
-	for _, w := range TimeWarnings(tr) {
-		c.log.Warn("Trace marked "+phases.AttrInconsistent, "problem", w)
-	}
+	c.warnInconsistent(tr)
 	c.rollouts.podTrace(tr)
 	c.sink.Export(tr)
+}
+
+// warnInconsistent logs a trace whose timestamps are out of order (phases.AttrInconsistent): once
+// per cause, with the Pod. Such a trace is left out of the histograms, so on a healthy cluster
+// each one is a bug in readyspan or a clock to look at, not a state to keep quiet about (the
+// metrics count them by cause: readyspan_traces_inconsistent_total).
+func (c *Correlator) warnInconsistent(tr *phases.Trace) {
+	s := &tr.Summary
+	for i, cause := range s.InconsistencyCauses {
+		if slices.Contains(s.InconsistencyCauses[:i], cause) {
+			continue
+		}
+		var why []string
+		for j := i; j < len(s.InconsistencyCauses); j++ {
+			if s.InconsistencyCauses[j] == cause {
+				why = append(why, s.Inconsistencies[j])
+			}
+		}
+		c.log.Warn("Trace timestamps out of order: marked "+phases.AttrInconsistent+" and left out of the histograms",
+			"pod", tr.Pod.Namespace+"/"+tr.Pod.Name, "traceID", tr.TraceID.String(), "cause", cause, "detail", strings.Join(why, "; "))
+	}
 }
 
 // stateful is the kubelet's definition, from its pod startup latency tracker (Kubernetes

@@ -1,9 +1,11 @@
 // Package prometheus turns finished traces into histograms and counts readyspan's own health.
-// Labels are bounded: phase, outcome, result, resource, reason — never a Pod, node or image name.
+// Labels are bounded: phase, outcome, result, resource, reason, cause — never a Pod, node or image
+// name.
 package prometheus
 
 import (
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +31,7 @@ type Metrics struct {
 	podsInPhase   *prometheus.GaugeVec
 	podsStuck     *prometheus.CounterVec
 	tracesDone    *prometheus.CounterVec
+	inconsistent  *prometheus.CounterVec
 	watchEvents   *prometheus.CounterVec
 	watchErrors   *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
@@ -68,6 +71,8 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Pods exported as stuck (not Ready after --stuck-after), by the phase they were stuck in."}, []string{"phase"}),
 		tracesDone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_traces_total",
 			Help: "Traces reconstructed, by outcome."}, []string{"outcome"}),
+		inconsistent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_traces_inconsistent_total",
+			Help: "Traces whose timestamps put a milestone before one that must precede it (marked readyspan.time.inconsistent and left out of the histograms), by cause: the two milestones, as in created_before_replicaset_scaled_up (a container's steps: container_…). Each trace counts once per cause. On a healthy cluster none is counted: each is a bug in readyspan or a clock to look at."}, []string{"cause"}),
 		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_watch_events_total",
 			Help: "Watch events received, by resource."}, []string{"resource"}),
 		watchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_watch_errors_total",
@@ -93,7 +98,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		rollouts: newRolloutMetrics(),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
-		m.podsInPhase, m.podsStuck, m.tracesDone, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
+		m.podsInPhase, m.podsStuck, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	reg.MustRegister(m.rollouts.collectors()...)
 	m.rollouts.init()
@@ -130,6 +135,11 @@ func (m *Metrics) Export(t *phases.Trace) {
 	id := t.TraceID.String()
 	outcome := string(s.Outcome)
 	m.tracesDone.WithLabelValues(outcome).Inc()
+	for i, cause := range s.InconsistencyCauses {
+		if !slices.Contains(s.InconsistencyCauses[:i], cause) {
+			m.inconsistent.WithLabelValues(cause).Inc()
+		}
+	}
 	for i, name := range phases.Phases {
 		if s.PhaseObserved[i] {
 			observe(m.phaseDuration.WithLabelValues(name, outcome), s.PhaseDurations[i], id)

@@ -112,3 +112,42 @@ func TestSelfCounters(t *testing.T) {
 		t.Fatalf("unparsed{Pulled} %v", got)
 	}
 }
+
+// TestExportInconsistent: a trace whose stamps are out of order is counted once per cause, by
+// the cause alone (no Pod or container name), and feeds no histogram.
+func TestExportInconsistent(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "v0.1.0")
+	m.Export(trace())
+	bad := trace()
+	p := *bad.Pod
+	p.Ready = phases.Times{{At: phases.InstantOf(p.Created[0].Time().AddDate(-30, 0, 0)), Source: phases.SourceStatus}}
+	c := p.Containers[0]
+	c.PullFinished = phases.Times{{At: phases.InstantOf(p.Created[0].Time().AddDate(-30, 0, 0)), Source: phases.SourceEventName}}
+	p.Containers = []phases.Container{c}
+	bad = phases.Build(&p, phases.Options{})
+	if len(bad.Summary.InconsistencyCauses) < 2 {
+		t.Fatalf("causes %q, want the Pod's Ready and the container's pull", bad.Summary.InconsistencyCauses)
+	}
+	m.Export(bad)
+	want := `
+# HELP readyspan_traces_inconsistent_total Traces whose timestamps put a milestone before one that must precede it (marked readyspan.time.inconsistent and left out of the histograms), by cause: the two milestones, as in created_before_replicaset_scaled_up (a container's steps: container_…). Each trace counts once per cause. On a healthy cluster none is counted: each is a bug in readyspan or a clock to look at.
+# TYPE readyspan_traces_inconsistent_total counter
+readyspan_traces_inconsistent_total{cause="container_pull_finished_before_pull_started"} 1
+readyspan_traces_inconsistent_total{cause="ready_before_scheduled"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "readyspan_traces_inconsistent_total"); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "readyspan_pod_startup_duration_seconds" {
+			if n := mf.GetMetric()[0].GetHistogram().GetSampleCount(); n != 1 {
+				t.Errorf("startup histogram has %d samples, want only the consistent trace's", n)
+			}
+		}
+	}
+}
