@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -22,8 +23,95 @@ type replicaSet struct {
 	deploymentUID  types.UID
 	deploymentName string
 	replicas       int32
-	// scaleUps holds one Times per observed scale-up (creation included), oldest first.
-	scaleUps []phases.Times
+	// scaleUps holds one entry per observed scale-up (creation included), oldest first.
+	scaleUps []scaleUp
+}
+
+// scaleUp is one scale-up of a ReplicaSet as readyspan saw it: in the ReplicaSet's watch (its
+// creation, or a version with more replicas), in the deployment controller's ScalingReplicaSet
+// event ("Scaled up replica set web-7d4b9 from 1 to 2"), or in both.
+type scaleUp struct {
+	// from and to are the replica counts before and after, -1 where unknown (a ReplicaSet first
+	// seen in a list shows its count now, not the one it was created with).
+	from, to int32
+	created  time.Time      // the ReplicaSet's creationTimestamp, for the step that created it (1 s)
+	watched  phases.Instant // receive time of the ReplicaSet version that showed it
+	event    *event         // the ScalingReplicaSet event that stated it
+}
+
+// times are the step's stamps, as phases reads ReplicaSetScaled. The event's own receive time
+// is left out: it says when readyspan heard of the step, not when the step was taken, and a
+// step's watch stamp is compared with Pods' (atOrBefore) only as the ReplicaSet's own.
+func (s *scaleUp) times() phases.Times {
+	t := make(phases.Times, 0, 5)
+	t.Add(s.created, phases.SourceMetadata)
+	t.AddInstant(s.watched, phases.SourceWatch)
+	if e := s.event; e != nil {
+		t.AddInstant(e.EventTime, phases.SourceEventTime)
+		t.AddInstant(e.NameTime, phases.SourceEventName)
+		t.AddInstant(e.First, phases.SourceEventSeconds)
+	}
+	return t
+}
+
+// at is the step's best stamp, for keeping the steps in order.
+func (s *scaleUp) at() phases.Instant {
+	r, _ := s.times().Resolve()
+	return r.At
+}
+
+// counts reports whether the step could be the one from a to b replicas.
+func (s *scaleUp) counts(from, to int32) bool {
+	return (s.from < 0 || s.from == from) && (s.to < 0 || s.to == to)
+}
+
+// atOrBefore reports whether a controller's step, by its stamps, came at or before the change
+// the other stamps observed (a Pod's creation, its deletion). Steps of one owner can be two
+// seconds apart or less (a wave of a rolling update waits for a readiness probe; with room to
+// surge the next comes at once), closer than whole-second stamps and a slack for clocks can
+// tell: the stamps compared are those of one clock and precision, nanosecond event names (the
+// controllers' clock: a ScalingReplicaSet event is stamped after the ReplicaSet's update
+// returned, a SuccessfulCreate after the Pod's create did), then readyspan's receive times.
+// Only with no such pair are the best stamps compared, a whole second's stamp read as the end
+// of its second.
+func atOrBefore(step, change phases.Times) bool {
+	if s, c, ok := samePrecision(step, change); ok {
+		return s <= c
+	}
+	s, sok := step.Resolve()
+	c, cok := change.Resolve()
+	if !sok || !cok {
+		return sok
+	}
+	latest := c.At
+	if c.Source.Precision() == time.Second {
+		latest += phases.Instant(time.Second)
+	}
+	return s.At <= latest
+}
+
+// samePrecision returns the stamps atOrBefore compares first: of one source, the most precise
+// that both have, and whether they have one.
+func samePrecision(step, change phases.Times) (phases.Instant, phases.Instant, bool) {
+	for _, src := range [...]phases.Source{phases.SourceEventName, phases.SourceWatch} {
+		s, sok := stampFrom(step, src)
+		c, cok := stampFrom(change, src)
+		if sok && cok {
+			return s, c, true
+		}
+	}
+	return 0, 0, false
+}
+
+// stampFrom is the earliest stamp of one source.
+func stampFrom(t phases.Times, src phases.Source) (phases.Instant, bool) {
+	var at phases.Instant
+	for _, s := range t {
+		if s.Source == src && (at == 0 || s.At < at) {
+			at = s.At
+		}
+	}
+	return at, at != 0
 }
 
 // deployment is what readyspan keeps of a Deployment: its spec changes and who made them.
@@ -83,21 +171,42 @@ func (c *Correlator) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
 		}
 		c.replicaSets[rs.UID] = cur
 		if replicas > 0 {
-			var t phases.Times
-			t.Add(rs.CreationTimestamp.Time, phases.SourceMetadata)
-			if d.Type == Added {
-				t.Add(d.watchTime(), phases.SourceWatch)
+			su := scaleUp{from: 0, to: -1, created: rs.CreationTimestamp.Time}
+			if w := d.watchTime(); d.Type == Added && !w.IsZero() {
+				// Seen created: its count now is the one it was created with.
+				su.to, su.watched = replicas, wallOf(w)
 			}
-			cur.scaleUps = append(cur.scaleUps, t)
+			cur.watched(su)
 		}
 	} else if replicas > cur.replicas {
-		var t phases.Times
-		t.Add(d.watchTime(), phases.SourceWatch)
-		cur.scaleUps = append(cur.scaleUps, t)
+		cur.watched(scaleUp{from: cur.replicas, to: replicas, watched: wallOf(d.watchTime())})
 	}
 	cur.replicas = replicas
-	if len(cur.scaleUps) > maxHistory {
-		cur.scaleUps = cur.scaleUps[len(cur.scaleUps)-maxHistory:]
+}
+
+// watched records a scale-up the ReplicaSet's watch showed: into the step its event already
+// stated, when the event came first, else as a step of its own.
+func (rs *replicaSet) watched(su scaleUp) {
+	for i := len(rs.scaleUps) - 1; i >= 0; i-- {
+		s := &rs.scaleUps[i]
+		if s.event != nil && s.watched == 0 && s.created.IsZero() && s.counts(su.from, su.to) && su.counts(s.from, s.to) {
+			s.watched, s.created = su.watched, su.created
+			return
+		}
+	}
+	rs.add(su)
+}
+
+// add puts a step among the ReplicaSet's, in time order, keeping the latest maxHistory.
+func (rs *replicaSet) add(su scaleUp) {
+	at := su.at()
+	i := len(rs.scaleUps)
+	for i > 0 && rs.scaleUps[i-1].at() > at {
+		i--
+	}
+	rs.scaleUps = slices.Insert(rs.scaleUps, i, su)
+	if len(rs.scaleUps) > maxHistory {
+		rs.scaleUps = rs.scaleUps[len(rs.scaleUps)-maxHistory:]
 	}
 }
 
@@ -140,15 +249,12 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 	if e.Reason != "ScalingReplicaSet" {
 		return true
 	}
-	var rsName string
-	msg := strings.TrimPrefix(e.Message, combinedPrefix)
-	switch {
-	case strings.HasPrefix(msg, "Scaled up replica set "):
-		rsName, _, _ = strings.Cut(strings.TrimPrefix(msg, "Scaled up replica set "), " ")
-	case strings.HasPrefix(msg, "Scaled down replica set "):
-		return true // scale-downs say nothing about starting Pods
-	default:
+	st, _, known := stepOf(e)
+	if !known {
 		return false
+	}
+	if !st.Up {
+		return true // scale-downs say nothing about starting Pods
 	}
 	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
 		// A rewrite of a combined Event: its stamps are its first occurrence's, a different
@@ -156,23 +262,28 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 		return true
 	}
 	for _, rs := range c.replicaSets {
-		if rs.name != rsName || rs.namespace != e.Namespace {
+		if rs.name != st.Target || rs.namespace != e.Namespace {
 			continue
 		}
-		// Attach the event to the scale-up it describes: the latest one not after it.
+		// The step the event states: the latest one watched with its counts and not yet
+		// stated, not after the event (the ReplicaSet's update is seen about when the event
+		// is written, either first). Matched by time alone, steps two seconds apart took
+		// each other's events.
 		at := e.when().At
-		best := -1
-		for i, su := range rs.scaleUps {
-			if s, ok := su.Earliest(); ok && s.At <= at+phases.Instant(2*time.Second) {
-				best = i
+		for i := len(rs.scaleUps) - 1; i >= 0; i-- {
+			s := &rs.scaleUps[i]
+			if s.event == nil && s.counts(st.From, st.To) && s.at() <= at+phases.Instant(scaleEventSlack) {
+				s.event = e
+				if s.from < 0 {
+					s.from = st.From
+				}
+				if s.to < 0 {
+					s.to = st.To
+				}
+				return true
 			}
 		}
-		if best < 0 {
-			var t phases.Times
-			rs.scaleUps = append([]phases.Times{t}, rs.scaleUps...)
-			best = 0
-		}
-		e.firstStamps(&rs.scaleUps[best])
+		rs.add(scaleUp{from: st.From, to: st.To, event: e})
 		return true
 	}
 	c.pendingScale = append(c.pendingScale, e)
@@ -181,6 +292,10 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 	}
 	return true
 }
+
+// scaleEventSlack is how much later than its ScalingReplicaSet event the ReplicaSet's watch may
+// show a scale-up and still be that one.
+const scaleEventSlack = 2 * time.Second
 
 // rootOf fills the chain's start for a Pod from its owners: the Deployment change that led to
 // the ReplicaSet scale-up that created the Pod, or, when the ReplicaSet replaced a Pod with no
@@ -205,11 +320,17 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		return
 	}
 	obs.Deployment = rs.deploymentName
-	created, _ := ps.created.Earliest()
+	// The step that created the Pod: the latest one at or before its creation. A later one is
+	// another wave's; taken, it put the Pod's creation before its own cause.
 	var scale phases.Times
-	for _, su := range rs.scaleUps {
-		if s, ok := su.Earliest(); ok && !s.Time().After(created.Time().Add(2*time.Second)) && created.Time().Sub(s.Time()) < selfHealWindow {
-			scale = su
+	for i := len(rs.scaleUps) - 1; i >= 0; i-- {
+		if t := rs.scaleUps[i].times(); atOrBefore(t, obs.Created) {
+			s, _ := t.Resolve()
+			created, _ := obs.Created.Resolve()
+			if created.At.Sub(s.At) < selfHealWindow {
+				scale = t
+			}
+			break
 		}
 	}
 	if scale == nil || rs.deploymentUID == "" {

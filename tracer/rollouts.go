@@ -629,47 +629,98 @@ func (r *rollouts) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
 	return ok && created.Before(s.Time().Add(-2*time.Second))
 }
 
-// matchSteps attributes each Pod to the step that created or removed it. A Deployment's step
-// names a ReplicaSet and a count: its new Pods of that ReplicaSet, in creation order, fill the
-// scale-ups in time order, and its removed Pods the scale-downs. A StatefulSet's or DaemonSet's
-// step names the Pod.
+// matchSteps attributes each Pod to the step that created or removed it: the latest step of its
+// owner, in its direction, at or before its creation (or its deletion's request) by the precise
+// stamps (atOrBefore), with room left; never a later one, which is another wave's, however close
+// (steps are two seconds apart when each waits for a readiness probe, milliseconds with room to
+// surge). A Deployment's step names a ReplicaSet and a count; a StatefulSet's or DaemonSet's
+// names the Pod. Steps are in time order and the Pods in the order they were created (removed).
 func matchSteps(steps []rollout.Step, news, olds []*wlPod, kind string) {
-	used := map[types.UID]bool{}
+	room := make([]int32, len(steps))
+	at := make([]phases.Times, len(steps))
 	for i := range steps {
-		s := &steps[i]
-		// The step's earliest stamp: a rewrite of a combined Event is stamped by its receive
-		// time (late by readyspan's watch) and its whole-second lastTimestamp (early).
-		at, _ := s.Time.Earliest()
-		pool := olds
-		if s.Up {
-			pool = news
+		room[i] = steps[i].Count()
+		if room[i] < 0 {
+			room[i] = -room[i]
 		}
-		want := s.Count()
-		if want < 0 {
-			want = -want
-		}
-		for _, p := range pool {
-			if int32(len(s.Pods)) >= want {
-				break
+		// The step's receive time (its Event's) is left out: when readyspan heard of the step
+		// says nothing of the order of the step and the Pod's own receive time.
+		for _, st := range steps[i].Time {
+			if st.Source != phases.SourceWatch {
+				at[i] = append(at[i], st)
 			}
-			if used[p.uid] {
-				continue
-			}
-			t := p.created
-			if !s.Up {
-				t = p.deleted
-			}
-			pt, _ := t.Resolve()
-			if pt.Time().Before(at.Time().Add(-time.Second)) {
-				continue
-			}
-			if kind == rollout.Deployment && p.ownerName != s.Target || kind != rollout.Deployment && p.name != s.Target {
-				continue
-			}
-			used[p.uid] = true
-			s.Pods = append(s.Pods, string(p.uid))
 		}
 	}
+	owns := func(s *rollout.Step, p *wlPod) bool {
+		if kind == rollout.Deployment {
+			return p.ownerName == s.Target
+		}
+		return p.name == s.Target
+	}
+	match := func(pool []*wlPod, up bool) {
+		assigned := make([]int, len(pool)) // the step of each Pod, -1 for none
+		for j, p := range pool {
+			t := p.created
+			if !up {
+				t = p.deleted
+			}
+			assigned[j] = -1
+			for i := len(steps) - 1; i >= 0; i-- {
+				s := &steps[i]
+				if s.Up == up && room[i] > 0 && owns(s, p) && atOrBefore(at[i], t) {
+					assigned[j] = i
+					break
+				}
+			}
+			if assigned[j] < 0 {
+				// Its stamps put it before every step with room. Where they are not of one
+				// precision (a rewrite of a combined Event has only whole seconds and its
+				// receive time), a second's slack, and the earliest such step.
+				pt, _ := t.Resolve()
+				for i := range steps {
+					s := &steps[i]
+					st, _ := s.Time.Earliest()
+					if _, _, precise := samePrecision(at[i], t); precise {
+						continue
+					}
+					if s.Up == up && room[i] > 0 && owns(s, p) && !pt.Time().Before(st.Time().Add(-time.Second)) {
+						assigned[j] = i
+						break
+					}
+				}
+			}
+			if assigned[j] >= 0 {
+				room[assigned[j]]--
+			}
+		}
+		// When the controller took steps faster than it created (with room to surge it scales
+		// the new ReplicaSet again as soon as it has scaled the old one down), the first Pods
+		// took the latest step and the next ones the step before: the same Pods of the same
+		// owner go to the same steps, in order.
+		byOwner := map[string][]int{}
+		for j, i := range assigned {
+			if i >= 0 {
+				byOwner[steps[i].Target] = append(byOwner[steps[i].Target], j)
+			}
+		}
+		for _, js := range byOwner {
+			slots := make([]int, len(js))
+			for k, j := range js {
+				slots[k] = assigned[j]
+			}
+			slices.Sort(slots)
+			for k, j := range js {
+				assigned[j] = slots[k]
+			}
+		}
+		for j, i := range assigned {
+			if i >= 0 {
+				steps[i].Pods = append(steps[i].Pods, string(pool[j].uid))
+			}
+		}
+	}
+	match(news, true)
+	match(olds, false)
 }
 
 // tick runs the deadlines and publishes the gauges.

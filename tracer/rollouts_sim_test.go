@@ -527,6 +527,13 @@ func TestMatchSteps(t *testing.T) {
 			[]*wlPod{pod("p1", 1_050), pod("p2", 4_400)}, [][]string{{"p1"}, {"p2"}}},
 		{"a combined rewrite whose lastTimestamp is 1.9 s after the Pod", []phases.Times{precise(1_000), combined(6_550)},
 			[]*wlPod{pod("p1", 1_050), pod("p2", 4_400)}, [][]string{{"p1"}, nil}},
+		// By stamps of one clock and precision, a Pod created before a step is not that step's,
+		// however close: a second's slack took the next wave's step for it.
+		{"a Pod 0.5 s before the next step, by event names, is not its", []phases.Times{precise(1_000), precise(3_000)},
+			[]*wlPod{pod("p1", 1_050), pod("p2", 2_500)}, [][]string{{"p1"}, nil}},
+		// A step whose own Pod is missing leaves the next wave's Pod to the next step.
+		{"a step without its Pod", []phases.Times{precise(1_000), precise(3_000), precise(5_000)},
+			[]*wlPod{pod("p1", 1_050), pod("p3", 5_050)}, [][]string{{"p1"}, nil, {"p3"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -541,6 +548,29 @@ func TestMatchSteps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMatchStepsSurge: with room to surge, the deployment controller scales the new ReplicaSet
+// again as soon as it has scaled the old one down, milliseconds after the first step, and the
+// replicaset controller may create the Pods of both after the second. The Pods fill the steps in
+// order: the first two the step of two, the third the step of one.
+func TestMatchStepsSurge(t *testing.T) {
+	pod := func(uid string, created int) *wlPod {
+		p := &wlPod{uid: types.UID(uid), name: uid, ownerName: "web-7d4b9"}
+		p.created.Add(simAt(created), phases.SourceEventName)
+		return p
+	}
+	at := func(ms int) phases.Times {
+		return phases.Times{{At: phases.InstantOf(simAt(ms)), Source: phases.SourceEventName}}
+	}
+	steps := []rollout.Step{
+		{Time: at(1_000), Up: true, Target: "web-7d4b9", From: 0, To: 2},
+		{Time: at(1_004), Up: true, Target: "web-7d4b9", From: 2, To: 3},
+	}
+	matchSteps(steps, []*wlPod{pod("p1", 1_010), pod("p2", 1_012), pod("p3", 1_015)}, nil, rollout.Deployment)
+	if got := fmt.Sprint(steps[0].Pods, steps[1].Pods); got != "[p1 p2] [p3]" {
+		t.Errorf("steps' Pods %s, want [p1 p2] [p3]", got)
 	}
 }
 

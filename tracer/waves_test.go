@@ -1,0 +1,87 @@
+package tracer
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/readyspan/readyspan/phases"
+)
+
+// TestWaveMatchedToItsOwnStep replays the timing of issue 22's rolling update (make demo's web:
+// 3 replicas, maxSurge 1, maxUnavailable 0): a wave every 2.02 s, each Pod created 9 ms after
+// its ReplicaSet's scale-up and exported after the next scale-up was seen. The Pod of wave 1 is
+// created at …35.770 (creationTimestamp …35) and the next step stamped at …37.791
+// (firstTimestamp …37): whole-second stamps two seconds apart, as close as a Pod's creation and
+// the next wave's step come, and close enough to match the Pod to the next wave's step, which
+// put its creation 2 s before its cause, marked its trace inconsistent and left it out of the
+// histograms. Each Pod's controllers.deployment span must end at its own step, the nanosecond of
+// that step's Event name.
+func TestWaveMatchedToItsOwnStep(t *testing.T) {
+	const waves = 3
+	s := newSim(t, "default")
+	dep := s.deploymentOf("web", waves, 0)
+	first := dep.DeepCopy()
+	first.Spec.Replicas = ptr.To(int32(1))
+	rs := s.replicaSet(first, "new", 5) // "Scaled up replica set web-new from 0 to 1" at 6 ms
+	steps := []int{6}
+	var created []int
+	at := 40
+	for i := 0; i < waves; i++ {
+		name := fmt.Sprintf("web-new-%d", i)
+		if i > 0 {
+			// The deployment controller scales the ReplicaSet up, then says so.
+			scaled := rs.DeepCopy()
+			scaled.Spec.Replicas = ptr.To(int32(i + 1))
+			scaled.ResourceVersion = s.nextRV()
+			s.emit(ResourceReplicaSets, Modified, scaled, s.at(at))
+			s.workloadEvent(dep, fmt.Sprintf("Scaled up replica set web-new from %d to %d", i, i+1), at+1)
+			steps = append(steps, at+1)
+			at += 10
+		}
+		s.pod(name, rs, nil, []container{{name: "web", image: "busybox:1", readiness: true}}, at)
+		created = append(created, at)
+		s.bind(name, at+15)
+		s.kubeletStart(name, at+30, at+300)
+		st := s.run(name, "web", false, false, 0, at+320)
+		s.running(name, "web", false, st, st+10, false)
+		s.ready(name, at+2000)
+		at += 2020
+	}
+	if gap := simAt(steps[2]).Truncate(time.Second).Sub(simAt(created[1]).Truncate(time.Second)); gap != 2*time.Second {
+		t.Fatalf("wave 2's step is %v after wave 1's Pod in whole seconds, not the 2 s of the issue", gap)
+	}
+
+	var traces []*phases.Trace
+	// Exported 2 s after Ready (readyspan run's settle): after the next wave's step is seen.
+	c := New(Config{Settle: 2 * time.Second}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil)
+	last := feed(c, s.deltas)
+	c.Tick(last.Add(time.Minute))
+	if len(traces) != waves {
+		t.Fatalf("%d traces, want %d", len(traces), waves)
+	}
+	for _, tr := range traces {
+		var wave int
+		if _, err := fmt.Sscanf(tr.Pod.Name, "web-new-%d", &wave); err != nil {
+			t.Fatal(err)
+		}
+		want := simAt(steps[wave])
+		dep := tr.Find("controllers.deployment")
+		if dep == nil {
+			t.Fatalf("%s: no controllers.deployment span", tr.Pod.Name)
+		}
+		if !dep.End.Equal(want) {
+			t.Errorf("%s: controllers.deployment ends at %s, its own step (wave %d) at %s", tr.Pod.Name,
+				dep.End.UTC().Format(time.StampMilli), wave, want.UTC().Format(time.StampMilli))
+		}
+		if len(tr.Summary.Inconsistencies) > 0 {
+			t.Errorf("%s: inconsistent: %q", tr.Pod.Name, tr.Summary.Inconsistencies)
+		}
+		if !tr.Summary.PhaseObserved[slices.Index(phases.Phases, phases.PhaseControllers)] || tr.Summary.Startup == 0 {
+			t.Errorf("%s: left out of the histograms: %+v", tr.Pod.Name, tr.Summary)
+		}
+	}
+}
