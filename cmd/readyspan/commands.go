@@ -384,6 +384,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	registerTraceURL(fs, &traceURL)
 	var of otlpFlags
 	of.register(fs, "also export the traces to this OTLP endpoint")
+	allowPartial := fs.Bool("allow-partial", false, "replay a recording with unreadable or refused lines anyway: warn of what was skipped and exit 0")
 	pos, err := parseOutput(fs, args, &out)
 	if err != nil {
 		return err
@@ -397,7 +398,13 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return loadErr
 	}
 	if le != nil {
-		printWarning(stderr, le.Error()+" (replaying the rest)")
+		// A replay of part of a recording looks complete (Pods are missing, not marked), so it
+		// is refused unless asked for, rather than printed with a warning a script never reads.
+		printSkipped(stderr, le)
+		if !*allowPartial {
+			return fmt.Errorf("%v; --allow-partial replays the rest", le)
+		}
+		printWarning(stderr, le.Error()+" (replaying the rest: --allow-partial)")
 	}
 	var traces []*phases.Trace
 	var rollouts []*rollout.Trace
@@ -459,6 +466,19 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stderr, "%s: exported %d traces to %s\n", prog, st.exported, of.endpoint)
 	return nil
+}
+
+// printSkipped names each entry of a recording that loading skipped, up to a bound: a hostile
+// recording may hold millions.
+func printSkipped(w io.Writer, le *tracer.LoadError) {
+	const shown = 20
+	for i, p := range le.Problems {
+		if i == shown {
+			fmt.Fprintf(w, "%s: skipped: %d more\n", prog, len(le.Problems)-shown)
+			break
+		}
+		fmt.Fprintf(w, "%s: skipped: %s\n", prog, safetext.Cut(p.String(), maxMessage))
+	}
 }
 
 // printWarning writes a warning that may quote the cluster or a recording: each of its lines
