@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -97,14 +99,45 @@ func (k *kubectlFlags) watched() ([]string, error) {
 }
 
 // checkKubeconfig turns a --kubeconfig that does not exist into one clear line (client-go would
-// report it as a load error of the merged configuration).
+// report it as a load error of the merged configuration), and a $KUBECONFIG that names no file
+// that exists too (missingKubeconfigEnv).
 func (k *kubectlFlags) checkKubeconfig() error {
 	if p := *k.config.KubeConfig; p != "" {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("kubeconfig %s: %w", p, err)
 		}
+		return nil
 	}
-	return nil
+	if k.config.APIServer != nil && *k.config.APIServer != "" {
+		return nil // --server needs no kubeconfig
+	}
+	return missingKubeconfigEnv()
+}
+
+// missingKubeconfigEnv reports a $KUBECONFIG none of whose files exists. client-go skips missing
+// files silently (its loader's MissingConfigError, "Config not found: …", is logged at -v=1 only,
+// for kubectl too) and goes on with an empty configuration: http://localhost:8080, so the user
+// reads "cannot reach the apiserver at http://localhost:8080" and not why. Outside a Pod, where
+// client-go would use the in-cluster configuration instead, it is an error.
+func missingKubeconfigEnv() error {
+	env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	var missing []string
+	for _, p := range filepath.SplitList(env) {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			return nil // there, or unreadable: client-go reports that itself
+		}
+		missing = append(missing, p)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := rest.InClusterConfig(); err == nil {
+		return nil
+	}
+	return fmt.Errorf("kubeconfig not found: $%s names %s, and no such file exists", clientcmd.RecommendedConfigPathEnvVar, strings.Join(missing, ", "))
 }
 
 func (k *kubectlFlags) restConfig() (*rest.Config, error) {
@@ -157,6 +190,8 @@ func (c *daemonFlags) restConfig() (*rest.Config, error) {
 			return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
 		}
 		rules.ExplicitPath = c.kubeconfig
+	} else if err := missingKubeconfigEnv(); err != nil {
+		return nil, err
 	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context})
 	cfg, err := cc.ClientConfig()
