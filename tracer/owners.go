@@ -37,6 +37,13 @@ type scaleUp struct {
 	created  time.Time      // the ReplicaSet's creationTimestamp, for the step that created it (1 s)
 	watched  phases.Instant // receive time of the ReplicaSet version that showed it
 	event    *event         // the ScalingReplicaSet event that stated it
+	// made counts the Pods traced as this step's (rootOf).
+	made int32
+}
+
+// full reports whether the step's Pods are all traced: as many as it added, when it says.
+func (s *scaleUp) full() bool {
+	return s.from >= 0 && s.to >= 0 && s.made >= s.to-s.from
 }
 
 // times are the step's stamps, as phases reads ReplicaSetScaled. The event's own receive time
@@ -320,18 +327,29 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		return
 	}
 	obs.Deployment = rs.deploymentName
-	// The step that created the Pod: the latest one at or before its creation. A later one is
-	// another wave's; taken, it put the Pod's creation before its own cause.
+	// The step that created the Pod: the latest one at or before its creation with a Pod left
+	// to create. A later one is another wave's; taken, it put the Pod's creation before its own
+	// cause. One whose Pods are made already (traced before this one: a Pod is exported by the
+	// time it is deleted, and a replacement is created after that) did not make this one: the
+	// ReplicaSet replaced a Pod evicted or deleted (self-healing), unless an earlier step still
+	// had one to make (the controller scaled up twice before creating).
 	var scale phases.Times
+	created, _ := obs.Created.Resolve()
 	for i := len(rs.scaleUps) - 1; i >= 0; i-- {
-		if t := rs.scaleUps[i].times(); atOrBefore(t, obs.Created) {
-			s, _ := t.Resolve()
-			created, _ := obs.Created.Resolve()
-			if created.At.Sub(s.At) < selfHealWindow {
-				scale = t
-			}
+		su := &rs.scaleUps[i]
+		t := su.times()
+		if !atOrBefore(t, obs.Created) {
+			continue
+		}
+		if s, _ := t.Resolve(); created.At.Sub(s.At) >= selfHealWindow {
 			break
 		}
+		if su.full() {
+			continue
+		}
+		su.made++
+		scale = t
+		break
 	}
 	if scale == nil || rs.deploymentUID == "" {
 		obs.Root = phases.RootReplicaSet

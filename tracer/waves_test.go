@@ -85,3 +85,43 @@ func TestWaveMatchedToItsOwnStep(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacementNotFromTheScaleUp: a Pod the ReplicaSet creates to replace one deleted a minute
+// after its scale-up was made by the loss, not by the scale-up, whose one Pod was made and traced
+// already: its controllers phase is the ReplicaSet's alone, not a Deployment change a minute
+// before its creation.
+func TestReplacementNotFromTheScaleUp(t *testing.T) {
+	s := newSim(t, "default")
+	dep := s.deploymentOf("web", 1, 0)
+	rs := s.replicaSet(dep, "new", 5) // "Scaled up replica set web-new from 0 to 1" at 6 ms
+	start := func(name string, at int) {
+		s.pod(name, rs, nil, []container{{name: "web", image: "busybox:1"}}, at)
+		s.bind(name, at+15)
+		s.kubeletStart(name, at+30, at+300)
+		st := s.run(name, "web", false, false, 0, at+320)
+		s.running(name, "web", false, st, st+10, true)
+		s.ready(name, st+20)
+	}
+	start("web-new-a", 40)
+	s.delete("web-new-a", 60_000)
+	start("web-new-b", 60_020)
+
+	traces := map[string]*phases.Trace{}
+	c := New(Config{}, SinkFunc(func(tr *phases.Trace) { traces[tr.Pod.Name] = tr }), nil, nil)
+	last := feed(c, s.deltas)
+	c.Tick(last.Add(time.Minute))
+	a, b := traces["web-new-a"], traces["web-new-b"]
+	if a == nil || b == nil {
+		t.Fatalf("traces of %v, want both Pods", traces)
+	}
+	if sp := a.Find("controllers.deployment"); sp == nil || !sp.End.Equal(simAt(6)) {
+		t.Errorf("the scale-up's own Pod: controllers.deployment %v, want it to end at the step (%s)", sp, simAt(6).UTC().Format(time.StampMilli))
+	}
+	if sp := b.Find("controllers.deployment"); sp != nil {
+		t.Errorf("the replacement has a controllers.deployment span, %s to %s, ending at the scale-up of its predecessor",
+			sp.Start.UTC().Format(time.StampMilli), sp.End.UTC().Format(time.StampMilli))
+	}
+	if b.Pod.Root != phases.RootReplicaSet || b.Find("controllers.replicaset") == nil {
+		t.Errorf("the replacement's root is %q, want the ReplicaSet's", b.Pod.Root)
+	}
+}
