@@ -37,8 +37,12 @@ const (
 	AttrControllerAhead = "readyspan.clock.controller_ahead_ms"
 	AttrKubeletBehind   = "readyspan.clock.kubelet_behind_ms" // a lower bound (skew.go)
 	AttrCurrentPhase    = "readyspan.phase.current"
-	AttrPullTransfer    = "readyspan.image.pull.transfer_ms"
-	AttrPullTotal       = "readyspan.image.pull.total_ms"
+	// AttrFailureReason is on the root of a trace that did not reach Ready while a failure was
+	// current (ErrImagePull, CrashLoopBackOff, …), whatever its outcome: an in-progress or
+	// stuck Pod's reason is as much the answer as a failed one's.
+	AttrFailureReason = "readyspan.failure.reason"
+	AttrPullTransfer  = "readyspan.image.pull.transfer_ms"
+	AttrPullTotal     = "readyspan.image.pull.total_ms"
 	// AttrInconsistent marks a root span whose stamps put a milestone before one that must
 	// precede it, beyond what precision and clock skew explain; AttrInconsistency says which.
 	AttrInconsistent  = "readyspan.time.inconsistent"
@@ -400,6 +404,9 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 		sp := &b.trace.Spans[phaseSpan[tl.current]]
 		sp.Status, sp.StatusMessage = StatusError, msg
 		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
+	}
+	if why, _ := failureOf(p, b.outcome); why != "" {
+		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrFailureReason, why})
 	}
 	rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrAttempts, int64(tl.attempts)})
 	if len(tl.inconsistent) > 0 {

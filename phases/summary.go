@@ -29,6 +29,12 @@ type Summary struct {
 	SchedulingAttempts int
 	// CurrentPhase is where the Pod was when the trace ended without Ready.
 	CurrentPhase string
+	// FailureReason is the failure current when the trace ended without Ready (as
+	// AttrFailureReason), and FailingSince the first failure the kubelet reported for any of
+	// the Pod's containers (a pull error, a crash, a failed hook): from there on its time went
+	// to failing, not to pulling or waiting for readiness.
+	FailureReason string
+	FailingSince  time.Time
 	// Inconsistencies describes each milestone the stamps put impossibly early (see
 	// outOfOrder). Such a trace's phases are not measured: which stamp is wrong is unknown.
 	Inconsistencies []string
@@ -47,6 +53,7 @@ type drawnPull struct {
 // summarize computes the summary from the timeline and the pulls drawn; it reads no span.
 func (b *builder) summarize(tl *timeline, opts Options) Summary {
 	sum := Summary{Outcome: b.outcome, SchedulingAttempts: tl.attempts, CurrentPhase: tl.stoppedIn}
+	sum.FailureReason, sum.FailingSince = failureOf(b.pod, b.outcome)
 	for i, ph := range tl.phases {
 		sum.PhaseDurations[i] = ph.end.t.Sub(ph.start.t)
 		sum.PhaseObserved[i] = ph.start.observed && ph.end.observed
@@ -149,4 +156,41 @@ func attempts(p *Pod) int {
 		n++
 	}
 	return n
+}
+
+// failureOf is the failure of a Pod that did not reach Ready, and when the kubelet first
+// reported a failure of any of its containers. The reason is the tracer's (the waiting reason
+// in the Pod's status) or, when the status shows none (a crash-looping container caught running
+// between two crashes), the latest failure the kubelet reported for a container not Ready.
+func failureOf(p *Pod, outcome Outcome) (reason string, since time.Time) {
+	if outcome == OutcomeReady {
+		return "", time.Time{}
+	}
+	reason = p.FailureReason
+	var latest time.Time
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		for _, os := range [...][]Occurrence{c.PullFailures, c.Failures} {
+			for _, o := range os {
+				t := o.Time.Time()
+				if t.IsZero() {
+					continue
+				}
+				if since.IsZero() || t.Before(since) {
+					since = t
+				}
+				last := o.Last
+				if last.IsZero() {
+					last = t
+				}
+				if p.FailureReason == "" && len(c.ReadyAt) == 0 && o.Reason != "" && !last.Before(latest) {
+					reason, latest = o.Reason, last
+				}
+			}
+		}
+	}
+	if reason == "" {
+		return "", time.Time{}
+	}
+	return reason, since
 }

@@ -234,6 +234,11 @@ func podSpans(key string, parent phases.SpanID, it *item, critical bool) []phase
 		return out
 	}
 	sp.Attrs = append(sp.Attrs, phases.Attr{Key: AttrPodOutcome, Value: string(p.Trace.Summary.Outcome)})
+	if why := p.Trace.Summary.FailureReason; why != "" {
+		// A failing Pod is an error in the rollout too, named where the row is drawn.
+		sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrFailureReason, Value: why})
+		sp.Status, sp.StatusMessage = phases.StatusError, why
+	}
 	out[0] = sp
 	for _, name := range phases.Phases {
 		ph := p.Trace.Phase(name)

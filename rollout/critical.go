@@ -20,7 +20,9 @@ type Category struct {
 // kubelet phase is split in three, because "the kubelet" does not answer why: image pulls
 // (union of the Pod's container.image_pull spans), readiness (union of its container.readiness
 // spans: container started → ready), and the rest of the kubelet phase (sandbox, volumes,
-// create, start).
+// create, start). Pulls and readiness of a Pod whose containers were failing (a pull error, a
+// crash loop) count, from the first failure on, as failing: a crash loop is not a wait for a
+// readiness probe.
 var Categories = []Category{
 	{"controllers", "controllers reacting"},
 	{"scheduling", "scheduling"},
@@ -31,9 +33,10 @@ var Categories = []Category{
 	{"min_ready", "minReadySeconds"},
 	{"termination", "old Pods terminating"},
 	{"untraced", "Pod startups without a trace"},
+	{"failing", "failing containers"},
 }
 
-const numCategories = 9
+const numCategories = 10
 
 // Category indexes, named for the code below.
 const (
@@ -46,6 +49,7 @@ const (
 	catMinReady
 	catTermination
 	catUntraced
+	catFailing
 )
 
 // item is one Pod interval of the rollout: a new Pod created → available, or an old Pod
@@ -399,6 +403,9 @@ func sentence(r *Rollout, sum *Summary) string {
 	case OutcomeSuperseded, OutcomePaused, OutcomeInProgress:
 		fmt.Fprintf(&b, ", %s", r.Outcome)
 	}
+	if f := failingWords(r); f != "" {
+		b.WriteString(", " + f)
+	}
 	b.WriteString("; ")
 	b.WriteString(waves(r, sum))
 	if s := strategyWords(r); s != "" {
@@ -504,4 +511,33 @@ func plural(n int, one, many string) string {
 
 func fmtSeconds(d time.Duration) string {
 	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// failingWords names the failures of the rollout's new Pods that had not reached Ready: "1 Pod
+// failing (CrashLoopBackOff)", "3 Pods failing (ErrImagePull ×2, CrashLoopBackOff)".
+func failingWords(r *Rollout) string {
+	count := map[string]int{}
+	var reasons []string
+	n := 0
+	for i := range r.NewPods {
+		tr := r.NewPods[i].Trace
+		if tr == nil || tr.Summary.FailureReason == "" {
+			continue
+		}
+		why := tr.Summary.FailureReason
+		if count[why] == 0 {
+			reasons = append(reasons, why)
+		}
+		count[why]++
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	for i, why := range reasons {
+		if count[why] > 1 {
+			reasons[i] = fmt.Sprintf("%s ×%d", why, count[why])
+		}
+	}
+	return fmt.Sprintf("%d %s failing (%s)", n, plural(n, "Pod", "Pods"), strings.Join(reasons, ", "))
 }

@@ -19,7 +19,8 @@ type Segment struct {
 
 // segmentsOf splits one item's interval into Segments, in time order, covering it exactly:
 // time after Ready is minReadySeconds; a Pod without a trace is untraced; otherwise image pulls
-// and readiness first (within the kubelet and status phases), then the rest of the kubelet
+// and readiness first (within the kubelet and status phases; from the Pod's first container
+// failure on they are failing), then the rest of the kubelet
 // phase, status, controllers and scheduling, and what no phase covers (the phases' stamps are
 // coarser than the row's) untraced.
 func segmentsOf(it *item) []Segment {
@@ -65,13 +66,20 @@ func segmentsOf(it *item) []Segment {
 	readiness := subtract(intersectAll(merge(spansNamed(p.Trace, "container.readiness")), merge(append(append([]interval(nil), kubelet...), status...))), pulls)
 	rest := subtract(subtract(subtract(kubelet, status), pulls), readiness)
 	status = subtract(subtract(status, pulls), readiness)
+	var failing []interval
+	if since := p.Trace.Summary.FailingSince; !since.IsZero() && p.Trace.Summary.FailureReason != "" {
+		after := []interval{{maxTime(since, seg.from), seg.to}}
+		failing = merge(concat(intersectAll(pulls, after), intersectAll(readiness, after)))
+		pulls, readiness = subtract(pulls, after), subtract(readiness, after)
+	}
 	controllers := phase(phases.PhaseControllers)
 	scheduling := subtract(phase(phases.PhaseScheduling), merge(controllers))
-	covered := merge(concat(controllers, scheduling, pulls, readiness, rest, status))
+	covered := merge(concat(controllers, scheduling, pulls, readiness, failing, rest, status))
 	add(catControllers, controllers...)
 	add(catScheduling, scheduling...)
 	add(catImagePull, pulls...)
 	add(catReadiness, readiness...)
+	add(catFailing, failing...)
 	add(catKubeletOther, rest...)
 	add(catStatus, subtract(status, merge(concat(controllers, scheduling)))...)
 	add(catUntraced, subtract([]interval{seg}, covered)...)

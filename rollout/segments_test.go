@@ -18,6 +18,7 @@ func TestSegmentsOf(t *testing.T) {
 		name           string
 		from, to, rdy  float64 // created, available, Ready (0: not Ready)
 		spans          []phases.Span
+		failingSince   float64 // the first container failure (0: none)
 		untraced, want string
 	}{
 		{name: "no trace: untraced", from: 1, to: 5, want: "[untraced 1-5]", untraced: "no trace"},
@@ -41,11 +42,23 @@ func TestSegmentsOf(t *testing.T) {
 		{name: "what no phase covers is untraced, where it is", from: 0, to: 5, rdy: 5,
 			spans: []phases.Span{span("pod.startup", 0, 5), span("scheduling", 0, 1), span("kubelet", 2, 5)},
 			want:  "[scheduling 0-1 untraced 1-2 kubelet_other 2-5]"},
+		{name: "a crash loop is failing, not waiting for readiness", from: 0, to: 20,
+			spans: []phases.Span{span("pod.startup", 0, 20), span("kubelet", 0, 20), span("status", 3, 20),
+				span("container.readiness", 3, 20)},
+			failingSince: 5,
+			want:         "[kubelet_other 0-3 readiness 3-5 failing 5-20]"},
+		{name: "a failing pull is failing from its first error", from: 0, to: 30,
+			spans:        []phases.Span{span("pod.startup", 0, 30), span("kubelet", 0, 30), span("container.image_pull", 1, 30)},
+			failingSince: 2,
+			want:         "[kubelet_other 0-1 image_pull 1-2 failing 2-30]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &NewPod{UID: "u"}
 			if tc.untraced == "" {
 				p.Trace = &phases.Trace{Spans: tc.spans}
+				if tc.failingSince > 0 {
+					p.Trace.Summary.FailureReason, p.Trace.Summary.FailingSince = "CrashLoopBackOff", at(tc.failingSince)
+				}
 			}
 			it := &item{uid: "u", start: at(tc.from), end: at(tc.to), endKnown: true, newPod: p}
 			if tc.rdy > 0 {

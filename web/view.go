@@ -138,6 +138,8 @@ func podView(t *phases.Trace) *PodView {
 	}
 	if root.Status == phases.StatusError {
 		v.Error = root.StatusMessage
+	} else if why, ok := root.Attr(phases.AttrFailureReason).(string); ok {
+		v.Error = why // not Ready yet, and failing: the list names why without a click
 	}
 	for _, l := range root.Links() {
 		for _, a := range l.Attrs {

@@ -169,7 +169,7 @@ func rolloutRowsFromJSON(t *testing.T, out []byte) (map[string]map[string]podRow
 
 var (
 	ganttHeader = regexp.MustCompile(`^\S+ \S+  rollout .*  trace ([0-9a-f]{32})$`)
-	ganttPodRow = regexp.MustCompile(`^  [* ]   \+ (\S+)\s+(\S+)\s+(\S+)\s+\|(.*)\|$`)
+	ganttPodRow = regexp.MustCompile(`^  [* ]   \+ (\S+)\s+(\S+)\s+(\S+)\s+\|(.*)\|( .*)?$`)
 )
 
 // rolloutRowsFromText reads the text Gantt charts' new-Pod rows.
@@ -300,5 +300,54 @@ func TestLengthsSayTheirPrecision(t *testing.T) {
 	}
 	if regexp.MustCompile(`(?m)  (ready|complete)  10\.000s`).MatchString(out) {
 		t.Errorf("a whole-second length is printed to the millisecond:\n%s", out)
+	}
+}
+
+// A failing Pod's reason is in every view without a click: the waterfall's header, the Gantt
+// row, the rollout's sentence and the report's list. The capture's own Events are the evidence
+// of what failed: the kubelet's "Back-off restarting failed container" for crasher and "Back-off
+// pulling image" for badimage.
+func TestFailuresAreNamedInEveryView(t *testing.T) {
+	dir := filepath.Join("..", "..", "tracer", "testdata", "real-node", "run4-failures")
+	events, err := os.ReadFile(filepath.Join(dir, "events.core.v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, evidence := range []string{`"message": "Back-off restarting failed container sleep in pod crasher-79699b899c-nzpp2`, `"message": "Back-off pulling image`} {
+		if !strings.Contains(string(events), evidence) {
+			t.Fatalf("the capture has no event %s", evidence)
+		}
+	}
+	text := string(runOut(t, "replay", dir))
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^run4-failures/crasher-79699b899c-nzpp2  trace \S+  in-progress  .*\n  failing: CrashLoopBackOff$`),
+		regexp.MustCompile(`(?m)^run4-failures/badimage-79777f469f-xq4tf  trace \S+  in-progress  .*\n  failing: ImagePullBackOff$`),
+		// The crash loop's time is failing, not a wait for readiness (the largest share first).
+		regexp.MustCompile(`(?m)^  .*, in-progress, 1 Pod failing \(CrashLoopBackOff\); [^;]*; \d+% failing containers`),
+		regexp.MustCompile(`(?m)^  \*   \+ crasher-79699b899c-nzpp2 .*\|[^|]*f+\| CrashLoopBackOff$`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("no match for %s in:\n%s", want, text)
+		}
+	}
+	page := runOut(t, "replay", "-o", "html", dir)
+	m := reportData.FindSubmatch(page)
+	if m == nil {
+		t.Fatal("the report has no data block")
+	}
+	var d struct {
+		Report struct {
+			Pods []struct{ Name, Error string }
+		}
+	}
+	if err := json.Unmarshal(m[1], &d); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range d.Report.Pods {
+		got[p.Name] = p.Error
+	}
+	if got["crasher-79699b899c-nzpp2"] != "CrashLoopBackOff" || got["badimage-79777f469f-xq4tf"] != "ImagePullBackOff" {
+		t.Errorf("the report's list gives the errors %v", got)
 	}
 }

@@ -20,7 +20,7 @@ var ganttLegend = []struct {
 	words string
 }{
 	{'c', "controllers"}, {'s', "scheduling"}, {'p', "image pull"}, {'k', "kubelet (sandbox, create, start)"}, {'r', "readiness"},
-	{'t', "status"}, {'m', "minReadySeconds"}, {'=', "Pod without a trace"}, {'x', "terminating"}, {'|', "step"},
+	{'t', "status"}, {'m', "minReadySeconds"}, {'=', "Pod without a trace"}, {'x', "terminating"}, {'f', "failing"}, {'|', "step"},
 }
 
 // Gantt writes a rollout as a terminal Gantt chart: the summary sentence first, then one row
@@ -51,8 +51,12 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 		if c, _ := s.Attr(rollout.AttrCritical).(bool); c {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "  %s %-38s %9s %9s |%s|\n", mark, trim(strings.Repeat("  ", indent)+label, 38),
-			fmtDur(s.Start.Sub(root.Start)), durText(s), bar)
+		note := ""
+		if s.Status == phases.StatusError && s.StatusMessage != "" {
+			note = " " + safetext.Field(s.StatusMessage) // a failing Pod's reason, a killed Pod's grace period
+		}
+		fmt.Fprintf(w, "  %s %-38s %9s %9s |%s|%s\n", mark, trim(strings.Repeat("  ", indent)+label, 38),
+			fmtDur(s.Start.Sub(root.Start)), durText(s), bar, note)
 	}
 	pods := func(parent *phases.Span, indent int) {
 		for _, c := range children[parent.SpanID] {
@@ -130,7 +134,7 @@ func stepBar(s, root *phases.Span) string {
 // segmentMark is the Gantt's letter for each kind of time in a Pod's row (rollout.Categories).
 var segmentMark = map[string]rune{
 	"controllers": 'c', "scheduling": 's', "image_pull": 'p', "readiness": 'r', "kubelet_other": 'k',
-	"status": 't', "min_ready": 'm', "termination": 'x', "untraced": '=',
+	"status": 't', "min_ready": 'm', "termination": 'x', "untraced": '=', "failing": 'f',
 }
 
 // segmentBar draws a Pod's row from its rollout.Segments, the same stretches the web Gantt

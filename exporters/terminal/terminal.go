@@ -25,6 +25,8 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 	fmt.Fprintf(w, "%s/%s  trace %s  %s  %s\n", safetext.Field(p.Namespace), safetext.Field(p.Name), t.TraceID, t.Summary.Outcome, durText(root))
 	if root.Status == phases.StatusError {
 		fmt.Fprintf(w, "  error: %s\n", safetext.Field(root.StatusMessage))
+	} else if why, ok := root.Attr(phases.AttrFailureReason).(string); ok {
+		fmt.Fprintf(w, "  failing: %s\n", safetext.Field(why)) // not Ready yet, and why
 	}
 	if why, ok := root.Attr(phases.AttrInconsistency).(string); ok {
 		fmt.Fprintf(w, "  warning: timestamps out of order, the spans are clamped into order: %s\n", safetext.Field(why))
