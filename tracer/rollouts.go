@@ -79,11 +79,15 @@ type workloadState struct {
 // activeRollout is a rollout in progress. from bounds what belongs to it: steps and Pods from
 // then on (a newer rollout's from is where it stops).
 type activeRollout struct {
-	obs      rollout.Rollout
-	from     time.Time
-	seenAt   time.Time // receive time of the change, for matching the audit log
-	verdict  phases.Times
-	lastStep time.Time
+	obs     rollout.Rollout
+	from    time.Time
+	seenAt  time.Time // receive time of the change, for matching the audit log
+	verdict phases.Times
+	// statusDone: the workload's status said it was rolled out. A snapshot (explain) has no
+	// receive time, and a StatefulSet's or DaemonSet's status no time of its own, so this may be
+	// the only verdict there is.
+	statusDone bool
+	lastStep   time.Time
 	// traceID and rootSpanID are the rollout trace's, which its Pods' traces link to; set
 	// by the first Pod trace that links.
 	traceID    phases.TraceID
@@ -175,6 +179,7 @@ func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
 	if v.revision != "" {
 		a.obs.Revision = v.revision
 	}
+	a.statusDone = v.done
 	switch {
 	case v.paused && v.ref.Kind == rollout.Deployment:
 		r.finish(w, rollout.OutcomePaused, "paused", stampAt(recv), time.Time{}, phases.TraceID{})
@@ -802,7 +807,8 @@ func within(t phases.Times, from, until time.Time) bool {
 }
 
 // flush exports every rollout in progress as it stands (explain, the end of a replay): complete
-// if the controller's verdict was seen, else in progress, ending at the latest time seen.
+// if the controller's verdict was seen or the status says it is done, else in progress, ending
+// at the latest time seen.
 func (r *rollouts) flush(now time.Time) {
 	uids := make([]string, 0, len(r.workloads))
 	for uid, w := range r.workloads {
@@ -815,6 +821,12 @@ func (r *rollouts) flush(now time.Time) {
 		w := r.workloads[types.UID(uid)]
 		if end, ok := w.cur.verdict.Resolve(); ok {
 			r.finish(w, rollout.OutcomeComplete, "", r.endOf(w.cur, end), time.Time{}, phases.TraceID{})
+			continue
+		}
+		if w.cur.statusDone {
+			// Done by its status, at a time no stamp gives: the rollout ends where the last of
+			// what was observed of it ends (rollout.Build derives it).
+			r.finish(w, rollout.OutcomeComplete, "", phases.Stamp{}, time.Time{}, phases.TraceID{})
 			continue
 		}
 		r.finish(w, rollout.OutcomeInProgress, "", stampAt(now), time.Time{}, phases.TraceID{})
