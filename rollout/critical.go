@@ -34,9 +34,10 @@ var Categories = []Category{
 	{"termination", "old Pods terminating"},
 	{"untraced", "Pod startups without a trace"},
 	{"failing", "failing containers"},
+	{"unobserved", "old Pods terminating (not observed)"},
 }
 
-const numCategories = 10
+const numCategories = 11
 
 // Category indexes, named for the code below.
 const (
@@ -50,6 +51,7 @@ const (
 	catTermination
 	catUntraced
 	catFailing
+	catUnobserved
 )
 
 // item is one Pod interval of the rollout: a new Pod created → available, or an old Pod
@@ -72,6 +74,9 @@ type timeline struct {
 	stepTimes []time.Time
 	// stepSeen is readyspan's receive time of each step's Event (zero when unknown).
 	stepSeen []time.Time
+	// unseenDown marks the scale-down steps none of whose removed Pods was observed: after
+	// the fact (explain), the API no longer holds the old Pods, so what they did is unknown.
+	unseenDown []bool
 }
 
 // seen is the watch receive time among a boundary's stamps, zero when the watch did not see it.
@@ -128,7 +133,31 @@ func timelineOf(r *Rollout) *timeline {
 		tl.list = append(tl.list, it)
 	}
 	sort.SliceStable(tl.list, func(i, j int) bool { return tl.list[i].start.Before(tl.list[j].start) })
+	tl.unseenDown = make([]bool, len(r.Steps))
+	for i, s := range r.Steps {
+		tl.unseenDown[i] = !s.Up
+	}
+	for _, it := range tl.list {
+		if it.oldPod != nil && it.step >= 0 {
+			tl.unseenDown[it.step] = false
+		}
+	}
 	return tl
+}
+
+// waitTime splits time on the critical path between two things readyspan saw (an item's end
+// and the next step, the change and the first step) into the controllers' reaction and, from a
+// scale-down whose removed Pods were not observed, an unobserved wait for them to go: time the
+// trace cannot explain is said to be unobserved, not given to the controllers.
+func (tl *timeline) waitTime(from, to time.Time, add func(int, time.Time, time.Time)) {
+	cut := to
+	for i, unseen := range tl.unseenDown {
+		if st := tl.stepTimes[i]; unseen && st.After(from) && st.Before(cut) {
+			cut = st
+		}
+	}
+	add(catControllers, from, cut)
+	add(catUnobserved, cut, to)
 }
 
 func (tl *timeline) earliest() time.Time {
@@ -216,7 +245,7 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 		add(catControllers, start, end)
 		return cp
 	}
-	add(catControllers, cur.end, end)
+	tl.waitTime(cur.end, end, add)
 	// The candidates to have enabled a step, by end (ties: the earlier-starting first when
 	// walking back), so each step's predecessor is a binary search away.
 	known := make([]*item, 0, len(tl.list))
@@ -271,11 +300,11 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 			break
 		}
 		if pred == nil {
-			add(catControllers, start, t)
+			tl.waitTime(start, t, add)
 			break
 		}
 		limit = clampTime(t, start, end)
-		add(catControllers, pred.end, t)
+		tl.waitTime(pred.end, t, add)
 		cur = pred
 	}
 	return cp
