@@ -734,10 +734,10 @@ func (b *builder) controllers(parent int, persisted, created, scaled point) {
 		if !scaled.observed {
 			scaled = derived(persisted.t)
 		}
-		b.add(spanHead{Name: "controllers.deployment", Path: "controllers.deployment", Service: ServiceController}, parent, persisted, scaled)
-		b.add(spanHead{Name: "controllers.replicaset", Path: "controllers.replicaset", Service: ServiceController}, parent, scaled, created)
+		b.add(spanHead{Name: SpanControllersDeployment, Path: SpanControllersDeployment, Service: ServiceController}, parent, persisted, scaled)
+		b.add(spanHead{Name: SpanControllersReplicaSet, Path: SpanControllersReplicaSet, Service: ServiceController}, parent, scaled, created)
 	case RootReplicaSet:
-		b.add(spanHead{Name: "controllers.replicaset", Path: "controllers.replicaset", Service: ServiceController}, parent, persisted, created)
+		b.add(spanHead{Name: SpanControllersReplicaSet, Path: SpanControllersReplicaSet, Service: ServiceController}, parent, persisted, created)
 	}
 }
 
@@ -795,7 +795,7 @@ func (b *builder) kubelet(parent int, bound point) {
 		sandbox = earlierBound(sandbox, first)
 	}
 	sbStart := bound
-	sb, sandboxDrawn := b.draw(spanHead{Name: "kubelet.sandbox", Path: "kubelet.sandbox", Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.drawn[parent].end))
+	sb, sandboxDrawn := b.draw(spanHead{Name: SpanKubeletSandbox, Path: SpanKubeletSandbox, Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.drawn[parent].end))
 	for _, o := range p.PodWarnings {
 		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "FailedMount" || o.Reason == "NetworkNotReady" {
 			s := &b.trace.Spans[sb]
@@ -894,11 +894,11 @@ type containerSpan struct {
 // container adds one container's span and its steps, starting at turn (when the kubelet got
 // to it), and returns when the next container's turn starts.
 func (b *builder) container(parent int, c *Container, following *Container, turn point) point {
-	name := "container"
+	name := SpanContainer
 	if c.Init && !c.Sidecar {
-		name = "container.init"
+		name = SpanContainerInit
 	} else if c.Sidecar {
-		name = "container.sidecar"
+		name = SpanContainerSidecar
 	}
 	ctr := &containerSpan{c: c, steps: resolveSteps(c, following), path: name + "/" + c.Name, podEnd: b.drawn[parent].end,
 		name: c.Name, image: c.Image}
@@ -938,7 +938,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 	b.probes(ctr)
 	if c.Init && !c.Sidecar {
 		// An init container runs to completion before the kubelet turns to the next one.
-		b.step(ctr, "container.run", st.started, st.finished)
+		b.step(ctr, SpanRun, st.started, st.finished)
 		if st.finished.observed {
 			return st.finished
 		}
@@ -977,7 +977,7 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 		if !pe.observed && !pullFailed {
 			pe = derived(ps.t)
 		}
-		pi := b.add(spanHead{Name: "container.image_pull", Path: ctr.path + "/image_pull", Service: ServiceKubelet}, ctr.span, ps, pe)
+		pi := b.add(spanHead{Name: SpanImagePull, Path: ctr.path + "/image_pull", Service: ServiceKubelet}, ctr.span, ps, pe)
 		sp := &b.trace.Spans[pi]
 		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image})
 		if c.Cache != "" {
@@ -1002,7 +1002,7 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 		b.pulls = append(b.pulls, drawnPull{c: c, pulling: pullStart, pulled: pullEnd})
 		if c.PullTransfer > 0 && pullEnd.observed {
 			ts := point{t: pullEnd.t - Instant(c.PullTransfer), src: SourceMessage, observed: true}
-			ti := b.add(spanHead{Name: "container.image_pull.transfer", Path: ctr.path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
+			ti := b.add(spanHead{Name: SpanImagePullTransfer, Path: ctr.path + "/image_pull/transfer", Service: ServiceKubelet}, pi, ts, pullEnd)
 			t := &b.trace.Spans[ti]
 			t.Attrs = append(t.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrImageName, ctr.image}, Attr{AttrPullTransfer, float64(c.PullTransfer) / float64(time.Millisecond)})
 		}
@@ -1016,8 +1016,8 @@ func (b *builder) pull(ctr *containerSpan, turn point) point {
 // steps adds creating and starting the container, from afterPull on, and its postStart hook.
 func (b *builder) steps(ctr *containerSpan, afterPull point) {
 	st := &ctr.steps
-	b.step(ctr, "container.create", afterPull, st.created)
-	b.step(ctr, "container.start", st.created, st.started)
+	b.step(ctr, SpanCreate, afterPull, st.created)
+	b.step(ctr, SpanStart, st.created, st.started)
 	if ctr.c.HasPostStart && st.started.observed {
 		// The hook runs synchronously after Started; its end shows as the container's
 		// running state or the next container's turn, whichever was observed first.
@@ -1025,7 +1025,7 @@ func (b *builder) steps(ctr *containerSpan, afterPull point) {
 		if !hookEnd.observed {
 			hookEnd = derived(st.started.t)
 		}
-		b.step(ctr, "container.post_start", st.started, hookEnd)
+		b.step(ctr, SpanPostStart, st.started, hookEnd)
 	}
 }
 
@@ -1034,7 +1034,7 @@ func (b *builder) steps(ctr *containerSpan, afterPull point) {
 func (b *builder) probes(ctr *containerSpan) {
 	c, st := ctr.c, &ctr.steps
 	if c.HasStartupProbe {
-		b.step(ctr, "container.startup_probe", st.started, st.startupDone)
+		b.step(ctr, SpanStartupProbe, st.started, st.startupDone)
 	}
 	if !c.HasReadinessProbe {
 		return
@@ -1045,10 +1045,10 @@ func (b *builder) probes(ctr *containerSpan) {
 	}
 	switch {
 	case st.readyAt.observed:
-		b.step(ctr, "container.readiness", rs, st.readyAt)
+		b.step(ctr, SpanReadiness, rs, st.readyAt)
 	case st.started.observed && b.outcome != OutcomeReady:
 		// Never passed: the probe ran until the trace ended.
-		i := b.add(spanHead{Name: "container.readiness", Path: ctr.path + "/readiness", Service: ServiceKubelet}, ctr.span, rs, derived(ctr.podEnd))
+		i := b.add(spanHead{Name: SpanReadiness, Path: ctr.path + "/readiness", Service: ServiceKubelet}, ctr.span, rs, derived(ctr.podEnd))
 		sp := &b.trace.Spans[i]
 		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name})
 		for _, o := range c.Unhealthy {
@@ -1078,14 +1078,14 @@ func (b *builder) status(parent int, start, kubeletDone, ready point) {
 	p := b.pod
 	running := resolve(p.Running)
 	if running.observed {
-		b.add(spanHead{Name: "status.running", Path: "status.running", Service: ServiceKubelet}, parent, start, running)
+		b.add(spanHead{Name: SpanStatusRunning, Path: SpanStatusRunning, Service: ServiceKubelet}, parent, start, running)
 	}
 	if ready.observed {
-		b.add(spanHead{Name: "status.ready", Path: "status.ready", Service: ServiceKubelet}, parent, later(kubeletDone, start), ready)
+		b.add(spanHead{Name: SpanStatusReady, Path: SpanStatusReady, Service: ServiceKubelet}, parent, later(kubeletDone, start), ready)
 	}
 	if p.HasService {
 		if ep := resolve(p.EndpointsReady); ep.observed {
-			b.add(spanHead{Name: "status.endpoints", Path: "status.endpoints", Service: ServiceController}, parent, later(ready, start), ep)
+			b.add(spanHead{Name: SpanStatusEndpoints, Path: SpanStatusEndpoints, Service: ServiceController}, parent, later(ready, start), ep)
 		}
 	}
 }

@@ -317,10 +317,11 @@ func podTime(it *item, add func(int, time.Time, time.Time)) {
 	}
 }
 
-func spansNamed(t *phases.Trace, name string) []interval {
+// spansIn is the intervals of a trace's spans of one category (phases' span catalogue).
+func spansIn(t *phases.Trace, cat phases.Category) []interval {
 	var out []interval
 	for i := range t.Spans {
-		if t.Spans[i].Name == name {
+		if phases.CategoryOf(t.Spans[i].Name) == cat {
 			out = append(out, interval{t.Spans[i].Start, t.Spans[i].End})
 		}
 	}

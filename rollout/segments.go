@@ -62,8 +62,8 @@ func segmentsOf(it *item) []Segment {
 	// status's.
 	status := merge(phase(phases.PhaseStatus))
 	kubelet := merge(phase(phases.PhaseKubelet))
-	pulls := intersectAll(merge(spansNamed(p.Trace, "container.image_pull")), kubelet)
-	readiness := subtract(intersectAll(merge(spansNamed(p.Trace, "container.readiness")), merge(append(append([]interval(nil), kubelet...), status...))), pulls)
+	pulls := intersectAll(merge(spansIn(p.Trace, phases.CategoryImagePull)), kubelet)
+	readiness := subtract(intersectAll(merge(spansIn(p.Trace, phases.CategoryReadiness)), merge(append(append([]interval(nil), kubelet...), status...))), pulls)
 	rest := subtract(subtract(subtract(kubelet, status), pulls), readiness)
 	status = subtract(subtract(status, pulls), readiness)
 	var failing []interval

@@ -176,7 +176,7 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 	sv := SpanView{Name: s.Name, Label: s.Name, Service: s.Service,
 		StartMs: ms(s.Start.Sub(t0)), DurMs: ms(s.Duration()),
 		Error: s.Status == phases.StatusError, Message: s.StatusMessage}
-	if c, ok := s.Attr(phases.AttrContainerName).(string); ok && (s.Name == "container" || s.Name == "container.init" || s.Name == "container.sidecar") {
+	if c, ok := s.Attr(phases.AttrContainerName).(string); ok && phases.IsContainerSpan(s.Name) {
 		sv.Label += " " + c
 	}
 	sv.SourceStart, _ = s.Attr(phases.AttrSourceStart).(string)

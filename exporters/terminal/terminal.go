@@ -40,7 +40,7 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 		}
 		depth[s.SpanID] = d
 		name := strings.Repeat("  ", d) + s.Name
-		if c, ok := s.Attr(phases.AttrContainerName).(string); ok && (s.Name == "container" || s.Name == "container.init" || s.Name == "container.sidecar") {
+		if c, ok := s.Attr(phases.AttrContainerName).(string); ok && phases.IsContainerSpan(s.Name) {
 			name += " " + safetext.Field(c)
 		}
 		var notes []string

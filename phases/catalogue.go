@@ -1,0 +1,89 @@
+package phases
+
+// The catalogue of spans: every span name a Pod trace holds below its phases, one constant each,
+// with what a view needs to know of it. The builder draws these names and nothing else; views,
+// the rollout model and the exporters ask the catalogue rather than matching names of their own.
+const (
+	SpanControllersDeployment = "controllers.deployment" // Deployment persisted → its ReplicaSet scaled
+	SpanControllersReplicaSet = "controllers.replicaset" // ReplicaSet scaled → the Pod created
+
+	SpanKubeletSandbox = "kubelet.sandbox" // the Pod on its node → its sandbox ready (volumes, CNI)
+
+	SpanContainer        = "container"         // one app container: its turn → Ready
+	SpanContainerInit    = "container.init"    // one init container: its turn → terminated
+	SpanContainerSidecar = "container.sidecar" // one sidecar (init, restartPolicy Always): its turn → started
+
+	SpanImagePull         = "container.image_pull"          // Pulling → Pulled (queue wait included)
+	SpanImagePullTransfer = "container.image_pull.transfer" // the transfer alone, as the Pulled message states it
+	SpanCreate            = "container.create"
+	SpanStart             = "container.start"
+	SpanPostStart         = "container.post_start"
+	SpanStartupProbe      = "container.startup_probe"
+	SpanRun               = "container.run" // an init container running to completion
+	SpanReadiness         = "container.readiness"
+
+	SpanStatusRunning   = "status.running"
+	SpanStatusReady     = "status.ready"
+	SpanStatusEndpoints = "status.endpoints"
+)
+
+// Category is the kind of time a span stands for, where views tell kinds of time apart (the
+// rollout Gantt's letters and colours, the critical path's shares).
+type Category string
+
+const (
+	CategoryNone      Category = ""
+	CategoryImagePull Category = "image_pull"
+	CategoryReadiness Category = "readiness"
+)
+
+// SpanInfo is what the catalogue knows of one span name.
+type SpanInfo struct {
+	Name  string
+	Phase string // the phase it lies under
+	// Container: the span stands for one container (its name in AttrContainerName).
+	Container bool
+	Category  Category
+}
+
+// Catalogue lists every span name below the phases, in the order the builder draws them.
+var Catalogue = []SpanInfo{
+	{Name: SpanControllersDeployment, Phase: PhaseControllers},
+	{Name: SpanControllersReplicaSet, Phase: PhaseControllers},
+	{Name: SpanKubeletSandbox, Phase: PhaseKubelet},
+	{Name: SpanContainerInit, Phase: PhaseKubelet, Container: true},
+	{Name: SpanContainerSidecar, Phase: PhaseKubelet, Container: true},
+	{Name: SpanContainer, Phase: PhaseKubelet, Container: true},
+	{Name: SpanImagePull, Phase: PhaseKubelet, Category: CategoryImagePull},
+	{Name: SpanImagePullTransfer, Phase: PhaseKubelet, Category: CategoryImagePull},
+	{Name: SpanCreate, Phase: PhaseKubelet},
+	{Name: SpanStart, Phase: PhaseKubelet},
+	{Name: SpanPostStart, Phase: PhaseKubelet},
+	{Name: SpanStartupProbe, Phase: PhaseKubelet},
+	{Name: SpanRun, Phase: PhaseKubelet},
+	{Name: SpanReadiness, Phase: PhaseKubelet, Category: CategoryReadiness},
+	{Name: SpanStatusRunning, Phase: PhaseStatus},
+	{Name: SpanStatusReady, Phase: PhaseStatus},
+	{Name: SpanStatusEndpoints, Phase: PhaseStatus},
+}
+
+var catalogueByName = func() map[string]SpanInfo {
+	m := make(map[string]SpanInfo, len(Catalogue))
+	for _, s := range Catalogue {
+		m[s.Name] = s
+	}
+	return m
+}()
+
+// Catalogued returns what the catalogue knows of a span name; ok is false for the root, the phases
+// and names it does not hold.
+func Catalogued(name string) (SpanInfo, bool) {
+	s, ok := catalogueByName[name]
+	return s, ok
+}
+
+// IsContainerSpan reports whether a span stands for one container.
+func IsContainerSpan(name string) bool { return catalogueByName[name].Container }
+
+// CategoryOf is the kind of time a span stands for (CategoryNone for most).
+func CategoryOf(name string) Category { return catalogueByName[name].Category }
