@@ -286,6 +286,16 @@ func (b *builder) timeline() timeline {
 		containersReady:  kubeletDone,
 		podServing:       served,
 	}
+	fixed := b.stopChain(&tl)
+	b.fillChain(&tl, &fixed)
+	return tl
+}
+
+// stopChain ends the chain of a Pod that did not reach Ready: it was in the phase that starts
+// at the last boundary observed, and the boundaries after that phase's start, not reached, are
+// the trace's end. It returns which boundaries it set.
+func (b *builder) stopChain(tl *timeline) (fixed [boundaryCount]bool) {
+	p := b.pod
 	chain := &tl.chain
 	end := point{t: InstantOf(p.End), src: SourceWatch, observed: !p.End.IsZero()}
 	if last := latestObserved(p); b.outcome != OutcomeReady && last > end.t {
@@ -296,7 +306,6 @@ func (b *builder) timeline() timeline {
 			end.observed, end.src = true, SourceWatch
 		}
 	}
-	var fixed [boundaryCount]bool
 	if b.outcome != OutcomeReady {
 		// It was in the phase that starts at the last boundary observed; with the final
 		// boundary observed all the same (the outcome says otherwise), in the last phase.
@@ -321,6 +330,13 @@ func (b *builder) timeline() timeline {
 			tl.stoppedIn = p.StuckPhase
 		}
 	}
+	return fixed
+}
+
+// fillChain gives every boundary a time (an unobserved one takes the previous, the chain's start
+// the first observed), keeps them in order, and sets each phase's interval.
+func (b *builder) fillChain(tl *timeline, fixed *[boundaryCount]bool) {
+	chain := &tl.chain
 	// Unobserved boundaries take the previous one (the span then says it was not observed);
 	// the chain's start takes the first observed boundary.
 	first := point{}
@@ -358,7 +374,6 @@ func (b *builder) timeline() timeline {
 			}
 		}
 	}
-	return tl
 }
 
 // spans draws the root, the phases and their steps.

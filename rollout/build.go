@@ -126,7 +126,7 @@ func Build(r *Rollout) *Trace {
 	sum.Sentence = sentence(r, &sum)
 	t.Summary = sum
 
-	span := func(name, path, service string, parent phases.SpanID, s, e time.Time) phases.Span {
+	var span spanMaker = func(name, path, service string, parent phases.SpanID, s, e time.Time) phases.Span {
 		if e.Before(s) {
 			e = s
 		}
@@ -147,6 +147,34 @@ func Build(r *Rollout) *Trace {
 	}
 	t.Spans = append(t.Spans, root)
 
+	stepSpan := stepSpans(t, items, cp, span, root.SpanID)
+	parentOf := func(step int) phases.SpanID {
+		if step >= 0 {
+			return stepSpan[step]
+		}
+		return root.SpanID
+	}
+	t.Segments = make(map[string][]Segment, len(items.list))
+	for _, it := range items.list {
+		t.Segments[it.uid] = segmentsOf(it)
+		switch {
+		case it.newPod != nil:
+			t.Spans = append(t.Spans, podSpans(key, parentOf(it.step), it, cp.pods[it.uid])...)
+		case it.oldPod != nil:
+			t.Spans = append(t.Spans, terminateSpan(it, parentOf(it.step), cp.pods[it.oldPod.UID], span))
+		}
+	}
+	sort.SliceStable(t.Spans[1:], func(i, j int) bool { return t.Spans[1+i].Start.Before(t.Spans[1+j].Start) })
+	return t
+}
+
+// spanMaker makes one span of the rollout's trace, its ID from its path.
+type spanMaker func(name, path, service string, parent phases.SpanID, s, e time.Time) phases.Span
+
+// stepSpans appends a span per step, from the step to its effect (the last end of the Pods it
+// caused), and returns their IDs by step.
+func stepSpans(t *Trace, items *timeline, cp critical, span spanMaker, rootID phases.SpanID) []phases.SpanID {
+	r := t.Rollout
 	stepSpan := make([]phases.SpanID, len(r.Steps))
 	effects := make([]time.Time, len(r.Steps)) // the last end of the Pods each step caused
 	for _, it := range items.list {
@@ -161,7 +189,7 @@ func Build(r *Rollout) *Trace {
 		if effects[i].After(effect) {
 			effect = effects[i]
 		}
-		sp := span(StepSpanName, fmt.Sprintf("step/%d", i), phases.ServiceController, root.SpanID, at.Time(), effect)
+		sp := span(StepSpanName, fmt.Sprintf("step/%d", i), phases.ServiceController, rootID, at.Time(), effect)
 		dir := "down"
 		if s.Up {
 			dir = "up"
@@ -176,38 +204,26 @@ func Build(r *Rollout) *Trace {
 		stepSpan[i] = sp.SpanID
 		t.Spans = append(t.Spans, sp)
 	}
-	parentOf := func(step int) phases.SpanID {
-		if step >= 0 {
-			return stepSpan[step]
-		}
-		return root.SpanID
+	return stepSpan
+}
+
+// terminateSpan is an old Pod's span: deletion requested → gone.
+func terminateSpan(it *item, parent phases.SpanID, critical bool, span spanMaker) phases.Span {
+	o := it.oldPod
+	sp := span(TerminateSpanName, "terminate/"+o.UID, phases.ServiceKubelet, parent, it.start, it.end)
+	sp.Attrs = []phases.Attr{
+		{Key: phases.AttrPodName, Value: o.Name}, {Key: phases.AttrPodUID, Value: o.UID},
+		{Key: AttrGracePeriod, Value: o.GracePeriod}, {Key: AttrPreStop, Value: o.PreStop},
+		{Key: AttrKilled, Value: o.Killed}, {Key: AttrCritical, Value: critical},
 	}
-	t.Segments = make(map[string][]Segment, len(items.list))
-	for _, it := range items.list {
-		t.Segments[it.uid] = segmentsOf(it)
-		switch {
-		case it.newPod != nil:
-			t.Spans = append(t.Spans, podSpans(key, parentOf(it.step), it, cp.pods[it.uid])...)
-		case it.oldPod != nil:
-			o := it.oldPod
-			sp := span(TerminateSpanName, "terminate/"+o.UID, phases.ServiceKubelet, parentOf(it.step), it.start, it.end)
-			sp.Attrs = []phases.Attr{
-				{Key: phases.AttrPodName, Value: o.Name}, {Key: phases.AttrPodUID, Value: o.UID},
-				{Key: AttrGracePeriod, Value: o.GracePeriod}, {Key: AttrPreStop, Value: o.PreStop},
-				{Key: AttrKilled, Value: o.Killed}, {Key: AttrCritical, Value: cp.pods[o.UID]},
-			}
-			if !it.endKnown {
-				sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrObserved, Value: false})
-			}
-			if o.Killed {
-				sp.Status = phases.StatusError
-				sp.StatusMessage = fmt.Sprintf("killed after the grace period of %d s", o.GracePeriod)
-			}
-			t.Spans = append(t.Spans, sp)
-		}
+	if !it.endKnown {
+		sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrObserved, Value: false})
 	}
-	sort.SliceStable(t.Spans[1:], func(i, j int) bool { return t.Spans[1+i].Start.Before(t.Spans[1+j].Start) })
-	return t
+	if o.Killed {
+		sp.Status = phases.StatusError
+		sp.StatusMessage = fmt.Sprintf("killed after the grace period of %d s", o.GracePeriod)
+	}
+	return sp
 }
 
 // podSpans draws a new Pod, created → available, with the six phase spans of its own trace
