@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -17,10 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,9 +34,10 @@ import (
 // of the initial list. Recordings without "recv" (captured with curl ?watch=1) are replayed in
 // resourceVersion order with object and event timestamps only.
 //
-// Streams: pods, replicasets, deployments, statefulsets, daemonsets, controllerrevisions,
-// services, endpointslices, events.core.v1 and events.events.k8s.io.v1 (both views of the same
-// Events; duplicates are dropped by UID).
+// Streams: one per entry of the registry of kinds (kinds.go): pods, replicasets, deployments,
+// statefulsets, daemonsets, controllerrevisions, services, endpointslices, events.core.v1 and
+// events.events.k8s.io.v1 (both views of the same Events; duplicates are dropped by UID). A
+// file of a stream the registry does not name is not read.
 
 // Stream is one recorded stream: a resource read through one API.
 type Stream string
@@ -59,83 +55,13 @@ const (
 	StreamEventsV1       Stream = "events.events.k8s.io.v1"
 )
 
-// snapshotOrder is the order list snapshots are fed in: owners and Services before Pods, events
-// before Pods so a Pod completed by its snapshot already has them.
-var snapshotOrder = []Stream{StreamDeployments, StreamStatefulSets, StreamDaemonSets, StreamRevisions, StreamReplicaSets, StreamServices, StreamEventsCore, StreamEventsV1, StreamEndpointSlices, StreamPods}
-
-func (s Stream) resource() Resource {
-	switch s {
-	case StreamPods:
-		return ResourcePods
-	case StreamReplicaSets:
-		return ResourceReplicaSets
-	case StreamDeployments:
-		return ResourceDeployments
-	case StreamStatefulSets:
-		return ResourceStatefulSets
-	case StreamDaemonSets:
-		return ResourceDaemonSets
-	case StreamRevisions:
-		return ResourceControllerRevisions
-	case StreamServices:
-		return ResourceServices
-	case StreamEndpointSlices:
-		return ResourceEndpointSlices
-	}
-	return ResourceEvents
-}
-
-func (s Stream) newObject() runtime.Object {
-	switch s {
-	case StreamPods:
-		return &corev1.Pod{}
-	case StreamReplicaSets:
-		return &appsv1.ReplicaSet{}
-	case StreamDeployments:
-		return &appsv1.Deployment{}
-	case StreamStatefulSets:
-		return &appsv1.StatefulSet{}
-	case StreamDaemonSets:
-		return &appsv1.DaemonSet{}
-	case StreamRevisions:
-		return &appsv1.ControllerRevision{}
-	case StreamServices:
-		return &corev1.Service{}
-	case StreamEndpointSlices:
-		return &discoveryv1.EndpointSlice{}
-	case StreamEventsCore:
-		return &corev1.Event{}
-	case StreamEventsV1:
-		return &eventsv1.Event{}
-	}
-	return nil
-}
-
 // StreamFor returns the stream an object is recorded in.
 func StreamFor(obj runtime.Object) (Stream, bool) {
-	switch obj.(type) {
-	case *corev1.Pod:
-		return StreamPods, true
-	case *appsv1.ReplicaSet:
-		return StreamReplicaSets, true
-	case *appsv1.Deployment:
-		return StreamDeployments, true
-	case *appsv1.StatefulSet:
-		return StreamStatefulSets, true
-	case *appsv1.DaemonSet:
-		return StreamDaemonSets, true
-	case *appsv1.ControllerRevision:
-		return StreamRevisions, true
-	case *corev1.Service:
-		return StreamServices, true
-	case *discoveryv1.EndpointSlice:
-		return StreamEndpointSlices, true
-	case *corev1.Event:
-		return StreamEventsCore, true
-	case *eventsv1.Event:
-		return StreamEventsV1, true
+	k, ok := kindOfObject(obj)
+	if !ok {
+		return "", false
 	}
-	return "", false
+	return k.stream, true
 }
 
 // Line is one recorded watch event.
@@ -418,6 +344,11 @@ type watchFile struct {
 
 func readWatch(r io.Reader, s Stream, path string) watchFile {
 	w := watchFile{allRecv: true}
+	k, err := kindOf(s)
+	if err != nil {
+		w.problems = append(w.problems, Problem{Path: path, Why: printable(err.Error(), 6*maxQuoted)})
+		return w
+	}
 	skip := func(n int, format string, args ...any) {
 		w.problems = append(w.problems, Problem{Path: path, Line: n, Why: printable(fmt.Sprintf(format, args...), 6*maxQuoted)})
 	}
@@ -455,17 +386,17 @@ func readWatch(r io.Reader, s Stream, path string) watchFile {
 			skip(lr.n, "unknown watch event type %s", quoteStart([]byte(l.Type)))
 			continue
 		}
-		obj := s.newObject()
+		obj := k.newObject()
 		if err := json.Unmarshal(l.Object, obj); err != nil {
-			skip(lr.n, "object is not a %s: %v", s.kind(), err)
+			skip(lr.n, "object is not a %s: %v", k.kind, err)
 			continue
 		}
-		if why := s.refuse(obj); why != "" {
+		if why := k.refuse(obj); why != "" {
 			skip(lr.n, "%s", why)
 			continue
 		}
 		w.events++
-		d := Delta{Resource: s.resource(), Type: l.Type, Object: obj, Initial: l.Initial, FinalStateUnknown: l.FinalStateUnknown}
+		d := Delta{Resource: k.resource, Type: l.Type, Object: obj, Initial: l.Initial, FinalStateUnknown: l.FinalStateUnknown}
 		if l.Recv != nil {
 			d.Recv = *l.Recv
 		} else {
@@ -479,6 +410,10 @@ func readWatch(r io.Reader, s Stream, path string) watchFile {
 // readList reads a List snapshot. An unreadable file, or a List of another kind, is an error;
 // an item that is not an object of the stream's kind is a Problem and is skipped.
 func readList(b []byte, s Stream, path string) ([]Delta, []Problem, error) {
+	k, err := kindOf(s)
+	if err != nil {
+		return nil, nil, err
+	}
 	var list struct {
 		Kind  string            `json:"kind"`
 		Items []json.RawMessage `json:"items"`
@@ -487,47 +422,26 @@ func readList(b []byte, s Stream, path string) ([]Delta, []Problem, error) {
 		return nil, nil, fmt.Errorf("not a List: %s", printable(err.Error(), 6*maxQuoted))
 	}
 	// kubectl get -o json writes "List"; the API itself, <Kind>List.
-	if k := list.Kind; k != "" && k != "List" && k != s.kind()+"List" {
-		return nil, nil, fmt.Errorf("a %s, not a %sList", quoteStart([]byte(k)), s.kind())
+	if lk := list.Kind; lk != "" && lk != "List" && lk != k.kind+"List" {
+		return nil, nil, fmt.Errorf("a %s, not a %sList", quoteStart([]byte(lk)), k.kind)
 	}
 	var problems []Problem
 	out := make([]Delta, 0, len(list.Items))
 	for i, raw := range list.Items {
-		obj := s.newObject()
+		obj := k.newObject()
 		why := ""
 		if err := json.Unmarshal(raw, obj); err != nil {
-			why = fmt.Sprintf("not a %s: %v", s.kind(), err)
+			why = fmt.Sprintf("not a %s: %v", k.kind, err)
 		} else {
-			why = s.refuse(obj)
+			why = k.refuse(obj)
 		}
 		if why != "" {
 			problems = append(problems, Problem{Path: path, Item: i + 1, Why: printable(why, 6*maxQuoted)})
 			continue
 		}
-		out = append(out, Delta{Resource: s.resource(), Type: Added, Object: obj, Initial: true})
+		out = append(out, Delta{Resource: k.resource, Type: Added, Object: obj, Initial: true})
 	}
 	return out, problems, nil
-}
-
-// kind is the kind of the stream's objects; group, their API group.
-func (s Stream) kind() string {
-	switch s {
-	case StreamEventsCore, StreamEventsV1:
-		return "Event"
-	}
-	return reflect.TypeOf(s.newObject()).Elem().Name()
-}
-
-func (s Stream) group() string {
-	switch s {
-	case StreamPods, StreamServices, StreamEventsCore:
-		return ""
-	case StreamEndpointSlices:
-		return discoveryv1.GroupName
-	case StreamEventsV1:
-		return eventsv1.GroupName
-	}
-	return appsv1.GroupName
 }
 
 // refuse says why a decoded object does not belong in the stream, or returns "". JSON decodes
@@ -535,7 +449,7 @@ func (s Stream) group() string {
 // namespace, and every object without a UID would share the trace ID of the empty UID. Objects
 // that name no kind (informers drop TypeMeta) are taken as the stream's; each of its kinds has
 // a UID.
-func (s Stream) refuse(obj runtime.Object) string {
+func (k *kind) refuse(obj runtime.Object) string {
 	tm, ok := obj.(interface {
 		GetObjectKind() schema.ObjectKind
 		GetUID() types.UID
@@ -545,17 +459,17 @@ func (s Stream) refuse(obj runtime.Object) string {
 	}
 	gvk := tm.GetObjectKind().GroupVersionKind()
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	if kind != "" && kind != s.kind() {
-		return fmt.Sprintf("a %s object in the %s stream, which holds %ss", quoteStart([]byte(kind)), s, s.kind())
+	if kind != "" && kind != k.kind {
+		return fmt.Sprintf("a %s object in the %s stream, which holds %ss", quoteStart([]byte(kind)), k.stream, k.kind)
 	}
 	if apiVersion != "" {
 		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err != nil || gv.Group != s.group() || !apiVersionPattern.MatchString(gv.Version) {
-			return fmt.Sprintf("apiVersion %s in the %s stream, which holds %s", quoteStart([]byte(apiVersion)), s, s.apiName())
+		if err != nil || gv.Group != k.gvr.Group || !apiVersionPattern.MatchString(gv.Version) {
+			return fmt.Sprintf("apiVersion %s in the %s stream, which holds %s", quoteStart([]byte(apiVersion)), k.stream, k.apiName())
 		}
 	}
 	if tm.GetUID() == "" {
-		return fmt.Sprintf("a %s without metadata.uid", s.kind())
+		return fmt.Sprintf("a %s without metadata.uid", k.kind)
 	}
 	return ""
 }
@@ -564,11 +478,11 @@ func (s Stream) refuse(obj runtime.Object) string {
 var apiVersionPattern = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 
 // apiName is the stream's kind with its group, as an error names it.
-func (s Stream) apiName() string {
-	if g := s.group(); g != "" {
-		return s.kind() + "s of " + g
+func (k *kind) apiName() string {
+	if g := k.gvr.Group; g != "" {
+		return k.kind + "s of " + g
 	}
-	return s.kind() + "s of the core API"
+	return k.kind + "s of the core API"
 }
 
 // quoteStart quotes at most maxQuoted bytes of b, escaped: recordings come from anyone, and what a

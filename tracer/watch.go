@@ -78,32 +78,13 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	for _, ns := range namespaces {
-		pods := client.CoreV1().Pods(ns)
-		w.add(client, ResourcePods, &corev1.Pod{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.LabelSelector = cfg.Selector // Pods only: owners, events and endpoints are needed whole
-				return pods.List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.LabelSelector = cfg.Selector
-				return pods.Watch(ctx, o)
-			})
-		rs := client.AppsV1().ReplicaSets(ns)
-		w.add(client, ResourceReplicaSets, &appsv1.ReplicaSet{}, listOf(rs.List), rs.Watch)
-		deps := client.AppsV1().Deployments(ns)
-		w.add(client, ResourceDeployments, &appsv1.Deployment{}, listOf(deps.List), deps.Watch)
-		evs := client.CoreV1().Events(ns)
-		w.add(client, ResourceEvents, &corev1.Event{}, listOf(evs.List), evs.Watch)
-		slices := client.DiscoveryV1().EndpointSlices(ns)
-		w.add(client, ResourceEndpointSlices, &discoveryv1.EndpointSlice{}, listOf(slices.List), slices.Watch)
-		svcs := client.CoreV1().Services(ns)
-		w.add(client, ResourceServices, &corev1.Service{}, listOf(svcs.List), svcs.Watch)
-		sts := client.AppsV1().StatefulSets(ns)
-		w.add(client, ResourceStatefulSets, &appsv1.StatefulSet{}, listOf(sts.List), sts.Watch)
-		dss := client.AppsV1().DaemonSets(ns)
-		w.add(client, ResourceDaemonSets, &appsv1.DaemonSet{}, listOf(dss.List), dss.Watch)
-		crs := client.AppsV1().ControllerRevisions(ns)
-		w.add(client, ResourceControllerRevisions, &appsv1.ControllerRevision{}, listOf(crs.List), crs.Watch)
+		for _, k := range kinds {
+			if k.listWatch == nil {
+				continue // read from recordings only
+			}
+			list, watchFn := k.listWatch(client, ns, cfg)
+			w.add(client, k.resource, k.newObject(), list, watchFn)
+		}
 	}
 	return w
 }
@@ -215,10 +196,6 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 	return nil
 }
 
-// keepsIdentity tells whether the Watcher keeps the identities of a resource's objects: of
-// every one but Events (processEvent says why).
-func keepsIdentity(r Resource) bool { return r != ResourceEvents }
-
 // processEvent hands on an Event without keeping anything of it. An Event is read once, when
 // it arrives; its deletion (the apiserver expires Events after an hour) changes no trace, so a
 // relist need not find which ones went. Keeping their identities cost an hour of Events'
@@ -251,27 +228,16 @@ func lastSeen(obj runtime.Object) runtime.Object {
 		Generation: m.GetGeneration(), CreationTimestamp: m.GetCreationTimestamp(), DeletionTimestamp: m.GetDeletionTimestamp(),
 		DeletionGracePeriodSeconds: m.GetDeletionGracePeriodSeconds(), OwnerReferences: m.GetOwnerReferences(),
 	}
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		return &corev1.Pod{ObjectMeta: id, Spec: corev1.PodSpec{NodeName: o.Spec.NodeName}}
-	case *corev1.Event:
-		return &corev1.Event{ObjectMeta: id}
-	case *appsv1.ReplicaSet:
-		return &appsv1.ReplicaSet{ObjectMeta: id}
-	case *appsv1.Deployment:
-		return &appsv1.Deployment{ObjectMeta: id}
-	case *appsv1.StatefulSet:
-		return &appsv1.StatefulSet{ObjectMeta: id}
-	case *appsv1.DaemonSet:
-		return &appsv1.DaemonSet{ObjectMeta: id}
-	case *appsv1.ControllerRevision:
-		return &appsv1.ControllerRevision{ObjectMeta: id}
-	case *discoveryv1.EndpointSlice:
-		return &discoveryv1.EndpointSlice{ObjectMeta: id}
-	case *corev1.Service:
-		return &corev1.Service{ObjectMeta: id}
+	k, ok := kindOfObject(obj)
+	if !ok {
+		return obj
 	}
-	return obj
+	kept := k.newObject()
+	*kept.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta) = id
+	if k.identity != nil {
+		k.identity(obj, kept)
+	}
+	return kept
 }
 
 // restarts tells, from the list and watch requests one informer's reflector makes, when its

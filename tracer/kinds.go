@@ -1,0 +1,250 @@
+package tracer
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// kind is one resource readyspan reads, through one API: everything the watch, the recordings
+// and the RBAC check need to know of it. The table below (kinds) is the only list of them; the
+// Watcher's reflectors, the recording's streams and their order, and the test that holds the
+// ClusterRole to them are derived from it, so a new kind is one entry here (and what the
+// correlator does with its objects).
+//
+// There is one entry per group/version/resource, as there is one RBAC rule and one recording
+// file per GVR: the Events of core/v1 and of events.k8s.io/v1 are two entries of one Resource.
+type kind struct {
+	resource Resource
+	stream   Stream
+	gvr      schema.GroupVersionResource
+	kind     string // the objects' Kind, as a List names its items (<Kind>List)
+
+	// newObject and newList are empty ones of the kind, to decode into and to watch with.
+	newObject func() runtime.Object
+	newList   func() runtime.Object
+
+	// listWatch gives the calls that list and watch the kind in a namespace (all of them for
+	// metav1.NamespaceAll); nil for a stream only recordings hold, not watched live.
+	listWatch func(c kubernetes.Interface, ns string, cfg WatchConfig) (listFunc, watchFunc)
+
+	// keepsIdentity: the Watcher keeps each object's identity (lastSeen) so that a relist can
+	// say which were deleted while the watch was down. Not for Events: processEvent says why.
+	keepsIdentity bool
+	// identity copies onto what lastSeen keeps (the object's metadata) whatever more a
+	// deletion found by a relist needs of the kind; nil for the metadata alone.
+	identity func(from, kept runtime.Object)
+
+	// snapshot is the kind's place when a recording's List snapshots are fed in.
+	snapshot snapshotRank
+
+	// verbs are what readyspan needs granted on the resource (deploy/kubernetes/base/
+	// clusterrole.yaml): list and watch for the watch, get for explain.
+	verbs []string
+}
+
+// snapshotRank orders a recording's List snapshots: owners before what they own and Services
+// before Pods, so that a Pod is correlated with what made and selects it; Events before Pods,
+// so that a Pod completed by its snapshot already has them. Kinds of one rank keep the order
+// of the table.
+type snapshotRank int
+
+const (
+	snapshotWorkloads   snapshotRank = iota // Deployments, StatefulSets, DaemonSets
+	snapshotRevisions                       // a StatefulSet's or DaemonSet's revisions
+	snapshotReplicaSets                     // a Deployment's
+	snapshotServices
+	snapshotEvents
+	snapshotEndpointSlices
+	snapshotPods
+)
+
+// readVerbs is what every kind needs: readyspan only ever reads.
+var readVerbs = []string{"get", "list", "watch"}
+
+// kinds is the registry, in the order the Watcher starts its reflectors.
+var kinds = []*kind{
+	{
+		resource: ResourcePods, stream: StreamPods, kind: "Pod",
+		gvr:       corev1.SchemeGroupVersion.WithResource("pods"),
+		newObject: func() runtime.Object { return &corev1.Pod{} },
+		newList:   func() runtime.Object { return &corev1.PodList{} },
+		listWatch: func(c kubernetes.Interface, ns string, cfg WatchConfig) (listFunc, watchFunc) {
+			pods := c.CoreV1().Pods(ns)
+			return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					o.LabelSelector = cfg.Selector // Pods only: owners, events and endpoints are needed whole
+					return pods.List(ctx, o)
+				}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					o.LabelSelector = cfg.Selector
+					return pods.Watch(ctx, o)
+				}
+		},
+		keepsIdentity: true,
+		// A Pod deleted while the watch was down still names its node.
+		identity: func(from, kept runtime.Object) {
+			kept.(*corev1.Pod).Spec.NodeName = from.(*corev1.Pod).Spec.NodeName
+		},
+		snapshot: snapshotPods,
+		verbs:    readVerbs,
+	},
+	{
+		resource: ResourceReplicaSets, stream: StreamReplicaSets, kind: "ReplicaSet",
+		gvr:       appsv1.SchemeGroupVersion.WithResource("replicasets"),
+		newObject: func() runtime.Object { return &appsv1.ReplicaSet{} },
+		newList:   func() runtime.Object { return &appsv1.ReplicaSetList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.ReplicaSetList] {
+			return c.AppsV1().ReplicaSets(ns)
+		}),
+		keepsIdentity: true, snapshot: snapshotReplicaSets, verbs: readVerbs,
+	},
+	{
+		resource: ResourceDeployments, stream: StreamDeployments, kind: "Deployment",
+		gvr:       appsv1.SchemeGroupVersion.WithResource("deployments"),
+		newObject: func() runtime.Object { return &appsv1.Deployment{} },
+		newList:   func() runtime.Object { return &appsv1.DeploymentList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.DeploymentList] {
+			return c.AppsV1().Deployments(ns)
+		}),
+		keepsIdentity: true, snapshot: snapshotWorkloads, verbs: readVerbs,
+	},
+	{
+		// The Events the watch reads: every recorder's, through the core API.
+		resource: ResourceEvents, stream: StreamEventsCore, kind: "Event",
+		gvr:       corev1.SchemeGroupVersion.WithResource("events"),
+		newObject: func() runtime.Object { return &corev1.Event{} },
+		newList:   func() runtime.Object { return &corev1.EventList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*corev1.EventList] {
+			return c.CoreV1().Events(ns)
+		}),
+		snapshot: snapshotEvents, verbs: readVerbs,
+	},
+	{
+		// The same Events through events.k8s.io/v1, as recordings may hold them (the
+		// correlator drops the second view of one by UID). Not watched: one view is enough.
+		resource: ResourceEvents, stream: StreamEventsV1, kind: "Event",
+		gvr:       eventsv1.SchemeGroupVersion.WithResource("events"),
+		newObject: func() runtime.Object { return &eventsv1.Event{} },
+		newList:   func() runtime.Object { return &eventsv1.EventList{} },
+		snapshot:  snapshotEvents, verbs: readVerbs,
+	},
+	{
+		resource: ResourceEndpointSlices, stream: StreamEndpointSlices, kind: "EndpointSlice",
+		gvr:       discoveryv1.SchemeGroupVersion.WithResource("endpointslices"),
+		newObject: func() runtime.Object { return &discoveryv1.EndpointSlice{} },
+		newList:   func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*discoveryv1.EndpointSliceList] {
+			return c.DiscoveryV1().EndpointSlices(ns)
+		}),
+		keepsIdentity: true, snapshot: snapshotEndpointSlices, verbs: readVerbs,
+	},
+	{
+		resource: ResourceServices, stream: StreamServices, kind: "Service",
+		gvr:       corev1.SchemeGroupVersion.WithResource("services"),
+		newObject: func() runtime.Object { return &corev1.Service{} },
+		newList:   func() runtime.Object { return &corev1.ServiceList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*corev1.ServiceList] {
+			return c.CoreV1().Services(ns)
+		}),
+		keepsIdentity: true, snapshot: snapshotServices, verbs: readVerbs,
+	},
+	{
+		resource: ResourceStatefulSets, stream: StreamStatefulSets, kind: "StatefulSet",
+		gvr:       appsv1.SchemeGroupVersion.WithResource("statefulsets"),
+		newObject: func() runtime.Object { return &appsv1.StatefulSet{} },
+		newList:   func() runtime.Object { return &appsv1.StatefulSetList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.StatefulSetList] {
+			return c.AppsV1().StatefulSets(ns)
+		}),
+		keepsIdentity: true, snapshot: snapshotWorkloads, verbs: readVerbs,
+	},
+	{
+		resource: ResourceDaemonSets, stream: StreamDaemonSets, kind: "DaemonSet",
+		gvr:       appsv1.SchemeGroupVersion.WithResource("daemonsets"),
+		newObject: func() runtime.Object { return &appsv1.DaemonSet{} },
+		newList:   func() runtime.Object { return &appsv1.DaemonSetList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.DaemonSetList] {
+			return c.AppsV1().DaemonSets(ns)
+		}),
+		keepsIdentity: true, snapshot: snapshotWorkloads, verbs: readVerbs,
+	},
+	{
+		resource: ResourceControllerRevisions, stream: StreamRevisions, kind: "ControllerRevision",
+		gvr:       appsv1.SchemeGroupVersion.WithResource("controllerrevisions"),
+		newObject: func() runtime.Object { return &appsv1.ControllerRevision{} },
+		newList:   func() runtime.Object { return &appsv1.ControllerRevisionList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.ControllerRevisionList] {
+			return c.AppsV1().ControllerRevisions(ns)
+		}),
+		keepsIdentity: true, snapshot: snapshotRevisions, verbs: readVerbs,
+	},
+}
+
+// lister is what a typed client of one kind in one namespace offers to list and watch it.
+type lister[L runtime.Object] interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
+
+// namespaced makes a kind's listWatch from its typed client: the whole kind, every label.
+func namespaced[L runtime.Object](client func(kubernetes.Interface, string) lister[L]) func(kubernetes.Interface, string, WatchConfig) (listFunc, watchFunc) {
+	return func(c kubernetes.Interface, ns string, _ WatchConfig) (listFunc, watchFunc) {
+		x := client(c, ns)
+		return listOf(x.List), x.Watch
+	}
+}
+
+// The lookups the registry answers, built once from it.
+var (
+	kindByStream = map[Stream]*kind{}
+	kindByType   = map[reflect.Type]*kind{}
+	kindByRes    = map[Resource]*kind{} // the kind the watch reads of each Resource
+	// snapshotOrder is the order a recording's streams are read in (snapshotRank).
+	snapshotOrder []Stream
+)
+
+func init() {
+	for _, k := range kinds {
+		kindByStream[k.stream] = k
+		kindByType[reflect.TypeOf(k.newObject())] = k
+		if _, ok := kindByRes[k.resource]; !ok || k.listWatch != nil {
+			kindByRes[k.resource] = k
+		}
+	}
+	byRank := append([]*kind(nil), kinds...)
+	sort.SliceStable(byRank, func(i, j int) bool { return byRank[i].snapshot < byRank[j].snapshot })
+	for _, k := range byRank {
+		snapshotOrder = append(snapshotOrder, k.stream)
+	}
+}
+
+// kindOf returns the entry of a stream; a stream the registry does not know is an error,
+// never taken for another.
+func kindOf(s Stream) (*kind, error) {
+	if k := kindByStream[s]; k != nil {
+		return k, nil
+	}
+	return nil, fmt.Errorf("unknown stream %s (streams: %s)", quoteStart([]byte(s)), streamNames())
+}
+
+// kindOfObject returns the entry of an object's type.
+func kindOfObject(obj runtime.Object) (*kind, bool) {
+	k, ok := kindByType[reflect.TypeOf(obj)]
+	return k, ok
+}
+
+// keepsIdentity tells whether the Watcher keeps the identities of a resource's objects.
+func keepsIdentity(r Resource) bool {
+	k := kindByRes[r]
+	return k != nil && k.keepsIdentity
+}
