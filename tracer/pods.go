@@ -212,13 +212,15 @@ func (ps *podState) condTimes(t corev1.PodConditionType) phases.Times {
 	return out
 }
 
-// failureReasons are container waiting reasons that do not go away by themselves.
-var failureReasons = map[string]bool{
-	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
-	"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true,
-	"RunContainerError": true, "PostStartHookError": true, "RegistryUnavailable": true,
-	"SignatureValidationFailed": true, "ImageInspectError": true,
-}
+// failureReasons are container waiting reasons that do not go away by themselves
+// (phases.FailureReasons, which the failed-startups counter's reason label also uses).
+var failureReasons = func() map[string]bool {
+	m := make(map[string]bool, len(phases.FailureReasons))
+	for _, r := range phases.FailureReasons {
+		m[r] = true
+	}
+	return m
+}()
 
 var pullReasons = map[string]bool{
 	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,

@@ -30,6 +30,7 @@ type Metrics struct {
 	schedAttempts prometheus.Histogram
 	podsInPhase   *prometheus.GaugeVec
 	podsStuck     *prometheus.CounterVec
+	podsFailed    *prometheus.CounterVec
 	tracesDone    *prometheus.CounterVec
 	inconsistent  *prometheus.CounterVec
 	watchEvents   *prometheus.CounterVec
@@ -69,6 +70,8 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Pods being traced right now, by the phase they are in."}, []string{"phase"}),
 		podsStuck: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_pods_stuck_total",
 			Help: "Pods exported as stuck (not Ready after --stuck-after), by the phase they were stuck in."}, []string{"phase"}),
+		podsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_pod_startups_failed_total",
+			Help: "Pods exported as failed (a persistent failure shown for --fail-after, or the Pod failed), by reason: the container's waiting reason (ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError…), other for anything else (Evicted, a failed Pod's own reason)."}, []string{"reason"}),
 		tracesDone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_traces_total",
 			Help: "Traces reconstructed, by outcome."}, []string{"outcome"}),
 		inconsistent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_traces_inconsistent_total",
@@ -98,7 +101,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		rollouts: newRolloutMetrics(),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
-		m.podsInPhase, m.podsStuck, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
+		m.podsInPhase, m.podsStuck, m.podsFailed, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	reg.MustRegister(m.rollouts.collectors()...)
 	m.rollouts.init()
@@ -114,6 +117,10 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	for _, p := range phases.Phases {
 		m.podsStuck.WithLabelValues(p)
 	}
+	for _, r := range phases.FailureReasons {
+		m.podsFailed.WithLabelValues(r)
+	}
+	m.podsFailed.WithLabelValues(phases.FailureReasonOther)
 	for _, r := range DropReasons {
 		m.dropped.WithLabelValues(r)
 	}
@@ -160,8 +167,12 @@ func (m *Metrics) Export(t *phases.Trace) {
 	if s.SchedulingAttempts > 0 {
 		m.schedAttempts.Observe(float64(s.SchedulingAttempts))
 	}
-	if s.Outcome == phases.OutcomeStuck {
+	switch s.Outcome {
+	case phases.OutcomeStuck:
 		m.podsStuck.WithLabelValues(s.CurrentPhase).Inc()
+	case phases.OutcomeFailed:
+		// Bounded: a failed Pod's status.reason (Evicted…) is free text and becomes "other".
+		m.podsFailed.WithLabelValues(phases.FailureLabel(s.FailureReason)).Inc()
 	}
 }
 

@@ -2,6 +2,8 @@ package prometheus
 
 import (
 	"bytes"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer"
 )
 
 func trace() *phases.Trace {
@@ -149,5 +152,88 @@ readyspan_traces_inconsistent_total{cause="ready_before_scheduled"} 1
 				t.Errorf("startup histogram has %d samples, want only the consistent trace's", n)
 			}
 		}
+	}
+}
+
+// replayed rebuilds the traces of a real-node capture (tracer/testdata/real-node) as `readyspan
+// replay` does, by Pod name. The failure captures end before --fail-after, so their Pods are
+// in progress; ended reopens a trace's observations with the outcome the tracer gives it at its
+// deadline (the reason stays the tracer's unless one is given), as Correlator.finish does.
+func replayed(t *testing.T, run string) map[string]*phases.Trace {
+	t.Helper()
+	deltas, err := tracer.LoadRecording(filepath.Join("..", "..", "tracer", "testdata", "real-node", run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces := map[string]*phases.Trace{}
+	c := tracer.New(tracer.Config{Backfill: true}, tracer.SinkFunc(func(tr *phases.Trace) { traces[tr.Pod.Name] = tr }), nil, nil)
+	tracer.Replay(c, deltas)
+	if len(traces) == 0 {
+		t.Fatalf("%s rebuilt no trace", run)
+	}
+	return traces
+}
+
+func ended(t *testing.T, tr *phases.Trace, outcome phases.Outcome, reason string) *phases.Trace {
+	t.Helper()
+	if tr == nil {
+		t.Fatal("the capture has no such Pod")
+	}
+	p := *tr.Pod
+	p.Outcome = outcome
+	if reason != "" {
+		p.FailureReason = reason
+	}
+	if outcome == phases.OutcomeFailed {
+		p.StuckPhase = ""
+	}
+	out := phases.Build(&p, phases.Options{})
+	if out.Summary.Outcome != outcome {
+		t.Fatalf("%s: outcome %s, want %s", p.Name, out.Summary.Outcome, outcome)
+	}
+	return out
+}
+
+// TestExportFailed: a trace exported as failed counts once under its reason; a reason outside
+// phases.FailureReasons (a failed Pod's status.reason such as Evicted) counts as "other" and
+// never becomes a label value; stuck, in-progress and ready traces do not count, even with a
+// failure reason. Every reason series exists before the first failure, so alerts over
+// increase() see it.
+func TestExportFailed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "dev")
+	if n := testutil.CollectAndCount(m.podsFailed); n != len(phases.FailureReasons)+1 {
+		t.Fatalf("%d failed series before any failure, want one per known reason and other", n)
+	}
+	failures := replayed(t, "run4-failures")
+	crasher := failures["crasher-79699b899c-nzpp2"]
+	if got := crasher.Summary.FailureReason; got != "CrashLoopBackOff" {
+		t.Fatalf("the capture's crasher fails with %q, want CrashLoopBackOff", got)
+	}
+	m.Export(ended(t, crasher, phases.OutcomeFailed, ""))
+	m.Export(ended(t, crasher, phases.OutcomeFailed, "Evicted"))
+	// Not failed: the capture's Pods as they are (in progress), stuck, and Ready ones.
+	for _, tr := range failures {
+		m.Export(tr)
+		m.Export(ended(t, tr, phases.OutcomeStuck, ""))
+	}
+	ready := replayed(t, "run2-ifnotpresent")
+	for _, tr := range ready {
+		if tr.Summary.Outcome != phases.OutcomeReady {
+			t.Fatalf("%s: outcome %s in a capture of Pods that got Ready", tr.Pod.Name, tr.Summary.Outcome)
+		}
+		m.Export(tr)
+	}
+	want := map[string]float64{"CrashLoopBackOff": 1, phases.FailureReasonOther: 1}
+	for _, r := range append(slices.Clone(phases.FailureReasons), phases.FailureReasonOther) {
+		if got := testutil.ToFloat64(m.podsFailed.WithLabelValues(r)); got != want[r] {
+			t.Errorf(`readyspan_pod_startups_failed_total{reason=%q} = %v, want %v`, r, got, want[r])
+		}
+	}
+	if n := testutil.CollectAndCount(m.podsFailed); n != len(phases.FailureReasons)+1 {
+		t.Errorf("%d failed series, want only the known reasons and other", n)
+	}
+	if got := testutil.ToFloat64(m.podsStuck.WithLabelValues(phases.PhaseKubelet)); got == 0 {
+		t.Error("the stuck traces were not counted as stuck")
 	}
 }
