@@ -31,6 +31,68 @@
     });
   }
 
+  // Strings from the cluster are shown as text, escaped, with their control characters and bidi
+  // overrides made visible (\u202e): an Event's note must not reorder or hide what is around it.
+  var INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+  function visible(s) {
+    return String(s === undefined || s === null ? '' : s).replace(INVISIBLE, function (c) {
+      return '\\u' + ('000' + c.charCodeAt(0).toString(16)).slice(-4);
+    });
+  }
+
+  // At most CAP characters of one string are drawn: a 1 MB Event message without spaces would
+  // otherwise keep the browser laying it out for a minute. show() offers the rest behind a
+  // button; short() (names in links, options, tooltips) cuts with an ellipsis.
+  var CAP = 2000;
+  var uncut = []; // the strings behind the "show all" buttons on the page
+
+  function cutAt(s, n) {
+    var c = s.charCodeAt(n - 1);
+    return s.slice(0, c >= 0xd800 && c <= 0xdbff ? n - 1 : n); // not half a surrogate pair
+  }
+
+  function short(s, n) {
+    s = visible(s);
+    n = n || CAP;
+    return s.length > n ? cutAt(s, n - 1) + '…' : s;
+  }
+
+  function show(s) {
+    s = visible(s);
+    if (s.length <= CAP) return esc(s);
+    uncut.push(s);
+    return '<span class="cut">' + esc(cutAt(s, CAP)) + '…</span> <button type="button" class="more" data-more="' + (uncut.length - 1) +
+      '">show all ' + s.length.toLocaleString('en') + ' characters</button>';
+  }
+
+  // "show all": the whole string in a read-only text box, its lines unwrapped when a word is
+  // too long to wrap anyway. Chromium breaks a 1 MiB word into lines in over a minute (any
+  // element that wraps it, a text box too); unwrapped, it lays it out in about 0.1 s.
+  document.addEventListener('click', function (ev) {
+    var b = ev.target.closest && ev.target.closest('button.more');
+    var s = b && uncut[+b.getAttribute('data-more')];
+    if (typeof s !== 'string') return;
+    var box = document.createElement('textarea');
+    box.className = 'full';
+    box.readOnly = true;
+    box.spellcheck = false;
+    if (/\S{500}/.test(s)) box.wrap = 'off';
+    box.value = s;
+    var cut = b.previousElementSibling;
+    if (cut && cut.classList.contains('cut')) cut.remove();
+    b.replaceWith(box);
+  });
+
+  // The part of a URL fragment that names a rollout or a Pod, or null for a malformed one.
+  function decode(s) {
+    try {
+      return decodeURIComponent(s);
+    } catch (e) {
+      return null;
+    }
+  }
+
   function fmtMs(ms) {
     if (ms === 0) return '0';
     if (ms < 1) return ms.toFixed(3) + ' ms';
@@ -46,7 +108,7 @@
   }
 
   function traceLink(id) {
-    if (!cfg.traceUI || !id) return '';
+    if (!cfg.traceUI || !id || !/^https?:\/\//i.test(cfg.traceUI)) return ''; // readyspan checks it too (--trace-ui-url)
     var url = cfg.traceUI.split('{trace_id}').join(encodeURIComponent(id));
     return ' · <a href="' + esc(url) + '" target="_blank" rel="noopener noreferrer">open in trace UI</a>';
   }
@@ -85,7 +147,8 @@
     var i = h.indexOf('?');
     if (i >= 0) { q = h.slice(i + 1); h = h.slice(0, i); }
     var params = new URLSearchParams(q);
-    var parts = h.split('/').filter(Boolean).map(decodeURIComponent);
+    var parts = h.split('/').filter(Boolean).map(decode);
+    if (parts.indexOf(null) >= 0) return { view: 'bad', id: '', ns: '', wl: '' };
     return { view: parts[0] || 'list', id: parts[1] || '', ns: params.get('namespace') || '', wl: params.get('workload') || '' };
   }
 
@@ -102,7 +165,7 @@
   function setOptions(sel, values, current) {
     var html = '<option value="">all</option>';
     values.forEach(function (v) {
-      html += '<option value="' + esc(v) + '"' + (v === current ? ' selected' : '') + '>' + esc(v) + '</option>';
+      html += '<option value="' + esc(v) + '"' + (v === current ? ' selected' : '') + '>' + esc(short(v, 100)) + '</option>';
     });
     sel.innerHTML = html;
     sel.value = current;
@@ -122,7 +185,12 @@
     var r = route();
     var gen = ++generation;
     hideTip();
+    uncut = [];
     var done = function (p) { return p.then(function () { }, function (e) { if (gen === generation) showError(e); }); };
+    if (r.view === 'bad') {
+      document.getElementById('filters').hidden = true;
+      return done(Promise.reject(new Error('This link is malformed (it is not a rollout, a Pod or the list): ' + location.hash)));
+    }
     if (r.view === 'rollout' && r.id) return done(data.rollout(r.id).then(function (v) { if (gen === generation) renderGantt(v); }));
     if (r.view === 'pod' && r.id) return done(data.pod(r.id).then(function (v) { if (gen === generation) renderPod(v); }));
     filter.ns = r.ns;
@@ -134,7 +202,7 @@
 
   function showError(e) {
     crumbs.textContent = '';
-    main.innerHTML = '<p class="err" role="alert">' + esc(e && e.message ? e.message : e) + '</p><p><a href="' + listHash() + '">Back to the list</a></p>';
+    main.innerHTML = '<p class="err" role="alert">' + show(e && e.message ? e.message : e) + '</p><p><a href="' + esc(listHash()) + '">Back to the list</a></p>';
   }
 
   function setCrumbs(html) { crumbs.innerHTML = html; }
@@ -151,7 +219,7 @@
     var match = function (ns, wl) { return (!filter.ns || filter.ns === ns) && (!filter.wl || filter.wl === wl); };
     var rs = rollouts.filter(function (r) { return match(r.namespace, r.workload); });
     var ps = pods.filter(function (p) { return match(p.namespace, p.workload); });
-    setCrumbs(report ? esc(report.title) : 'recent rollouts and Pods');
+    setCrumbs(report ? esc(short(report.title, 200)) : 'recent rollouts and Pods');
 
     var h = '<h1>Rollouts</h1>';
     if (!rs.length) {
@@ -160,10 +228,10 @@
       h += '<table class="list nav" id="rollouts"><thead><tr><th>Workload</th><th>Kind</th><th class="wide">Started</th>' +
         '<th>Duration</th><th>Outcome</th><th class="wide">Pods</th><th>Critical path</th></tr></thead><tbody>';
       rs.forEach(function (r) {
-        h += '<tr data-id="' + esc(r.id) + '"><td><a href="#/rollout/' + esc(r.id) + '">' + esc(r.workloadKind.toLowerCase()) + ' ' +
-          esc(r.namespace) + '/' + esc(r.workload) + '</a></td><td>' + esc(r.kind) + '</td><td class="wide">' + esc(fmtTime(r.start)) +
-          '</td><td class="num">' + fmtMs(r.durationMs) + '</td><td><span class="badge o-' + esc(r.outcome) + '">' + esc(r.outcome) +
-          '</span></td><td class="wide num">+' + r.newPods + ' −' + r.oldPods + '</td><td>' + esc(r.sentence) + '</td></tr>';
+        h += '<tr data-id="' + esc(r.id) + '"><td><a href="#/rollout/' + esc(encodeURIComponent(r.id)) + '">' + esc(short(r.workloadKind.toLowerCase() + ' ' +
+          r.namespace + '/' + r.workload, 300)) + '</a></td><td>' + esc(short(r.kind, 100)) + '</td><td class="wide">' + esc(fmtTime(r.start)) +
+          '</td><td class="num">' + fmtMs(r.durationMs) + '</td><td><span class="badge o-' + esc(r.outcome) + '">' + esc(short(r.outcome, 100)) +
+          '</span></td><td class="wide num">+' + r.newPods + ' −' + r.oldPods + '</td><td>' + show(r.sentence) + '</td></tr>';
       });
       h += '</tbody></table>';
     }
@@ -174,10 +242,10 @@
       h += '<table class="list nav" id="pods"><thead><tr><th>Pod</th><th class="wide">Workload</th><th class="wide">Started</th>' +
         '<th>Duration</th><th>Outcome</th><th class="wide">Error</th></tr></thead><tbody>';
       ps.slice(0, LIST_MAX).forEach(function (p) {
-        h += '<tr data-uid="' + esc(p.uid) + '"><td><a href="#/pod/' + esc(p.uid) + '">' + esc(p.namespace) + '/' + esc(p.name) +
-          '</a></td><td class="wide">' + esc(p.workload) + '</td><td class="wide">' + esc(fmtTime(p.start)) + '</td><td class="num">' +
-          fmtMs(p.durationMs) + '</td><td><span class="badge o-' + esc(p.outcome) + '">' + esc(p.outcome) + '</span></td><td class="wide err">' +
-          esc(p.error) + '</td></tr>';
+        h += '<tr data-uid="' + esc(p.uid) + '"><td><a href="#/pod/' + esc(encodeURIComponent(p.uid)) + '">' + esc(short(p.namespace + '/' + p.name, 300)) +
+          '</a></td><td class="wide">' + show(p.workload) + '</td><td class="wide">' + esc(fmtTime(p.start)) + '</td><td class="num">' +
+          fmtMs(p.durationMs) + '</td><td><span class="badge o-' + esc(p.outcome) + '">' + esc(short(p.outcome, 100)) + '</span></td><td class="wide err">' +
+          show(p.error) + '</td></tr>';
       });
       h += '</tbody></table>';
       if (ps.length > LIST_MAX) h += '<p class="note">Showing the newest ' + LIST_MAX + ' of ' + ps.length + ' Pods; the filters narrow the list.</p>';
@@ -199,7 +267,7 @@
   // ---- tooltips ----
 
   function showTip(text, x, y) {
-    tip.textContent = text;
+    tip.textContent = short(text);
     tip.hidden = false;
     var w = tip.offsetWidth, h = tip.offsetHeight;
     var left = Math.min(x + 12, window.innerWidth - w - 4);
@@ -248,20 +316,20 @@
 
   function renderGantt(v) {
     document.getElementById('filters').hidden = true;
-    setCrumbs('<a href="' + listHash() + '">rollouts</a> / ' + esc(v.namespace) + '/' + esc(v.workload));
+    setCrumbs('<a href="' + esc(listHash()) + '">rollouts</a> / ' + esc(short(v.namespace + '/' + v.workload, 300)));
     var total = v.durationMs > 0 ? v.durationMs : 1;
-    var h = '<h1>' + esc(v.workloadKind.toLowerCase()) + ' ' + esc(v.namespace) + '/' + esc(v.workload) +
-      ' <span class="badge">' + esc(v.kind) + '</span> <span class="badge o-' + esc(v.outcome) + '">' + esc(v.outcome) + '</span></h1>';
+    var h = '<h1>' + esc(short(v.workloadKind.toLowerCase() + ' ' + v.namespace + '/' + v.workload, 300)) +
+      ' <span class="badge">' + esc(short(v.kind, 100)) + '</span> <span class="badge o-' + esc(v.outcome) + '">' + esc(short(v.outcome, 100)) + '</span></h1>';
     h += '<p class="meta">' + fmtMs(v.durationMs) + ' · started ' + esc(fmtTime(v.start)) + ' · generation ' + esc(v.generation) +
-      (v.revision ? ' · revision ' + esc(v.revision) : '') + (v.strategy ? ' · ' + esc(v.strategy) : '') + ' · ' + v.newPods + ' new Pods, ' +
-      v.oldPods + ' old · ' + v.steps + ' steps, ' + v.waves + ' waves · trace <code>' + esc(v.id) + '</code>' + traceLink(v.id) + '</p>';
-    h += '<p class="sentence">' + esc(v.sentence) + '</p>';
-    if (v.reason) h += '<p class="err">' + esc(v.reason) + '</p>';
+      (v.revision ? ' · revision ' + show(v.revision) : '') + (v.strategy ? ' · ' + show(v.strategy) : '') + ' · ' + v.newPods + ' new Pods, ' +
+      v.oldPods + ' old · ' + v.steps + ' steps, ' + v.waves + ' waves · trace <code>' + esc(short(v.id, 100)) + '</code>' + traceLink(v.id) + '</p>';
+    h += '<p class="sentence">' + show(v.sentence) + '</p>';
+    if (v.reason) h += '<p class="err">' + show(v.reason) + '</p>';
     var crit = (v.critical || []).filter(function (c) { return c.ms > 0; });
     var critSum = crit.reduce(function (a, c) { return a + c.ms; }, 0);
     if (critSum > 0) {
       h += '<div class="critbar" role="img" aria-label="Critical path by category">' + crit.map(function (c) {
-        return '<div class="c-' + esc(c.name) + '" style="width:' + (100 * c.ms / critSum).toFixed(2) + '%" data-tip="' +
+        return '<div class="c-' + esc(c.name) + '" data-width="' + (100 * c.ms / critSum).toFixed(2) + '%" data-tip="' +
           esc(c.words + ': ' + fmtMs(c.ms) + ' (' + Math.round(100 * c.ms / critSum) + '% of the critical path)') + '"></div>';
       }).join('') + '</div>';
     }
@@ -271,6 +339,8 @@
       v.rows.length + '" data-rows="' + v.rows.length + '"><div class="axis"></div><div class="scroll"><div class="spacer"></div>' +
       '<div class="win"></div></div></div><div class="detail" id="detail" aria-live="polite"></div>';
     main.innerHTML = h;
+    // Set here, not in a style attribute: the page's policy allows no inline style.
+    main.querySelectorAll('.critbar [data-width]').forEach(function (d) { d.style.width = d.getAttribute('data-width'); });
 
     var chart = document.getElementById('gantt');
     var axis = chart.querySelector('.axis');
@@ -297,7 +367,7 @@
       var prefix = r.type === 'pod' ? '+ ' : r.type === 'old' ? '− ' : '';
       if (r.critical) s += '<text class="mark" x="' + (indent - 12 < 0 ? 0 : indent - 12) + '" y="14">★</text>';
       s += '<text class="label' + (r.type === 'step' ? ' step' : '') + '" x="' + (indent + (r.critical && r.type === 'step' ? 10 : 0)) + '" y="14">' +
-        esc(clip(prefix + r.label + (r.killed ? ' (killed)' : ''), L.label - indent - 4)) + '</text>';
+        esc(clip(short(prefix + r.label + (r.killed ? ' (killed)' : ''), 300), L.label - indent - 4)) + '</text>';
       if (r.type === 'step') {
         var x1 = x(r.startMs), x2 = x(r.endMs);
         s += '<rect class="steptick" x="' + (x1 - 1).toFixed(1) + '" y="3" width="3" height="' + (ROW - 6) + '" data-seg="step"></rect>';
@@ -353,7 +423,7 @@
       draw();
       var r = rows[i];
       chart.setAttribute('aria-activedescendant', '');
-      detail.innerHTML = '<p>' + esc(describe(r)).replace(/\n/g, ' · ') + (r.type === 'pod' && r.uid ? ' · <a href="#/pod/' + esc(r.uid) + '">waterfall</a>' : '') + '</p>';
+      detail.innerHTML = '<p>' + show(describe(r)).replace(/\n/g, ' · ') + (r.type === 'pod' && r.uid ? ' · <a href="#/pod/' + esc(encodeURIComponent(r.uid)) + '">waterfall</a>' : '') + '</p>';
     }
 
     function open(i) {
@@ -421,13 +491,13 @@
 
   function renderPod(v) {
     document.getElementById('filters').hidden = true;
-    var back = v.rollout ? '<a href="#/rollout/' + esc(v.rollout) + '">rollout</a> / ' : '';
-    setCrumbs('<a href="' + listHash() + '">list</a> / ' + back + esc(v.namespace) + '/' + esc(v.name));
-    var h = '<h1>' + esc(v.namespace) + '/' + esc(v.name) + ' <span class="badge o-' + esc(v.outcome) + '">' + esc(v.outcome) + '</span></h1>';
-    h += '<p class="meta">' + fmtMs(v.durationMs) + ' · started ' + esc(fmtTime(v.start)) + (v.node ? ' · node ' + esc(v.node) : '') +
-      (v.workload ? ' · ' + esc(v.workload) : '') + ' · trace <code>' + esc(v.traceId) + '</code>' + traceLink(v.traceId) +
-      (v.rollout ? ' · <a href="#/rollout/' + esc(v.rollout) + '">its rollout</a>' : '') + '</p>';
-    if (v.error) h += '<p class="err" role="alert">' + esc(v.error) + '</p>';
+    var back = v.rollout ? '<a href="#/rollout/' + esc(encodeURIComponent(v.rollout)) + '">rollout</a> / ' : '';
+    setCrumbs('<a href="' + esc(listHash()) + '">list</a> / ' + back + esc(short(v.namespace + '/' + v.name, 300)));
+    var h = '<h1>' + esc(short(v.namespace + '/' + v.name, 300)) + ' <span class="badge o-' + esc(v.outcome) + '">' + esc(short(v.outcome, 100)) + '</span></h1>';
+    h += '<p class="meta">' + fmtMs(v.durationMs) + ' · started ' + esc(fmtTime(v.start)) + (v.node ? ' · node ' + show(v.node) : '') +
+      (v.workload ? ' · ' + show(v.workload) : '') + ' · trace <code>' + esc(short(v.traceId, 100)) + '</code>' + traceLink(v.traceId) +
+      (v.rollout ? ' · <a href="#/rollout/' + esc(encodeURIComponent(v.rollout)) + '">its rollout</a>' : '') + '</p>';
+    if (v.error) h += '<p class="err" role="alert">' + show(v.error) + '</p>';
     h += legend([['submit', 'submit'], ['apiserver', 'apiserver'], ['controllers', 'controllers'], ['scheduling', 'scheduling'],
       ['kubelet', 'kubelet'], ['image_pull', 'image pull'], ['readiness', 'readiness'], ['status', 'status']]) +
       '<p class="hint">Hover a bar for where its times came from; ✕ marks a failure, ◆ a span event. ↑/↓ select a span, Esc goes back.</p>';
@@ -453,7 +523,7 @@
         var cls = 'row span' + (i === sel ? ' sel' : '') + (sp.error ? ' failed' : '');
         s += '<g class="' + cls + '" data-i="' + i + '" transform="translate(0,' + i * ROW + ')"><rect class="band" x="0" y="0" width="' + L.width + '" height="' + ROW + '"></rect>';
         var indent = 4 + sp.depth * 12;
-        s += '<text class="label" x="' + indent + '" y="14">' + esc(clip(sp.label, L.label - indent - 4)) + '</text>';
+        s += '<text class="label" x="' + indent + '" y="14">' + esc(clip(short(sp.label, 300), L.label - indent - 4)) + '</text>';
         var a = x(sp.startMs), b = x(sp.startMs + sp.durMs);
         s += '<rect class="seg c-' + esc(spanCat(sp)) + (sp.error ? ' error' : '') + '" x="' + a.toFixed(1) + '" y="4" width="' + Math.max(1.5, b - a).toFixed(1) +
           '" height="' + (ROW - 8) + '"' + (sp.notObserved ? ' fill-opacity="0.35"' : '') + '></rect>';
@@ -473,16 +543,16 @@
       sel = i;
       draw();
       var sp = spans[i];
-      var rowsHTML = '<tr><td>span</td><td>' + esc(sp.label) + ' (' + esc(sp.service) + ')</td></tr>' +
+      var rowsHTML = '<tr><td>span</td><td>' + show(sp.label) + ' (' + show(sp.service) + ')</td></tr>' +
         '<tr><td>time</td><td>+' + fmtMs(sp.startMs) + ' for ' + fmtMs(sp.durMs) + '</td></tr>' +
-        '<tr><td>start</td><td>' + esc(sp.sourceStart) + ', precision ' + esc(sp.precisionStart) + '</td></tr>' +
-        '<tr><td>end</td><td>' + esc(sp.sourceEnd) + ', precision ' + esc(sp.precisionEnd) + '</td></tr>';
-      if (sp.error) rowsHTML += '<tr><td>error</td><td class="err">' + esc(sp.message) + '</td></tr>';
+        '<tr><td>start</td><td>' + show(sp.sourceStart) + ', precision ' + show(sp.precisionStart) + '</td></tr>' +
+        '<tr><td>end</td><td>' + show(sp.sourceEnd) + ', precision ' + show(sp.precisionEnd) + '</td></tr>';
+      if (sp.error) rowsHTML += '<tr><td>error</td><td class="err">' + show(sp.message) + '</td></tr>';
       (sp.events || []).forEach(function (e) {
-        rowsHTML += '<tr><td>event</td><td>' + esc(e.name) + ' at +' + fmtMs(e.atMs) + (e.attrs ? ' ' + esc(JSON.stringify(e.attrs)) : '') + '</td></tr>';
+        rowsHTML += '<tr><td>event</td><td>' + show(e.name) + ' at +' + fmtMs(e.atMs) + (e.attrs ? ' ' + show(JSON.stringify(e.attrs)) : '') + '</td></tr>';
       });
       Object.keys(sp.attrs || {}).sort().forEach(function (k) {
-        rowsHTML += '<tr><td>' + esc(k) + '</td><td>' + esc(sp.attrs[k]) + '</td></tr>';
+        rowsHTML += '<tr><td>' + esc(short(k, 100)) + '</td><td>' + show(sp.attrs[k]) + '</td></tr>';
       });
       detail.innerHTML = '<table>' + rowsHTML + '</table>';
     }
