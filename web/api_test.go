@@ -83,7 +83,7 @@ func TestAPIRealCaptures(t *testing.T) {
 			for _, r := range rollouts {
 				ring.AddRollout(r)
 			}
-			srv := httptest.NewServer(NewServer(ring, "http://jaeger.example/trace/{trace_id}"))
+			srv := httptest.NewServer(NewServer(ring, ServerConfig{TraceUI: "http://jaeger.example/trace/{trace_id}"}))
 			defer srv.Close()
 
 			var list []RolloutSummary
@@ -176,7 +176,7 @@ func TestReportSelfContained(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			pods, rollouts := replay(t, dir)
 			var b bytes.Buffer
-			if err := WriteReport(&b, "replay "+filepath.Base(dir), pods, rollouts); err != nil {
+			if err := WriteReport(&b, "replay "+filepath.Base(dir), "", pods, rollouts); err != nil {
 				t.Fatal(err)
 			}
 			page := b.String()

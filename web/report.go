@@ -10,9 +10,13 @@ import (
 
 // WriteReport writes one self-contained HTML file with the views of these traces: the rollout
 // list, each rollout's Gantt and each Pod's waterfall, inline, for a bug report or a
-// post-mortem. It loads nothing from the network (a Content-Security-Policy says so to the
-// browser too).
-func WriteReport(w io.Writer, title string, pods []*phases.Trace, rollouts []*rollout.Trace) error {
+// post-mortem. It loads nothing from the network and runs no script but its own (a
+// Content-Security-Policy says so to the browser too). traceUI, when set, links each trace to a
+// trace UI (see CheckTraceUI).
+func WriteReport(w io.Writer, title, traceUI string, pods []*phases.Trace, rollouts []*rollout.Trace) error {
+	if err := CheckTraceUI(traceUI); err != nil {
+		return err
+	}
 	// Newest first, as the daemon lists them.
 	rollouts = append([]*rollout.Trace(nil), rollouts...)
 	sort.SliceStable(rollouts, func(i, j int) bool { return rollouts[i].Root().Start.After(rollouts[j].Root().Start) })
@@ -30,5 +34,5 @@ func WriteReport(w io.Writer, title string, pods []*phases.Trace, rollouts []*ro
 		d.Pods = append(d.Pods, v.PodSummary)
 		d.Views[v.UID] = v
 	}
-	return writePage(w, title, reportCSP, pageData{Report: d})
+	return writePage(w, title, reportCSP, true, pageData{TraceUI: traceUI, Report: d})
 }

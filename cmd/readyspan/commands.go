@@ -108,8 +108,13 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	out.register(fs)
 	withPods := fs.Bool("pods", false, "for a workload, also print the waterfall of each of its current Pods")
 	revision := fs.String("revision", "", "for a workload, the rollout of this revision (only the latest can be rebuilt from the API; older ones from a recording: readyspan replay)")
+	var traceURL string
+	registerTraceURL(fs, &traceURL)
 	pos, err := parseOutput(fs, args, &out)
 	if err != nil {
+		return err
+	}
+	if err := checkTraceURL(traceURL); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -155,7 +160,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	corr.Flush(phases.OutcomeInProgress)
 	if out.format == "html" {
 		sortTraces(traces)
-		return writeReport(stdout, "readyspan explain "+pos[0]+" -n "+namespace, traces, rollouts)
+		return writeReport(stdout, "readyspan explain "+pos[0]+" -n "+namespace, traceURL, traces, rollouts)
 	}
 	for _, t := range rollouts {
 		if *revision != "" && t.Rollout.Revision != *revision {
@@ -379,9 +384,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var tf traceFlags
 	out.register(fs)
 	tf.register(fs)
-	listen := fs.String("listen", "", "serve the web UI over the recording on this address (e.g. :8081) instead of printing")
+	listen := fs.String("listen", "", "serve the web UI over the recording on this address instead of printing: :8081 on 127.0.0.1 only, 0.0.0.0:8081 on every address")
 	var traceURL string
 	registerTraceURL(fs, &traceURL)
+	var allowedHosts stringList
+	registerAllowedHosts(fs, &allowedHosts)
 	var of otlpFlags
 	of.register(fs, "also export the traces to this OTLP endpoint")
 	allowPartial := fs.Bool("allow-partial", false, "replay a recording with unreadable or refused lines anyway: warn of what was skipped and exit 0")
@@ -391,6 +398,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(pos) != 1 {
 		return errors.New("replay needs one argument: the recording directory")
+	}
+	if err := checkTraceURL(traceURL); err != nil {
+		return err
 	}
 	deltas, loadErr := tracer.LoadRecording(pos[0])
 	var le *tracer.LoadError
@@ -418,9 +428,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sortTraces(traces)
 	switch {
 	case *listen != "":
-		return serveReplay(ctx, *listen, traceURL, traces, rollouts, stderr)
+		return serveReplay(ctx, *listen, traceURL, allowedHosts, traces, rollouts, stderr)
 	case out.format == "html":
-		if err := writeReport(stdout, "readyspan replay "+filepath.Base(filepath.Clean(pos[0])), traces, rollouts); err != nil {
+		if err := writeReport(stdout, "readyspan replay "+filepath.Base(filepath.Clean(pos[0])), traceURL, traces, rollouts); err != nil {
 			return err
 		}
 	default:

@@ -188,7 +188,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	var ready atomic.Bool
 	var uiHandler http.Handler
 	if ui != nil {
-		uiHandler = web.NewServer(ui, uf.traceURL)
+		if uiHandler, err = uf.handler(ui, *metricsAddr); err != nil {
+			return err
+		}
 	}
 	srv, err := serve(*metricsAddr, guard, reg, w, &ready, exp.Status, uiHandler, *pprof, log)
 	if err != nil {
@@ -294,7 +296,10 @@ func parseHeaders(s string) (map[string]string, error) {
 // (an outage counts after 10 s). A failing OTLP backend does not make readyspan
 // unready (restarting it would lose the queue, and another replica would meet the same
 // backend): /readyz stays 200 and says so on a second line, as the export gauges do. ui, when
-// set, serves everything else: the web UI at / and its API (behind the same guard as /metrics).
+// set, serves everything else: the web UI at / and its API (behind the same guard as /metrics,
+// and answering only to the names of --metrics-addr and --ui-allowed-hosts; the other paths
+// answer to any name, as Prometheus and the kubelet's probes reach them by whatever address
+// they were given).
 func serve(addr string, guard *access.Guard, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, export func() otlp.Status, ui http.Handler, profiles bool, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if ui != nil {
@@ -310,7 +315,7 @@ func serve(addr string, guard *access.Guard, reg *prometheus.Registry, w *tracer
 	if err != nil {
 		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewHTTPServer(web.SecurityHeaders(guard.Handler(mux)))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("Metrics server stopped", "err", err)

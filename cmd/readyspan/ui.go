@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,30 +19,36 @@ import (
 
 // uiFlags configure the web UI `readyspan run` serves on its metrics port.
 type uiFlags struct {
-	enabled     bool
-	traceURL    string
-	maxRollouts int
-	maxPods     int
-	maxMiB      int
+	enabled      bool
+	traceURL     string
+	allowedHosts stringList
+	maxRollouts  int
+	maxPods      int
+	maxMiB       int
 }
 
 func (u *uiFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&u.enabled, "ui", true, "serve the web UI (recent rollouts and Pod waterfalls) at / on --metrics-addr")
 	registerTraceURL(fs, &u.traceURL)
+	registerAllowedHosts(fs, &u.allowedHosts)
 	fs.IntVar(&u.maxRollouts, "ui-rollouts", web.DefaultMaxRollouts, "most recent rollout traces the UI keeps")
 	fs.IntVar(&u.maxPods, "ui-pods", web.DefaultMaxPods, "most recent Pod traces the UI keeps")
 	fs.IntVar(&u.maxMiB, "ui-max-mib", web.DefaultMaxBytes>>20, "most memory, in MiB, the UI's traces take; the oldest leave first")
 }
 
 func registerTraceURL(fs *pflag.FlagSet, to *string) {
-	fs.StringVar(to, "trace-ui-url", "", "link each trace to a trace UI: a URL with {trace_id}, e.g. http://localhost:16686/trace/{trace_id}")
+	fs.StringVar(to, "trace-ui-url", "", "link each trace to a trace UI: an http(s) URL with {trace_id}, e.g. http://localhost:16686/trace/{trace_id}")
 }
 
-func checkTraceURL(u string) error {
-	if u != "" && !strings.Contains(u, "{trace_id}") {
-		return fmt.Errorf("--trace-ui-url %q has no {trace_id} placeholder", u)
-	}
-	return nil
+// checkTraceURL checks --trace-ui-url before any work: an http(s) URL with {trace_id}.
+func checkTraceURL(u string) error { return web.CheckTraceUI(u) }
+
+// registerAllowedHosts adds --ui-allowed-hosts: the UI answers only requests that name it by
+// the address it listens on (web.ListenHosts), so a page of another site cannot read it through
+// DNS rebinding; a Service's or an Ingress's name must be listed.
+func registerAllowedHosts(fs *pflag.FlagSet, to *stringList) {
+	fs.Var(to, "ui-allowed-hosts", "more host names the web UI answers to, comma-separated or repeated (e.g. readyspan.example.com); "+
+		"it always answers to the address it listens on, and to localhost when that is a loopback address or every address")
 }
 
 // ring is the UI's ring, or nil with --ui=false.
@@ -60,14 +65,51 @@ func (u *uiFlags) ring() (*web.Ring, error) {
 	return web.NewRing(web.RingConfig{MaxRollouts: u.maxRollouts, MaxPods: u.maxPods, MaxBytes: int64(u.maxMiB) << 20}), nil
 }
 
-// writeReport is -o html: one self-contained page with every trace.
-func writeReport(w io.Writer, title string, pods []*phases.Trace, rollouts []*rollout.Trace) error {
-	return web.WriteReport(w, title, pods, rollouts)
+// handler is the UI of readyspan run on --metrics-addr addr.
+func (u *uiFlags) handler(ring *web.Ring, addr string) (http.Handler, error) {
+	hosts, err := web.ListenHosts(addr, u.allowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	return web.NewServer(ring, web.ServerConfig{TraceUI: u.traceURL, Hosts: hosts}), nil
+}
+
+// writeReport is -o html: one self-contained page with every trace, linked to the trace UI
+// at traceURL when set.
+func writeReport(w io.Writer, title, traceURL string, pods []*phases.Trace, rollouts []*rollout.Trace) error {
+	return web.WriteReport(w, title, traceURL, pods, rollouts)
+}
+
+// replayListenAddr is where replay --listen binds: a bare port (":8081") means the loopback
+// address, since the UI has no authentication; serving other machines takes an explicit
+// 0.0.0.0:8081.
+func replayListenAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--listen %q: want host:port or :port (%w)", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// replayServer is the HTTP server of replay --listen on addr, over ring.
+func replayServer(ring *web.Ring, addr, traceURL string, allowedHosts []string) (*http.Server, error) {
+	if err := checkTraceURL(traceURL); err != nil {
+		return nil, err
+	}
+	hosts, err := web.ListenHosts(addr, allowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	return web.NewHTTPServer(web.NewServer(ring, web.ServerConfig{TraceUI: traceURL, Hosts: hosts})), nil
 }
 
 // serveReplay is `replay --listen`: the UI over a recording's traces, until interrupted.
-func serveReplay(ctx context.Context, addr, traceURL string, pods []*phases.Trace, rollouts []*rollout.Trace, stderr io.Writer) error {
-	if err := checkTraceURL(traceURL); err != nil {
+func serveReplay(ctx context.Context, addr, traceURL string, allowedHosts []string, pods []*phases.Trace, rollouts []*rollout.Trace, stderr io.Writer) error {
+	addr, err := replayListenAddr(addr)
+	if err != nil {
 		return err
 	}
 	ring := web.NewRing(web.RingConfig{MaxRollouts: len(rollouts) + 1, MaxPods: len(pods) + 1, MaxBytes: 1 << 40})
@@ -77,11 +119,14 @@ func serveReplay(ctx context.Context, addr, traceURL string, pods []*phases.Trac
 	for _, t := range rollouts {
 		ring.AddRollout(t)
 	}
+	srv, err := replayServer(ring, addr, traceURL, allowedHosts)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on --listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: web.NewServer(ring, traceURL), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "%s: serving %d rollouts and %d Pod traces on http://%s/ (Ctrl-C to stop)\n", prog, len(rollouts), len(pods), hostPort(ln.Addr()))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
