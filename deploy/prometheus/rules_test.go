@@ -22,6 +22,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/readyspan/readyspan/deploy/internal/exposed"
+	"github.com/readyspan/readyspan/phases"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated PrometheusRule from alerts.yaml")
@@ -229,6 +230,48 @@ func TestAlertsUseExposedMetrics(t *testing.T) {
 	for _, m := range inputSeries.FindAllStringSubmatch(string(tests), -1) {
 		if strings.HasPrefix(m[1], "readyspan_") && !metrics.Series[m[1]] {
 			t.Errorf("%s feeds %s, which readyspan does not expose", alertsTestFile, m[1])
+		}
+	}
+}
+
+var failedReasons = regexp.MustCompile(`readyspan_pod_startups_failed_total\{reason=~"([^"]*)"\}`)
+
+// TestFailedAlertsCoverFailureReasons: the failed-startup alerts split the values of
+// readyspan_pod_startups_failed_total's reason label between them. Every reason the tracer
+// fails a Pod with (phases.FailureReasons) is in exactly one alert, and an alert names no
+// reason the counter never carries (a misspelt one would never match).
+func TestFailedAlertsCoverFailureReasons(t *testing.T) {
+	data, err := os.ReadFile(alertsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules ruleFile
+	if err := utilyaml.Unmarshal(data, &rules); err != nil {
+		t.Fatalf("%s: %v", alertsFile, err)
+	}
+	known := map[string]bool{}
+	for _, r := range phases.FailureReasons {
+		known[r] = true
+	}
+	in := map[string]string{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			for _, m := range failedReasons.FindAllStringSubmatch(r.Expr, -1) {
+				for _, reason := range strings.Split(m[1], "|") {
+					if !known[reason] {
+						t.Errorf("alert %s selects reason %q, which is not one of phases.FailureReasons", r.Alert, reason)
+					}
+					if prev, ok := in[reason]; ok && prev != r.Alert {
+						t.Errorf("reason %s is in both %s and %s", reason, prev, r.Alert)
+					}
+					in[reason] = r.Alert
+				}
+			}
+		}
+	}
+	for _, r := range phases.FailureReasons {
+		if in[r] == "" {
+			t.Errorf("no alert fires on readyspan_pod_startups_failed_total{reason=%q}", r)
 		}
 	}
 }
