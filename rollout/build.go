@@ -69,9 +69,6 @@ type Trace struct {
 	Rollout *Rollout
 	Spans   []phases.Span
 	Summary Summary
-	// Segments are each Pod's row, by Pod UID: what a new Pod was doing from created to
-	// available, an old Pod's termination. Views draw Pods from these, not from the spans.
-	Segments map[string][]Segment
 }
 
 // Root returns the workload.rollout span.
@@ -154,9 +151,7 @@ func Build(r *Rollout) *Trace {
 		}
 		return root.SpanID
 	}
-	t.Segments = make(map[string][]Segment, len(items.list))
 	for _, it := range items.list {
-		t.Segments[it.uid] = segmentsOf(it)
 		switch {
 		case it.newPod != nil:
 			t.Spans = append(t.Spans, podSpans(key, parentOf(it.step), it, cp.pods[it.uid])...)

@@ -10,11 +10,31 @@ import (
 // Segment is one stretch of a Pod's row in a rollout, named by what the Pod was doing: a new
 // Pod's time from created to available split by its own trace's phases, or an old Pod's
 // termination. Every view (the terminal Gantt, the web Gantt, the critical path's shares) draws
-// or counts a Pod from its Segments, so none can tell a different story about the same Pod.
+// or counts a Pod from its Segments (PodSegments, segmentsOf), so none can tell a different
+// story about the same Pod.
 type Segment struct {
 	Category Category
 	From, To time.Time
 	cat      int // Category's index in Categories
+}
+
+// PodSegments is the row of a rollout.pod or rollout.pod.terminate span, as the critical path
+// counts it: p is the new Pod the span stands for (nil for an old Pod's). Views call it for the
+// rows they draw; the daemon's export path never needs it, so Build does not compute it.
+func PodSegments(s *phases.Span, p *NewPod) []Segment {
+	it := &item{start: s.Start, end: s.End}
+	switch {
+	case s.Name == TerminateSpanName:
+		it.oldPod = &OldPod{}
+	case p != nil:
+		it.newPod = p
+		if rd, ok := p.Ready.Resolve(); ok {
+			it.readyAt = rd.Time()
+		}
+	default:
+		return nil
+	}
+	return segmentsOf(it)
 }
 
 // segmentsOf splits one item's interval into Segments, in time order, covering it exactly:

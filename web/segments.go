@@ -21,7 +21,7 @@ const (
 // segmentCat is the page's name of each rollout.Categories entry where the two differ.
 var segmentCat = map[string]string{"kubelet_other": CatKubelet, "termination": CatTerminating}
 
-// rowSegments is a Pod's row as rollout.Trace.Segments has it (the same stretches the terminal
+// rowSegments is a Pod's row as rollout.PodSegments has it (the same stretches the terminal
 // Gantt draws and the critical path counts), in milliseconds from t0.
 func rowSegments(segs []rollout.Segment, t0 time.Time) []Segment {
 	out := make([]Segment, 0, len(segs))

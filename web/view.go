@@ -235,6 +235,10 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 		s := &t.Spans[i]
 		children[s.ParentSpanID] = append(children[s.ParentSpanID], s)
 	}
+	newPods := make(map[string]*rollout.NewPod, len(r.NewPods))
+	for i := range r.NewPods {
+		newPods[r.NewPods[i].UID] = &r.NewPods[i]
+	}
 	at := func(x time.Time) float64 { return ms(x.Sub(root.Start)) }
 	pods := func(parent *phases.Span, step int) {
 		for _, c := range children[parent.SpanID] {
@@ -248,11 +252,11 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 			case rollout.PodSpanName:
 				row.Type = "pod"
 				row.Outcome = attrString(c, rollout.AttrPodOutcome)
-				row.Segments = rowSegments(t.Segments[row.UID], root.Start)
+				row.Segments = rowSegments(rollout.PodSegments(c, newPods[row.UID]), root.Start)
 			case rollout.TerminateSpanName:
 				row.Type = "old"
 				row.Killed = attrBool(c, rollout.AttrKilled)
-				row.Segments = rowSegments(t.Segments[row.UID], root.Start)
+				row.Segments = rowSegments(rollout.PodSegments(c, nil), root.Start)
 			default:
 				continue
 			}

@@ -58,17 +58,21 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 		fmt.Fprintf(w, "  %s %-38s %9s %9s |%s|%s\n", mark, trim(strings.Repeat("  ", indent)+label, 38),
 			fmtDur(s.Start.Sub(root.Start)), durText(s), bar, note)
 	}
+	newPods := make(map[string]*rollout.NewPod, len(r.NewPods))
+	for i := range r.NewPods {
+		newPods[r.NewPods[i].UID] = &r.NewPods[i]
+	}
 	pods := func(parent *phases.Span, indent int) {
 		for _, c := range children[parent.SpanID] {
 			switch c.Name {
 			case rollout.PodSpanName:
-				row(indent, "+ "+attrString(c, phases.AttrPodName), c, segmentBar(t.Segments[rawAttr(c, phases.AttrPodUID)], root))
+				row(indent, "+ "+attrString(c, phases.AttrPodName), c, segmentBar(rollout.PodSegments(c, newPods[rawAttr(c, phases.AttrPodUID)]), root))
 			case rollout.TerminateSpanName:
 				label := "- " + attrString(c, phases.AttrPodName)
 				if k, _ := c.Attr(rollout.AttrKilled).(bool); k {
 					label += " (killed)"
 				}
-				row(indent, label, c, segmentBar(t.Segments[rawAttr(c, phases.AttrPodUID)], root))
+				row(indent, label, c, segmentBar(rollout.PodSegments(c, nil), root))
 			}
 		}
 	}
