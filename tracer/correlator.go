@@ -9,10 +9,8 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -216,40 +214,14 @@ func (c *Correlator) Handle(d Delta) {
 		c.handleAudit(d.Audit)
 		return
 	}
-	switch o := d.Object.(type) {
-	case *corev1.Pod:
-		c.handlePod(&d, o)
-	case *appsv1.ReplicaSet:
-		c.handleReplicaSet(&d, o)
-		c.rollouts.handleReplicaSet(&d, o)
-		c.retryPendingScale()
-	case *appsv1.Deployment:
-		c.handleDeployment(&d, o)
-		c.rollouts.handleWorkload(&d, deploymentView(o))
-	case *appsv1.StatefulSet:
-		c.rollouts.handleWorkload(&d, statefulSetView(o))
-	case *appsv1.DaemonSet:
-		c.rollouts.handleWorkload(&d, daemonSetView(o))
-	case *appsv1.ControllerRevision:
-		c.rollouts.handleRevision(&d, o)
-	case *corev1.Event:
-		// Each Event arrives through both Events APIs: the second view is dropped before it
-		// is converted.
-		if seen, fresh := c.eventVersion(&d, o.UID, o.ResourceVersion); fresh {
-			c.handleEvent(&d, fromCoreEvent(o, d.watchTime()), seen)
-		}
-	case *eventsv1.Event:
-		if seen, fresh := c.eventVersion(&d, o.UID, o.ResourceVersion); fresh {
-			c.handleEvent(&d, fromEventsV1(o, d.watchTime()), seen)
-		}
-	case *discoveryv1.EndpointSlice:
-		c.handleSlice(&d, o)
-	case *corev1.Service:
-		c.handleService(&d, o)
-	default:
+	// What each kind's objects do is its registry entry's (kinds.go).
+	k, ok := kindOfObject(d.Object)
+	if !ok || k.handle == nil {
 		c.stats.Dropped("unknown_object")
 		c.log.Warn("Ignoring object of unknown type", "type", fmt.Sprintf("%T", d.Object))
+		return
 	}
+	k.handle(c, d)
 }
 
 func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {

@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// kind is one resource readyspan reads, through one API: everything the watch, the recordings
-// and the RBAC check need to know of it. The table below (kinds) is the only list of them; the
-// Watcher's reflectors, the recording's streams and their order, and the test that holds the
-// ClusterRole to them are derived from it, so a new kind is one entry here (and what the
-// correlator does with its objects).
+// kind is one resource readyspan reads, through one API: everything the watch, the recordings,
+// the correlator and the RBAC check need to know of it. The table below (kinds) is the only list
+// of them; the Watcher's reflectors, the recording's streams and their order, the correlator's
+// dispatch and the test that holds the ClusterRole to them are derived from it, so a new kind is
+// one entry here and the code that reads its objects.
 //
 // There is one entry per group/version/resource, as there is one RBAC rule and one recording
 // file per GVR: the Events of core/v1 and of events.k8s.io/v1 are two entries of one Resource.
@@ -45,6 +45,11 @@ type kind struct {
 	// identity copies onto what lastSeen keeps (the object's metadata) whatever more a
 	// deletion found by a relist needs of the kind; nil for the metadata alone.
 	identity func(from, kept runtime.Object)
+
+	// handle is what the correlator does with a change of one of the kind's objects. The delta
+	// is passed by value: through a function value, a pointer to it would escape, one
+	// allocation per delta.
+	handle func(c *Correlator, d Delta)
 
 	// snapshot is the kind's place when a recording's List snapshots are fed in.
 	snapshot snapshotRank
@@ -95,8 +100,8 @@ var kinds = []*kind{
 		identity: func(from, kept runtime.Object) {
 			kept.(*corev1.Pod).Spec.NodeName = from.(*corev1.Pod).Spec.NodeName
 		},
-		snapshot: snapshotPods,
-		verbs:    readVerbs,
+		handle:   func(c *Correlator, d Delta) { c.handlePod(&d, d.Object.(*corev1.Pod)) },
+		snapshot: snapshotPods, verbs: readVerbs,
 	},
 	{
 		resource: ResourceReplicaSets, stream: StreamReplicaSets, kind: "ReplicaSet",
@@ -106,7 +111,14 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.ReplicaSetList] {
 			return c.AppsV1().ReplicaSets(ns)
 		}),
-		keepsIdentity: true, snapshot: snapshotReplicaSets, verbs: readVerbs,
+		keepsIdentity: true,
+		handle: func(c *Correlator, d Delta) {
+			o := d.Object.(*appsv1.ReplicaSet)
+			c.handleReplicaSet(&d, o)
+			c.rollouts.handleReplicaSet(&d, o)
+			c.retryPendingScale()
+		},
+		snapshot: snapshotReplicaSets, verbs: readVerbs,
 	},
 	{
 		resource: ResourceDeployments, stream: StreamDeployments, kind: "Deployment",
@@ -116,7 +128,13 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.DeploymentList] {
 			return c.AppsV1().Deployments(ns)
 		}),
-		keepsIdentity: true, snapshot: snapshotWorkloads, verbs: readVerbs,
+		keepsIdentity: true,
+		handle: func(c *Correlator, d Delta) {
+			o := d.Object.(*appsv1.Deployment)
+			c.handleDeployment(&d, o)
+			c.rollouts.handleWorkload(&d, deploymentView(o))
+		},
+		snapshot: snapshotWorkloads, verbs: readVerbs,
 	},
 	{
 		// The Events the watch reads: every recorder's, through the core API.
@@ -127,16 +145,30 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*corev1.EventList] {
 			return c.CoreV1().Events(ns)
 		}),
+		handle: func(c *Correlator, d Delta) {
+			// Each Event arrives through both Events APIs: the second view is dropped before
+			// it is converted.
+			o := d.Object.(*corev1.Event)
+			if seen, fresh := c.eventVersion(&d, o.UID, o.ResourceVersion); fresh {
+				c.handleEvent(&d, fromCoreEvent(o, d.watchTime()), seen)
+			}
+		},
 		snapshot: snapshotEvents, verbs: readVerbs,
 	},
 	{
-		// The same Events through events.k8s.io/v1, as recordings may hold them (the
-		// correlator drops the second view of one by UID). Not watched: one view is enough.
+		// The same Events through events.k8s.io/v1, as recordings may hold them. Not watched:
+		// one view is enough.
 		resource: ResourceEvents, stream: StreamEventsV1, kind: "Event",
 		gvr:       eventsv1.SchemeGroupVersion.WithResource("events"),
 		newObject: func() runtime.Object { return &eventsv1.Event{} },
 		newList:   func() runtime.Object { return &eventsv1.EventList{} },
-		snapshot:  snapshotEvents, verbs: readVerbs,
+		handle: func(c *Correlator, d Delta) {
+			o := d.Object.(*eventsv1.Event)
+			if seen, fresh := c.eventVersion(&d, o.UID, o.ResourceVersion); fresh {
+				c.handleEvent(&d, fromEventsV1(o, d.watchTime()), seen)
+			}
+		},
+		snapshot: snapshotEvents, verbs: readVerbs,
 	},
 	{
 		resource: ResourceEndpointSlices, stream: StreamEndpointSlices, kind: "EndpointSlice",
@@ -146,7 +178,9 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*discoveryv1.EndpointSliceList] {
 			return c.DiscoveryV1().EndpointSlices(ns)
 		}),
-		keepsIdentity: true, snapshot: snapshotEndpointSlices, verbs: readVerbs,
+		keepsIdentity: true,
+		handle:        func(c *Correlator, d Delta) { c.handleSlice(&d, d.Object.(*discoveryv1.EndpointSlice)) },
+		snapshot:      snapshotEndpointSlices, verbs: readVerbs,
 	},
 	{
 		resource: ResourceServices, stream: StreamServices, kind: "Service",
@@ -156,7 +190,9 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*corev1.ServiceList] {
 			return c.CoreV1().Services(ns)
 		}),
-		keepsIdentity: true, snapshot: snapshotServices, verbs: readVerbs,
+		keepsIdentity: true,
+		handle:        func(c *Correlator, d Delta) { c.handleService(&d, d.Object.(*corev1.Service)) },
+		snapshot:      snapshotServices, verbs: readVerbs,
 	},
 	{
 		resource: ResourceStatefulSets, stream: StreamStatefulSets, kind: "StatefulSet",
@@ -166,7 +202,11 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.StatefulSetList] {
 			return c.AppsV1().StatefulSets(ns)
 		}),
-		keepsIdentity: true, snapshot: snapshotWorkloads, verbs: readVerbs,
+		keepsIdentity: true,
+		handle: func(c *Correlator, d Delta) {
+			c.rollouts.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet)))
+		},
+		snapshot: snapshotWorkloads, verbs: readVerbs,
 	},
 	{
 		resource: ResourceDaemonSets, stream: StreamDaemonSets, kind: "DaemonSet",
@@ -176,7 +216,11 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.DaemonSetList] {
 			return c.AppsV1().DaemonSets(ns)
 		}),
-		keepsIdentity: true, snapshot: snapshotWorkloads, verbs: readVerbs,
+		keepsIdentity: true,
+		handle: func(c *Correlator, d Delta) {
+			c.rollouts.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet)))
+		},
+		snapshot: snapshotWorkloads, verbs: readVerbs,
 	},
 	{
 		resource: ResourceControllerRevisions, stream: StreamRevisions, kind: "ControllerRevision",
@@ -186,7 +230,11 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.ControllerRevisionList] {
 			return c.AppsV1().ControllerRevisions(ns)
 		}),
-		keepsIdentity: true, snapshot: snapshotRevisions, verbs: readVerbs,
+		keepsIdentity: true,
+		handle: func(c *Correlator, d Delta) {
+			c.rollouts.handleRevision(&d, d.Object.(*appsv1.ControllerRevision))
+		},
+		snapshot: snapshotRevisions, verbs: readVerbs,
 	},
 }
 
