@@ -11,8 +11,11 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -27,6 +30,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -78,6 +82,11 @@ func newBrowser(t *testing.T, width, height int) *browser {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
 			return err
 		}
+		// Every Content-Security-Policy violation of every page, in window.__csp (a script the
+		// DevTools protocol adds runs whatever the page's policy).
+		if _, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspRecorder}); err != nil {
+			return err
+		}
 		_, err := cdp.Call(ctx, tg, cdplog.Enable, cdp.Empty{})
 		return err
 	}))
@@ -85,6 +94,19 @@ func newBrowser(t *testing.T, width, height int) *browser {
 		Missing(t, "a working Chromium at %s: %v", path, err)
 	}
 	return b
+}
+
+const cspRecorder = `window.__csp = []; document.addEventListener('securitypolicyviolation', function (e) {
+  window.__csp.push(e.effectiveDirective + ' refused ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber);
+});`
+
+// noCSPViolations fails on any Content-Security-Policy violation of the current page: the
+// page's own script and style must be exactly what its policy allows.
+func (b *browser) noCSPViolations(t *testing.T) {
+	t.Helper()
+	for _, v := range eval[[]string](t, b, `window.__csp || ['the recorder did not run']`) {
+		t.Errorf("Content-Security-Policy violation: %s", v)
+	}
 }
 
 // listen records the events that say a page went wrong, and every request.
@@ -258,41 +280,25 @@ func clickThrough(t *testing.T, b *browser, base, shots string) int {
 }
 
 // TestUIReportOffline renders the HTML report of real-capture replays from a file, with no
-// server: it must show the same views and request nothing but itself.
+// server: it must show the same views, request nothing but itself, run its own script under a
+// policy that allows that script by its hash and nothing inline else, link to the trace UI, and
+// answer a malformed link with a message.
 func TestUIReportOffline(t *testing.T) {
 	bin := buildReadyspan(t)
 	for _, name := range []string{"run8-slow-pull-watch", "run4-failures"} {
 		t.Run(name, func(t *testing.T) {
 			b := newBrowser(t, 1280, 800)
-			report := filepath.Join(b.artifacts, "report-"+name+".html")
-			out, err := os.Create(report)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(bin, "replay", capture(t, name), "-o", "html")
-			cmd.Stdout = out
-			errOut, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(errOut)
-			for sc.Scan() {
-				t.Log(sc.Text())
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("replay -o html: %v", err)
-			}
-			out.Close()
-			fi, _ := os.Stat(report)
-			t.Logf("report: %s, %d bytes", report, fi.Size())
+			report := writeHTMLReport(t, bin, b, capture(t, name), name, "--trace-ui-url", "http://127.0.0.1:16686/trace/{trace_id}")
 			clickThrough(t, b, "file://"+report, "report-"+name)
+			if links := eval[int](t, b, `document.querySelectorAll('a[href^="http://127.0.0.1:16686/trace/"]').length`); links != 1 {
+				t.Errorf("%d links to the trace UI, want 1", links)
+			}
+			b.noCSPViolations(t)
+			badLinks(t, b, "file://"+report)
 			b.noProblems(t)
 			b.mu.Lock()
 			for _, u := range b.requests {
-				if !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
+				if !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") && u != "about:blank" {
 					t.Errorf("the report requested %s", u)
 				}
 			}
@@ -301,14 +307,17 @@ func TestUIReportOffline(t *testing.T) {
 	}
 }
 
-// TestUIReplayListen serves the UI over a real capture with `replay --listen` and clicks
-// through it.
-func TestUIReplayListen(t *testing.T) {
-	bin := buildReadyspan(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "replay", capture(t, "run10-containerd2-failures"), "--listen", "127.0.0.1:0",
-		"--trace-ui-url", "http://127.0.0.1:16686/trace/{trace_id}")
+// writeHTMLReport writes replay -o html of dir into the artifacts and checks its policy: the
+// script and style by their hashes, nothing inline.
+func writeHTMLReport(t *testing.T, bin string, b *browser, dir, name string, args ...string) string {
+	t.Helper()
+	report := filepath.Join(b.artifacts, "report-"+name+".html")
+	out, err := os.Create(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"replay", dir, "-o", "html"}, args...)...)
+	cmd.Stdout = out
 	errOut, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +325,108 @@ func TestUIReplayListen(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(errOut)
+	for sc.Scan() {
+		t.Log(sc.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("replay -o html: %v", err)
+	}
+	out.Close()
+	page, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report: %s, %d bytes", report, len(page))
+	csp := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]*)">`).FindSubmatch(page)
+	if csp == nil || bytes.Contains(csp[1], []byte("unsafe-inline")) || !bytes.Contains(csp[1], []byte("script-src 'sha256-")) {
+		t.Errorf("the report's policy: %q", csp)
+	}
+	return report
+}
+
+// badLinks opens a Pod and then a rollout by a link whose escapes are malformed, on a fresh page
+// and on an open one: the page says the link is bad and throws nothing.
+func badLinks(t *testing.T, b *browser, base string) {
+	t.Helper()
+	for _, step := range []struct{ what, from, hash string }{
+		{"a fresh page", "about:blank", "#/pod/%E0%A4%A"},
+		{"an open page", base, "#/rollout/%E0%A4%A"},
+	} {
+		b.do(t, "before a malformed link on "+step.what, chromedp.Navigate(step.from))
+		ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+		err := chromedp.Do(ctx, chromedp.Navigate(base+step.hash), chromedp.WaitVisible(chromedp.CSS(`#main p.err`)))
+		cancel()
+		text := eval[string](t, b, `document.getElementById('main').innerText`)
+		if err != nil || !strings.Contains(text, "malformed") || !strings.Contains(text, "Back to the list") {
+			t.Errorf("a malformed link (%s) on %s: %v; the page shows %q", step.hash, step.what, err, text)
+		}
+	}
+}
+
+// TestUIReplayListen serves the UI over a real capture with `replay --listen` and clicks
+// through it; the page runs its script file under a policy without inline script, every
+// response forbids framing and sniffing, and a request naming another host is refused.
+func TestUIReplayListen(t *testing.T) {
+	bin := buildReadyspan(t)
+	base := replayListen(t, bin, capture(t, "run10-containerd2-failures"), "--trace-ui-url", "http://127.0.0.1:16686/trace/{trace_id}")
+	b := newBrowser(t, 1280, 800)
+	clickThrough(t, b, base, "replay-listen")
+	if links := eval[int](t, b, `document.querySelectorAll('a[href^="http://127.0.0.1:16686/trace/"]').length`); links != 1 {
+		t.Errorf("%d links to the trace UI, want 1", links)
+	}
+	b.noCSPViolations(t)
+	badLinks(t, b, base)
+	b.noProblems(t)
+
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, host string
+		want       int
+	}{
+		{"", u.Host, 200},
+		{"app.js", u.Host, 200},
+		{"api/v1/rollouts", "localhost:" + u.Port(), 200},
+		{"api/v1/pods/nothing", u.Host, 404},
+		// A page of attacker.example whose name was rebound to 127.0.0.1.
+		{"api/v1/pods", "attacker.example:" + u.Port(), http.StatusMisdirectedRequest},
+	} {
+		req, err := http.NewRequest(http.MethodGet, base+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = tc.host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		csp := h.Get("Content-Security-Policy")
+		if resp.StatusCode != tc.want || h.Get("X-Frame-Options") != "DENY" || h.Get("X-Content-Type-Options") != "nosniff" ||
+			h.Get("Referrer-Policy") != "no-referrer" || !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("GET /%s, Host %s: %d (want %d), headers %v", tc.path, tc.host, resp.StatusCode, tc.want, h)
+		}
+	}
+}
+
+// replayListen runs replay --listen on a free loopback port until the test ends and returns the
+// address it serves.
+func replayListen(t *testing.T, bin, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, append([]string{"replay", dir, "--listen", "127.0.0.1:0"}, args...)...)
+	errOut, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(errOut)
@@ -327,17 +437,169 @@ func TestUIReplayListen(t *testing.T) {
 			}
 		}
 	}()
-	var base string
 	select {
-	case base = <-addr:
+	case base := <-addr:
+		return base
 	case <-time.After(time.Minute):
 		t.Fatal("replay --listen did not say where it serves")
 	}
-	b := newBrowser(t, 1280, 800)
-	clickThrough(t, b, base, "replay-listen")
-	if links := eval[int](t, b, `document.querySelectorAll('a[href^="http://127.0.0.1:16686/trace/"]').length`); links != 1 {
-		t.Errorf("%d links to the trace UI, want 1", links)
+	return ""
+}
+
+// The hostile strings put into a copy of a real capture: what anyone who may create an Event in
+// a namespace can make readyspan show.
+var (
+	hostileMarkup = `<img src=x onerror="window.__pwned='img'"><b class="injected">bold</b><script>window.__pwned='script'</script>` +
+		`"><svg onload="window.__pwned='svg'"></svg></td></tr></table>`
+	hostileBidi = "Readiness probe failed: \u202egnp.exe\u202c, \u2066isolated\u2069 and \x1b[31mred\x1b[0m"
+	hostileLong = strings.Repeat("A", 1<<20) // 1 MiB without a space
+)
+
+// hostileCapture copies run4-failures with its Warning Events' messages replaced: the image
+// pull failure's by 1 MiB without a space, the back-off's by markup with event handlers, the
+// probe failure's by bidi overrides and an escape sequence.
+func hostileCapture(t *testing.T) string {
+	t.Helper()
+	src := capture(t, "run4-failures")
+	dst := filepath.Join(t.TempDir(), "run4-hostile")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
 	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := 0
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(e.Name(), "events.") {
+			var list map[string]any
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.UseNumber()
+			if err := dec.Decode(&list); err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			items, _ := list["items"].([]any)
+			for _, it := range items {
+				ev, _ := it.(map[string]any)
+				for _, field := range []string{"note", "message"} {
+					msg, _ := ev[field].(string)
+					var with string
+					switch {
+					case strings.HasPrefix(msg, "Failed to pull image"):
+						with = hostileLong
+					case strings.HasPrefix(msg, "Back-off restarting"):
+						with = hostileMarkup
+					case strings.HasPrefix(msg, "Readiness probe failed"):
+						with = hostileBidi
+					default:
+						continue
+					}
+					ev[field] = with
+					replaced++
+				}
+			}
+			if data, err = json.Marshal(list); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if replaced < 3 {
+		t.Fatalf("%d messages replaced: the capture changed and the test would prove nothing", replaced)
+	}
+	return dst
+}
+
+// TestUIReportHostile and TestUIReplayHostile show the hostile copy of a capture: the page stays
+// responsive (selecting a span with a 1 MiB message takes well under the budget, and "show all"
+// reveals it), no injected markup becomes an element, and bidi overrides and escape sequences
+// are shown as escapes.
+func TestUIReportHostile(t *testing.T) {
+	bin := buildReadyspan(t)
+	b := newBrowser(t, 1280, 800)
+	report := writeHTMLReport(t, bin, b, hostileCapture(t), "hostile")
+	hostileChecks(t, b, "file://"+report)
+}
+
+func TestUIReplayHostile(t *testing.T) {
+	bin := buildReadyspan(t)
+	base := replayListen(t, bin, hostileCapture(t))
+	b := newBrowser(t, 1280, 800)
+	hostileChecks(t, b, base)
+}
+
+// selectBudget is how long selecting a span may take, the page's work and the DevTools round
+// trips together: 15–105 ms with strings capped, on a busy 2-core machine; before the cap the
+// span with the 1 MiB message took 32 s in the report, and over a minute served.
+const selectBudget = 2 * time.Second
+
+func hostileChecks(t *testing.T, b *browser, base string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, pod := range []string{"badimage", "crasher", "unready"} {
+		b.do(t, "open the list", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pods tbody tr`)))
+		href := eval[string](t, b, fmt.Sprintf(`(Array.from(document.querySelectorAll('#pods a')).find(a => a.textContent.includes(%q)) || {getAttribute: () => ''}).getAttribute('href')`, pod))
+		if href == "" {
+			t.Fatalf("no Pod %s in the list", pod)
+		}
+		b.do(t, "open "+pod, chromedp.Navigate(base+href), chromedp.WaitVisible(chromedp.CSS(`#waterfall g.row`)))
+		n := eval[int](t, b, `document.querySelectorAll('#waterfall g.row').length`)
+		b.do(t, "focus "+pod+"'s waterfall", chromedp.Focus(chromedp.CSS(`#waterfall`)))
+		for i := 0; i < n; i++ {
+			start := time.Now()
+			b.do(t, "select a span", chromedp.KeyEvent(kb.ArrowDown))
+			detail := eval[string](t, b, `document.getElementById('detail').innerText`)
+			took := time.Since(start)
+			if took > selectBudget {
+				t.Errorf("%s span %d: selecting it took %v (budget %v)", pod, i, took.Round(time.Millisecond), selectBudget)
+			}
+			if len(detail) > 20000 {
+				t.Errorf("%s span %d: %d characters drawn", pod, i, len(detail))
+			}
+			switch {
+			case strings.Contains(detail, "show all"):
+				seen["long"] = true
+				start := time.Now()
+				b.do(t, "show all of the long message", chromedp.Click(chromedp.CSS(`#detail button.more`)), chromedp.WaitVisible(chromedp.CSS(`#detail .full`)))
+				full := eval[int](t, b, `Math.max(...Array.from(document.querySelectorAll('#detail .full')).map(e => e.value.length))`)
+				if took := time.Since(start); took > 5*time.Second || full < len(hostileLong) {
+					t.Errorf("show all: %d characters in %v", full, took.Round(time.Millisecond))
+				}
+				t.Logf("%s span %d: selected in %v, %d characters shown, all %d shown in %v", pod, i, took.Round(time.Millisecond),
+					len(detail), full, time.Since(start).Round(time.Millisecond))
+				b.screenshot(t, "hostile-long")
+				b.do(t, "focus the waterfall again", chromedp.Focus(chromedp.CSS(`#waterfall`)))
+			case strings.Contains(detail, `<img src=x onerror=`):
+				seen["markup"] = true
+				b.screenshot(t, "hostile-markup")
+			case strings.Contains(detail, `\u202egnp.exe\u202c`):
+				seen["bidi"] = true
+				if !strings.Contains(detail, `\u2066isolated\u2069`) || !strings.Contains(detail, `\u001b[31mred`) {
+					t.Errorf("%s span %d: the escapes are not all visible: %q", pod, i, detail)
+				}
+				b.screenshot(t, "hostile-bidi")
+			}
+		}
+		injected := eval[string](t, b, `[document.querySelectorAll('img, .injected, main svg svg, body > b').length, String(window.__pwned)].join(' ')`)
+		if injected != "0 undefined" {
+			t.Errorf("%s: injected elements, window.__pwned: %s", pod, injected)
+		}
+		if eval[bool](t, b, `/[\u202a-\u202e\u2066-\u2069\u001b]/.test(document.body.innerText)`) {
+			t.Errorf("%s: a bidi override or an escape reaches the page's text", pod)
+		}
+	}
+	for _, k := range []string{"long", "markup", "bidi"} {
+		if !seen[k] {
+			t.Errorf("no span showed the %s message", k)
+		}
+	}
+	b.noCSPViolations(t)
 	b.noProblems(t)
 }
 
