@@ -6,14 +6,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Filter decides, object by object, what one shard's watch hands on: workloads, their
-// ReplicaSets, revisions and Pods by their workload's key; Events by what they are about (a
-// Pod's by the Pod, a workload's or ReplicaSet's by the workload); EndpointSlices without the
-// endpoints of other shards' Pods. Services and other Events pass: they are shared and few.
+// Filter decides, object by object, what one shard's watch hands on: workloads (the kinds
+// NewFilter is given), their ReplicaSets, revisions and Pods by their workload's key; Events by
+// what they are about (a Pod's by the Pod, a workload's or ReplicaSet's by the workload);
+// EndpointSlices without the endpoints of other shards' Pods. Services and other Events pass:
+// they are shared and few.
 //
 // An Event can name a Pod by UID only, so the Filter remembers the Pods it saw to be another
 // shard's (a UID each) until they are deleted; an Event about a Pod not seen yet passes, and
@@ -21,18 +23,36 @@ import (
 // Its methods are called from every resource's watch at once.
 type Filter struct {
 	shard Shard
+	// workloads are the kinds whose objects are their Pods' workload: each goes by its own
+	// key, and so do the Events about it.
+	workloads map[string]bool
 
 	mu          sync.Mutex
 	foreignPods map[types.UID]struct{} // Pods seen as another shard's, until deleted
 	replicaSets map[string]string      // "namespace/name" → workload key, for their Events
 }
 
-// NewFilter returns the filter for one shard; nil for an unsharded readyspan.
-func NewFilter(s Shard) *Filter {
+// NewFilter returns the filter for one shard; nil for an unsharded readyspan. workloads are the
+// kinds that are workloads of their own (the watch's registry says which); none given, those
+// readyspan has always read: Deployment, StatefulSet and DaemonSet.
+func NewFilter(s Shard, workloads ...string) *Filter {
 	if !s.Sharded() {
 		return nil
 	}
-	return &Filter{shard: s, foreignPods: map[types.UID]struct{}{}, replicaSets: map[string]string{}}
+	if len(workloads) == 0 {
+		workloads = []string{kindDeployment, kindStatefulSet, kindDaemonSet}
+	}
+	f := &Filter{shard: s, workloads: map[string]bool{}, foreignPods: map[types.UID]struct{}{}, replicaSets: map[string]string{}}
+	for _, k := range workloads {
+		f.workloads[k] = true
+	}
+	return f
+}
+
+// AdmitWorkload tells whether to hand on a workload of the given kind that was added or
+// changed: by its own key, or because it was handed on before (known).
+func (f *Filter) AdmitWorkload(m metav1.Object, kind string, known bool) bool {
+	return f == nil || known || f.shard.Owns(WorkloadKey(m.GetNamespace(), kind, m.GetName()))
 }
 
 // Admit returns what to hand on of an object that was added or changed, and false for none.
@@ -60,11 +80,11 @@ func (f *Filter) Admit(obj runtime.Object, known bool) (runtime.Object, bool) {
 		f.mu.Unlock()
 		return obj, known || f.shard.Owns(key)
 	case *appsv1.Deployment:
-		return obj, known || f.shard.Owns(WorkloadKey(o.Namespace, kindDeployment, o.Name))
+		return obj, f.AdmitWorkload(o, kindDeployment, known)
 	case *appsv1.StatefulSet:
-		return obj, known || f.shard.Owns(WorkloadKey(o.Namespace, kindStatefulSet, o.Name))
+		return obj, f.AdmitWorkload(o, kindStatefulSet, known)
 	case *appsv1.DaemonSet:
-		return obj, known || f.shard.Owns(WorkloadKey(o.Namespace, kindDaemonSet, o.Name))
+		return obj, f.AdmitWorkload(o, kindDaemonSet, known)
 	case *appsv1.ControllerRevision:
 		return obj, known || f.shard.Owns(OwnedKey("ControllerRevision", o))
 	case *corev1.Event:
@@ -89,7 +109,8 @@ func (f *Filter) admitEvent(e *corev1.Event) bool {
 		key, seen := f.replicaSets[e.Namespace+"/"+about.Name]
 		f.mu.Unlock()
 		return !seen || f.shard.Owns(key)
-	case kindDeployment, kindStatefulSet, kindDaemonSet:
+	}
+	if f.workloads[about.Kind] {
 		return f.shard.Owns(WorkloadKey(e.Namespace, about.Kind, about.Name))
 	}
 	return true

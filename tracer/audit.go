@@ -9,8 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readyspan/readyspan/phases"
 )
@@ -37,8 +40,8 @@ type AuditEntry struct {
 	StageTimestamp  time.Time `json:"stageTimestamp"`
 }
 
-// relevant reports whether the entry is a successful client write readyspan can use: a change
-// of a Deployment, or the creation of a named Pod.
+// relevant reports whether the entry is a successful client write readyspan can use: one its
+// kind's registry entry names (a workload's change, a bare Pod's creation).
 func (a *AuditEntry) relevant() bool {
 	if a.Stage != "ResponseComplete" || a.ObjectRef == nil || a.ObjectRef.Name == "" {
 		return false
@@ -46,17 +49,11 @@ func (a *AuditEntry) relevant() bool {
 	if a.ResponseStatus == nil || a.ResponseStatus.Code < 200 || a.ResponseStatus.Code > 299 {
 		return false
 	}
-	switch {
-	case a.ObjectRef.APIGroup == "apps" && (a.ObjectRef.Resource == "deployments" || a.ObjectRef.Resource == "statefulsets" || a.ObjectRef.Resource == "daemonsets"):
-		// A change of the workload itself, or of its scale (kubectl scale).
-		if a.ObjectRef.Subresource != "" && a.ObjectRef.Subresource != "scale" {
-			return false
-		}
-		return a.Verb == "create" || a.Verb == "update" || a.Verb == "patch"
-	case a.ObjectRef.Resource == "pods" && a.ObjectRef.APIGroup == "" && a.ObjectRef.Subresource == "":
-		return a.Verb == "create"
+	k := kindByGR[schema.GroupResource{Group: a.ObjectRef.APIGroup, Resource: a.ObjectRef.Resource}]
+	if k == nil || k.audit == nil || !slices.Contains(k.audit.verbs, a.Verb) {
+		return false
 	}
-	return false
+	return a.ObjectRef.Subresource == "" || slices.Contains(k.audit.subresources, a.ObjectRef.Subresource)
 }
 
 func (a *AuditEntry) key() string {

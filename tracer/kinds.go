@@ -46,6 +46,15 @@ type kind struct {
 	// deletion found by a relist needs of the kind; nil for the metadata alone.
 	identity func(from, kept runtime.Object)
 
+	// workload: the kind's objects are workloads of their own (their Pods' controllers, or
+	// those of the ReplicaSets that make them). When replicas split the cluster, each goes to
+	// the shard its key names (namespace/Kind/name), with its Pods and the Events about it.
+	workload bool
+
+	// audit are the client writes of the kind's objects that the audit log is read for (the
+	// request that starts a Pod's chain); nil for none.
+	audit *auditedWrites
+
 	// handle is what the correlator does with a change of one of the kind's objects. The delta
 	// is passed by value: through a function value, a pointer to it would escape, one
 	// allocation per delta.
@@ -58,6 +67,16 @@ type kind struct {
 	// clusterrole.yaml): list and watch for the watch, get for explain.
 	verbs []string
 }
+
+// auditedWrites are the writes of a kind the audit log is read for: requests with one of the
+// verbs, on the object itself or one of the subresources.
+type auditedWrites struct {
+	verbs        []string
+	subresources []string
+}
+
+// workloadWrites are a workload's changes: of the object, or of its scale (kubectl scale).
+var workloadWrites = &auditedWrites{verbs: []string{"create", "update", "patch"}, subresources: []string{"scale"}}
 
 // snapshotRank orders a recording's List snapshots: owners before what they own and Services
 // before Pods, so that a Pod is correlated with what made and selects it; Events before Pods,
@@ -96,6 +115,8 @@ var kinds = []*kind{
 				}
 		},
 		keepsIdentity: true,
+		// A bare Pod's creation is the root request of its chain.
+		audit: &auditedWrites{verbs: []string{"create"}},
 		// A Pod deleted while the watch was down still names its node.
 		identity: func(from, kept runtime.Object) {
 			kept.(*corev1.Pod).Spec.NodeName = from.(*corev1.Pod).Spec.NodeName
@@ -128,7 +149,7 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.DeploymentList] {
 			return c.AppsV1().Deployments(ns)
 		}),
-		keepsIdentity: true,
+		keepsIdentity: true, workload: true, audit: workloadWrites,
 		handle: func(c *Correlator, d Delta) {
 			o := d.Object.(*appsv1.Deployment)
 			c.handleDeployment(&d, o)
@@ -202,7 +223,7 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.StatefulSetList] {
 			return c.AppsV1().StatefulSets(ns)
 		}),
-		keepsIdentity: true,
+		keepsIdentity: true, workload: true, audit: workloadWrites,
 		handle: func(c *Correlator, d Delta) {
 			c.rollouts.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet)))
 		},
@@ -216,7 +237,7 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.DaemonSetList] {
 			return c.AppsV1().DaemonSets(ns)
 		}),
-		keepsIdentity: true,
+		keepsIdentity: true, workload: true, audit: workloadWrites,
 		handle: func(c *Correlator, d Delta) {
 			c.rollouts.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet)))
 		},
@@ -257,6 +278,7 @@ var (
 	kindByStream = map[Stream]*kind{}
 	kindByType   = map[reflect.Type]*kind{}
 	kindByRes    = map[Resource]*kind{} // the kind the watch reads of each Resource
+	kindByGR     = map[schema.GroupResource]*kind{}
 	// snapshotOrder is the order a recording's streams are read in (snapshotRank).
 	snapshotOrder []Stream
 )
@@ -265,6 +287,7 @@ func init() {
 	for _, k := range kinds {
 		kindByStream[k.stream] = k
 		kindByType[reflect.TypeOf(k.newObject())] = k
+		kindByGR[k.gvr.GroupResource()] = k
 		if _, ok := kindByRes[k.resource]; !ok || k.listWatch != nil {
 			kindByRes[k.resource] = k
 		}

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -90,5 +91,44 @@ func TestUnknownStreamIsAnError(t *testing.T) {
 	}
 	if _, _, err := readList([]byte(`{"items":[]}`), "nodes", "nodes.json"); err == nil || !strings.Contains(err.Error(), `unknown stream "nodes"`) {
 		t.Errorf("readList of an unknown stream: %v", err)
+	}
+}
+
+// TestAuditedWrites pins which audit events the registry makes relevant: a workload's change
+// or scale, a bare Pod's creation, and nothing else.
+func TestAuditedWrites(t *testing.T) {
+	for _, tc := range []struct {
+		group, resource, sub, verb string
+		want                       bool
+	}{
+		{"", "pods", "", "create", true},
+		{"", "pods", "", "update", false},
+		{"", "pods", "status", "create", false},
+		{"", "pods", "binding", "create", false},
+		{"apps", "pods", "", "create", false},
+		{"apps", "deployments", "", "patch", true},
+		{"apps", "deployments", "", "create", true},
+		{"apps", "deployments", "", "update", true},
+		{"apps", "deployments", "", "delete", false},
+		{"apps", "deployments", "scale", "update", true},
+		{"apps", "deployments", "status", "update", false},
+		{"apps", "statefulsets", "scale", "patch", true},
+		{"apps", "daemonsets", "", "update", true},
+		{"apps", "replicasets", "", "create", false},
+		{"apps", "controllerrevisions", "", "create", false},
+		{"", "events", "", "create", false},
+		{"events.k8s.io", "events", "", "create", false},
+		{"", "deployments", "", "create", false},
+	} {
+		line := fmt.Sprintf(`{"stage":"ResponseComplete","verb":%q,"objectRef":{"resource":%q,"namespace":"ns","name":"x","apiGroup":%q,"subresource":%q},`+
+			`"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-01-02T03:04:05.000001Z","stageTimestamp":"2026-01-02T03:04:05.000002Z"}`,
+			tc.verb, tc.resource, tc.group, tc.sub)
+		a, err := ParseAuditLine([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a != nil; got != tc.want {
+			t.Errorf("%s %s/%s/%s: relevant %v, want %v", tc.verb, tc.group, tc.resource, tc.sub, got, tc.want)
+		}
 	}
 }

@@ -71,7 +71,13 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, shard: shard.NewFilter(cfg.Shard),
+	var workloads []string
+	for _, k := range kinds {
+		if k.workload {
+			workloads = append(workloads, k.kind)
+		}
+	}
+	w := &Watcher{out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, shard: shard.NewFilter(cfg.Shard, workloads...),
 		forbidden: map[string]string{}, failing: map[Resource]outage{}}
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
@@ -83,7 +89,7 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 				continue // read from recordings only
 			}
 			list, watchFn := k.listWatch(client, ns, cfg)
-			w.add(client, k.resource, k.newObject(), list, watchFn)
+			w.add(client, k, list, watchFn)
 		}
 	}
 	return w
@@ -101,7 +107,8 @@ func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L,
 // restarts among them, and hands what it sees to the Watcher. It is client-go's informer
 // without the informer's store of whole objects: the queue (a RealFIFO, as informers use)
 // transforms each object once and asks the identity store which keys a relist no longer finds.
-func (w *Watcher) add(client kubernetes.Interface, r Resource, obj runtime.Object, list listFunc, watchFn watchFunc) {
+func (w *Watcher) add(client kubernetes.Interface, k *kind, list listFunc, watchFn watchFunc) {
+	r, obj := k.resource, k.newObject()
 	lw := (&restarts{resource: r, errs: w.errs, works: func() { w.watchWorks(r) }}).listWatch(list, watchFn)
 	known := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
 	fifo := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
@@ -120,7 +127,7 @@ func (w *Watcher) add(client kubernetes.Interface, r Resource, obj runtime.Objec
 			if !ok {
 				return fmt.Errorf("%s: the queue gave %T, not Deltas", r, popped)
 			}
-			return w.process(r, known, deltas, initial)
+			return w.process(k, known, deltas, initial)
 		},
 		WatchErrorHandlerWithContext: func(ctx context.Context, _ *cache.Reflector, err error) {
 			w.watchError(r, err)
@@ -140,7 +147,8 @@ type reflected struct {
 // process does what an informer does with what its queue pops (client-go's processDeltas),
 // keeping only each object's identity: a change to an object known by key is Modified (a
 // relist's unchanged resourceVersion is no change), an unknown one Added, a deletion Deleted.
-func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, initial bool) error {
+func (w *Watcher) process(k *kind, known cache.Store, deltas cache.Deltas, initial bool) error {
+	r := k.resource
 	for _, d := range deltas {
 		switch d.Type {
 		case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
@@ -148,7 +156,7 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 			if !ok {
 				return fmt.Errorf("%s: not an API object: %T", r, d.Object)
 			}
-			if !keepsIdentity(r) {
+			if !k.keepsIdentity {
 				w.processEvent(obj, d.Type, initial)
 				continue
 			}
@@ -156,7 +164,7 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 			if err != nil {
 				return err
 			}
-			obj, ok = w.shard.Admit(obj, exists)
+			obj, ok = w.admit(k, obj, exists)
 			if !ok {
 				continue // another shard's
 			}
@@ -194,6 +202,15 @@ func (w *Watcher) process(r Resource, known cache.Store, deltas cache.Deltas, in
 		}
 	}
 	return nil
+}
+
+// admit asks the shard filter whether an object added or changed is this replica's: a
+// workload by its own key, any other kind as the filter knows it.
+func (w *Watcher) admit(k *kind, obj runtime.Object, known bool) (runtime.Object, bool) {
+	if m, ok := obj.(metav1.Object); ok && k.workload {
+		return obj, w.shard.AdmitWorkload(m, k.kind, known)
+	}
+	return w.shard.Admit(obj, known)
 }
 
 // processEvent hands on an Event without keeping anything of it. An Event is read once, when
