@@ -144,6 +144,8 @@ type Correlator struct {
 	// inPhase counts the in-flight Pods by current phase, kept as Pods change.
 	inPhase   map[string]int
 	lastPrune time.Time
+	// kindState holds what the view of a kind in the registry keeps, by resource (stateOf).
+	kindState map[Resource]any
 }
 
 // New returns a Correlator exporting to sink.
@@ -323,25 +325,11 @@ func (c *Correlator) eventVersion(d *Delta, uid types.UID, version string) (seen
 // handleEvent folds in a version of an Event eventVersion found fresh; seen says an earlier
 // version was folded in already (so an unknown message is counted once).
 func (c *Correlator) handleEvent(d *Delta, e *event, seen bool) {
-	switch e.Regarding.Kind {
-	case "Deployment":
-		known := c.rollouts.handleEvent(e)
-		if (!c.handleDeploymentEvent(e) || !known) && !seen {
+	if e.Regarding.Kind != "Pod" {
+		// An Event about another kind is its registry entry's to read (kinds.go).
+		if k := kindByKind[e.Regarding.Kind]; k != nil && k.events != nil && !k.events(c, e) && !seen {
 			c.unparsed(e)
 		}
-		return
-	case "StatefulSet", "DaemonSet":
-		if !c.rollouts.handleEvent(e) && !seen {
-			c.unparsed(e)
-		}
-		return
-	case "ReplicaSet":
-		if !c.handleReplicaSetEvent(e) && !seen {
-			c.unparsed(e)
-		}
-		return
-	case "Pod":
-	default:
 		return
 	}
 	uid := e.Regarding.UID

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/readyspan/readyspan/phases"
 )
 
 // kind is one resource readyspan reads, through one API: everything the watch, the recordings,
@@ -59,6 +61,14 @@ type kind struct {
 	// is passed by value: through a function value, a pointer to it would escape, one
 	// allocation per delta.
 	handle func(c *Correlator, d Delta)
+
+	// events reads an Event about one of the kind's objects (Events about Pods are the
+	// correlator's own); it returns false for a message in a format it does not know.
+	events func(c *Correlator, e *event) bool
+
+	// root fills the start of the chain of a Pod the kind's object controls, when it knows
+	// the request that started it (rootOf has set RootController, which it keeps otherwise).
+	root func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod)
 
 	// snapshot is the kind's place when a recording's List snapshots are fed in.
 	snapshot snapshotRank
@@ -139,6 +149,8 @@ var kinds = []*kind{
 			c.rollouts.handleReplicaSet(&d, o)
 			c.retryPendingScale()
 		},
+		// The replicaset controller's SuccessfulCreate stamps the Pod's creation.
+		events:   func(c *Correlator, e *event) bool { return c.handleReplicaSetEvent(e) },
 		snapshot: snapshotReplicaSets, verbs: readVerbs,
 	},
 	{
@@ -154,6 +166,10 @@ var kinds = []*kind{
 			o := d.Object.(*appsv1.Deployment)
 			c.handleDeployment(&d, o)
 			c.rollouts.handleWorkload(&d, deploymentView(o))
+		},
+		events: func(c *Correlator, e *event) bool {
+			known := c.rollouts.handleEvent(e)
+			return c.handleDeploymentEvent(e) && known
 		},
 		snapshot: snapshotWorkloads, verbs: readVerbs,
 	},
@@ -227,6 +243,7 @@ var kinds = []*kind{
 		handle: func(c *Correlator, d Delta) {
 			c.rollouts.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet)))
 		},
+		events:   func(c *Correlator, e *event) bool { return c.rollouts.handleEvent(e) },
 		snapshot: snapshotWorkloads, verbs: readVerbs,
 	},
 	{
@@ -241,6 +258,7 @@ var kinds = []*kind{
 		handle: func(c *Correlator, d Delta) {
 			c.rollouts.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet)))
 		},
+		events:   func(c *Correlator, e *event) bool { return c.rollouts.handleEvent(e) },
 		snapshot: snapshotWorkloads, verbs: readVerbs,
 	},
 	{
@@ -279,6 +297,7 @@ var (
 	kindByType   = map[reflect.Type]*kind{}
 	kindByRes    = map[Resource]*kind{} // the kind the watch reads of each Resource
 	kindByGR     = map[schema.GroupResource]*kind{}
+	kindByKind   = map[string]*kind{} // by the objects' Kind, as owner references and Events name them
 	// snapshotOrder is the order a recording's streams are read in (snapshotRank).
 	snapshotOrder []Stream
 )
@@ -288,6 +307,9 @@ func init() {
 		kindByStream[k.stream] = k
 		kindByType[reflect.TypeOf(k.newObject())] = k
 		kindByGR[k.gvr.GroupResource()] = k
+		if _, ok := kindByKind[k.kind]; !ok {
+			kindByKind[k.kind] = k
+		}
 		if _, ok := kindByRes[k.resource]; !ok || k.listWatch != nil {
 			kindByRes[k.resource] = k
 		}
@@ -312,6 +334,20 @@ func kindOf(s Stream) (*kind, error) {
 func kindOfObject(obj runtime.Object) (*kind, bool) {
 	k, ok := kindByType[reflect.TypeOf(obj)]
 	return k, ok
+}
+
+// stateOf returns what a kind's view keeps in a correlator, made with fresh on first use: a
+// kind's state lives with its view, not in the Correlator's own fields.
+func stateOf[T any](c *Correlator, r Resource, fresh func() T) T {
+	if st, ok := c.kindState[r].(T); ok {
+		return st
+	}
+	if c.kindState == nil {
+		c.kindState = map[Resource]any{}
+	}
+	st := fresh()
+	c.kindState[r] = st
+	return st
 }
 
 // keepsIdentity tells whether the Watcher keeps the identities of a resource's objects.

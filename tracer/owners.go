@@ -318,6 +318,9 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		return
 	case owner.Kind != "ReplicaSet":
 		obs.Root = phases.RootController
+		if k := kindByKind[owner.Kind]; k != nil && k.root != nil {
+			k.root(c, owner, obs) // the controller's registry entry may know the request behind it
+		}
 		return
 	}
 	obs.ReplicaSet = owner.Name
