@@ -21,7 +21,8 @@ type Root string
 const (
 	RootDeployment Root = "deployment" // a Deployment change created or scaled the ReplicaSet
 	RootReplicaSet Root = "replicaset" // a ReplicaSet (re)created the Pod without a spec change
-	RootController Root = "controller" // another controller (Job, StatefulSet, DaemonSet…)
+	RootJob        Root = "job"        // a Job's creation: the job controller created the Pod
+	RootController Root = "controller" // another controller (StatefulSet, DaemonSet…)
 	RootBarePod    Root = "pod"        // the client created the Pod itself
 )
 

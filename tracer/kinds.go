@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -274,6 +275,23 @@ var kinds = []*kind{
 			c.rollouts.handleRevision(&d, d.Object.(*appsv1.ControllerRevision))
 		},
 		snapshot: snapshotRevisions, verbs: readVerbs,
+	},
+	{
+		// Jobs: a Job's Pods are rooted at its creation (jobs.go).
+		resource: ResourceJobs, stream: StreamJobs, kind: "Job",
+		gvr:       batchv1.SchemeGroupVersion.WithResource("jobs"),
+		newObject: func() runtime.Object { return &batchv1.Job{} },
+		newList:   func() runtime.Object { return &batchv1.JobList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*batchv1.JobList] {
+			return c.BatchV1().Jobs(ns)
+		}),
+		keepsIdentity: true, workload: true,
+		audit:  &auditedWrites{verbs: []string{"create"}},
+		handle: func(c *Correlator, d Delta) { c.handleJob(&d, d.Object.(*batchv1.Job)) },
+		// The job controller's SuccessfulCreate is the replicaset controller's: "Created pod: NAME".
+		events:   func(c *Correlator, e *event) bool { return c.handleReplicaSetEvent(e) },
+		root:     func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod) { c.jobRoot(owner, obs) },
+		snapshot: snapshotWorkloads, verbs: readVerbs,
 	},
 }
 
