@@ -37,8 +37,22 @@ type scaleUp struct {
 	created  time.Time      // the ReplicaSet's creationTimestamp, for the step that created it (1 s)
 	watched  phases.Instant // receive time of the ReplicaSet version that showed it
 	event    *event         // the ScalingReplicaSet event that stated it
+	// combined says event is a combined Event's first version ("(combined from similar
+	// events): …"): its name was stamped when the recorder combined it, after the step, and,
+	// behind other Events being written, possibly after the Pods the step created. It dates the
+	// step; it does not order it against them (order).
+	combined bool
 	// made counts the Pods traced as this step's (rootOf).
 	made int32
+}
+
+// order are the stamps the step is ordered by against a Pod's creation: times, less a combined
+// Event's where the ReplicaSet's watch saw the step.
+func (s *scaleUp) order() phases.Times {
+	if s.combined && s.watched != 0 {
+		return phases.Times{{At: s.watched, Source: phases.SourceWatch}}
+	}
+	return s.times()
 }
 
 // full reports whether the step's Pods are all traced: as many as it added, when it says.
@@ -263,11 +277,13 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 	if !st.Up {
 		return true // scale-downs say nothing about starting Pods
 	}
-	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
+	if e.Count > 1 {
 		// A rewrite of a combined Event: its stamps are its first occurrence's, a different
-		// scale-up; the ReplicaSet's own watch time dates this one.
+		// scale-up; the ReplicaSet's own watch time dates this one. Its first version (after
+		// ten steps of one Deployment in ten minutes, every next one) is this step's.
 		return true
 	}
+	combined := strings.HasPrefix(e.Message, combinedPrefix)
 	for _, rs := range c.replicaSets {
 		if rs.name != st.Target || rs.namespace != e.Namespace {
 			continue
@@ -280,7 +296,7 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 		for i := len(rs.scaleUps) - 1; i >= 0; i-- {
 			s := &rs.scaleUps[i]
 			if s.event == nil && s.counts(st.From, st.To) && s.at() <= at+phases.Instant(scaleEventSlack) {
-				s.event = e
+				s.event, s.combined = e, combined
 				if s.from < 0 {
 					s.from = st.From
 				}
@@ -290,7 +306,7 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 				return true
 			}
 		}
-		rs.add(scaleUp{from: st.From, to: st.To, event: e})
+		rs.add(scaleUp{from: st.From, to: st.To, event: e, combined: combined})
 		return true
 	}
 	c.pendingScale = append(c.pendingScale, e)
@@ -341,7 +357,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	for i := len(rs.scaleUps) - 1; i >= 0; i-- {
 		su := &rs.scaleUps[i]
 		t := su.times()
-		if !atOrBefore(t, obs.Created) {
+		if !atOrBefore(su.order(), obs.Created) {
 			continue
 		}
 		if s, _ := t.Resolve(); created.At.Sub(s.At) >= selfHealWindow {
