@@ -65,28 +65,28 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			werr = err
 		}
 	}), nil, log)
-	p := newPipeline(pipelineConfig{
-		client: client, host: restCfg.Host,
-		watch:    tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector},
-		log:      log,
-		auditLog: *auditLog,
-		auditFailed: func(err error) {
+	p := tracer.NewSource(tracer.SourceConfig{
+		Client: client, Host: restCfg.Host,
+		Watch:    tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector},
+		Log:      log,
+		AuditLog: *auditLog,
+		AuditFailed: func(err error) {
 			fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
 		},
-		correlator: corr,
+		Correlator: corr,
 	})
-	ctx, stop, err := p.startFor(ctx, *duration)
+	ctx, stop, err := p.StartFor(ctx, *duration)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := p.watcher.WaitForSync(syncCtx); err != nil {
+	if err := p.Watcher().WaitForSync(syncCtx); err != nil {
 		return fmt.Errorf("watch %s: %w", restCfg.Host, err)
 	}
 	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck, and a Gantt chart as each rollout ends (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
-	p.loop(ctx)
+	p.Run(ctx)
 	return werr
 }
 
@@ -136,7 +136,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := reachable(ctx, client, restCfg.Host); err != nil {
+	if err := tracer.Reachable(ctx, client, restCfg.Host); err != nil {
 		return err
 	}
 	deltas, target, err := explainObjects(ctx, client, namespace, kind, name)
@@ -356,19 +356,19 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rec := tracer.NewRecorder(dir)
 	defer rec.Close()
 	log, _ := newLogger(stderr, "warn")
-	p := newPipeline(pipelineConfig{
-		client: client, host: restCfg.Host,
-		watch: tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector},
-		log:   log,
-		tap:   rec.Write, // no correlator: record only writes what it sees
+	p := tracer.NewSource(tracer.SourceConfig{
+		Client: client, Host: restCfg.Host,
+		Watch: tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector},
+		Log:   log,
+		Tap:   rec.Write, // no correlator: record only writes what it sees
 	})
-	ctx, stop, err := p.startFor(ctx, *duration)
+	ctx, stop, err := p.StartFor(ctx, *duration)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	fmt.Fprintf(stderr, "%s: recording %s into %s (Ctrl-C to stop)\n", prog, namespacesText(namespaces), dir)
-	p.loop(ctx)
+	p.Run(ctx)
 	if err := rec.Close(); err != nil {
 		return err
 	}

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/readyspan/readyspan/shard"
 )
 
 // Two clusters and three contexts, as a platform engineer's kubeconfig has them: the current
@@ -143,21 +141,6 @@ func TestProgramName(t *testing.T) {
 	for _, tt := range tests {
 		if got := programName(tt.arg0); got != tt.want {
 			t.Errorf("programName(%q) = %q, want %q", tt.arg0, got, tt.want)
-		}
-	}
-}
-
-func TestLeaseForShard(t *testing.T) {
-	for _, tc := range []struct {
-		part shard.Shard
-		want string
-	}{
-		{shard.Shard{}, "readyspan"},
-		{shard.Shard{Index: 0, Total: 1}, "readyspan"},
-		{shard.Shard{Index: 1, Total: 3}, "readyspan-shard-1-of-3"},
-	} {
-		if got := leaseFor("readyspan", tc.part); got != tc.want {
-			t.Errorf("shard %s: Lease %q, want %q", tc.part, got, tc.want)
 		}
 	}
 }

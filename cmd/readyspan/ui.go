@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/readyspan/readyspan/daemon"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/web"
@@ -51,27 +50,10 @@ func registerAllowedHosts(fs *pflag.FlagSet, to *stringList) {
 		"it always answers to the address it listens on, and to localhost when that is a loopback address or every address")
 }
 
-// ring is the UI's ring, or nil with --ui=false.
-func (u *uiFlags) ring() (*web.Ring, error) {
-	if !u.enabled {
-		return nil, nil
-	}
-	if err := checkTraceURL(u.traceURL); err != nil {
-		return nil, err
-	}
-	if u.maxRollouts <= 0 || u.maxPods <= 0 || u.maxMiB <= 0 {
-		return nil, errors.New("--ui-rollouts, --ui-pods and --ui-max-mib must be positive")
-	}
-	return web.NewRing(web.RingConfig{MaxRollouts: u.maxRollouts, MaxPods: u.maxPods, MaxBytes: int64(u.maxMiB) << 20}), nil
-}
-
-// handler is the UI of readyspan run on --metrics-addr addr.
-func (u *uiFlags) handler(ring *web.Ring, addr string) (http.Handler, error) {
-	hosts, err := web.ListenHosts(addr, u.allowedHosts)
-	if err != nil {
-		return nil, err
-	}
-	return web.NewServer(ring, web.ServerConfig{TraceUI: u.traceURL, Hosts: hosts}), nil
+// options are the daemon's UI options from the flags (daemon.Options.Validate checks them).
+func (u *uiFlags) options() daemon.UIOptions {
+	return daemon.UIOptions{Enabled: u.enabled, TraceURL: u.traceURL, AllowedHosts: u.allowedHosts,
+		MaxRollouts: u.maxRollouts, MaxPods: u.maxPods, MaxMiB: u.maxMiB}
 }
 
 // writeReport is -o html: one self-contained page with every trace, linked to the trace UI
@@ -151,19 +133,4 @@ func hostPort(a net.Addr) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// registerRingMetrics exposes the UI ring's size, so what the UI costs shows next to the rest.
-func registerRingMetrics(reg prometheus.Registerer, ring *web.Ring) {
-	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readyspan_ui_ring_bytes",
-			Help: "Bytes of trace views the web UI's ring of recent traces holds (bounded by --ui-max-mib)."},
-			func() float64 { return float64(ring.Bytes()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readyspan_ui_ring_rollouts",
-			Help: "Rollout traces the web UI's ring holds (bounded by --ui-rollouts)."},
-			func() float64 { r, _ := ring.Len(); return float64(r) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readyspan_ui_ring_pods",
-			Help: "Pod traces the web UI's ring holds (bounded by --ui-pods)."},
-			func() float64 { _, p := ring.Len(); return float64(p) }),
-	)
 }

@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/readyspan/readyspan/exporters/otlp"
+	"github.com/readyspan/readyspan/leader"
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracer"
+)
+
+// counting is an exporter that counts what reaches it.
+type counting struct{ pods, rollouts int }
+
+func (c *counting) ExportPod(*phases.Trace)      { c.pods++ }
+func (c *counting) ExportRollout(*rollout.Trace) { c.rollouts++ }
+
+type noMetrics struct{}
+
+func (noMetrics) SetLeader(bool) {}
+func (noMetrics) Dropped(string) {}
+
+// Pod and rollout traces take one road: every replica's exporters (the UI) get both, and only
+// a leader's get either; a standby's leader-only exporters get neither.
+func TestRouterGatesPodsAndRolloutsAlike(t *testing.T) {
+	p := &phases.Pod{UID: "9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f", Name: "web-1", Namespace: "default", Root: phases.RootBarePod}
+	p.Created.Add(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), phases.SourceWatch)
+	p.Ready.Add(time.Date(2026, 11, 30, 8, 0, 3, 0, time.UTC), phases.SourceWatch)
+	pod := phases.Build(p, phases.Options{})
+	ro := rollout.Build(&rollout.Rollout{Workload: rollout.Workload{Kind: rollout.Deployment, Name: "web", Namespace: "default", UID: "uid-web"}, Generation: 1})
+	for _, tc := range []struct {
+		name    string
+		elected bool // with leader election and no Lease taken: a standby
+		leading bool
+	}{
+		{"single replica", false, true},
+		{"standby", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ui, out := &counting{}, &counting{}
+			r := &router{leaderOnly: []Exporter{out}, everyReplica: []Exporter{ui}}
+			r.gate = leader.New(leader.Config{Elected: tc.elected, Leases: fake.NewClientset().CoordinationV1().Leases("default"),
+				Lease: "readyspan", Sink: tracer.SinkFunc(r.exportPod), Metrics: noMetrics{}})
+			sink, rollouts := r.sinks()
+			sink.Export(pod)
+			rollouts.ExportRollout(ro)
+			if ui.pods != 1 || ui.rollouts != 1 {
+				t.Errorf("every replica's exporter got %d Pods and %d rollouts, want 1 and 1", ui.pods, ui.rollouts)
+			}
+			want := 0
+			if tc.leading {
+				want = 1
+			}
+			if out.pods != want || out.rollouts != want {
+				t.Errorf("the leader's exporter got %d Pods and %d rollouts, want %d and %d", out.pods, out.rollouts, want, want)
+			}
+		})
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	ok := Options{MetricsAddr: ":8080", OTLP: otlp.Config{QueueTraces: 1, QueueBytes: 1}}
+	for _, tc := range []struct {
+		name   string
+		change func(o *Options)
+		want   string // "" for valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"no metrics address", func(o *Options) { o.MetricsAddr = "" }, "--metrics-addr"},
+		{"empty queue", func(o *Options) { o.OTLP.QueueBytes = 0 }, "--otlp-queue-bytes"},
+		{"UI without bounds", func(o *Options) { o.UI = UIOptions{Enabled: true} }, "--ui-rollouts"},
+		{"trace UI not http", func(o *Options) {
+			o.UI = UIOptions{Enabled: true, MaxRollouts: 1, MaxPods: 1, MaxMiB: 1, TraceURL: "javascript:x//{trace_id}"}
+		}, "--trace-ui-url"},
+		{"election without a Lease", func(o *Options) { o.Leader = LeaderOptions{Elect: true} }, "--leader-elect"},
+	} {
+		o := ok
+		tc.change(&o)
+		err := o.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

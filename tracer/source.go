@@ -1,0 +1,108 @@
+package tracer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// SourceConfig is what differs between the commands that watch a cluster (the daemon, watch and
+// record): what to watch, where counts and logs go, and who consumes the deltas.
+type SourceConfig struct {
+	Client kubernetes.Interface
+	Host   string // the apiserver, as messages name it
+	Watch  WatchConfig
+	Errs   WatchErrors // counts watch and audit log failures; nil for none
+	Log    *slog.Logger
+
+	AuditLog    string      // kube-apiserver audit log to follow into the same stream; "" for none
+	AuditFailed func(error) // told when the audit log cannot be read; each command words it its own way
+
+	Correlator *Correlator // nil to only tap the deltas
+	Tap        func(Delta) // sees each delta before the correlator; nil for none
+}
+
+// Source is the cluster side every live command shares: the informers turning the cluster into
+// Deltas, the audit log added to the same stream, and the loop feeding them on. The steps are
+// separate because the commands interleave their own work (serving /readyz, printing) with them.
+type Source struct {
+	cfg     SourceConfig
+	watcher *Watcher
+}
+
+// NewSource sets the informers up; nothing talks to the cluster until Start.
+func NewSource(cfg SourceConfig) *Source {
+	return &Source{cfg: cfg, watcher: NewWatcher(cfg.Client, cfg.Watch, cfg.Errs, cfg.Log)}
+}
+
+// Watcher is the Source's informers, for their health (/readyz) and sync.
+func (s *Source) Watcher() *Watcher { return s.watcher }
+
+// Reachable tells whether the apiserver answers, in the words every command uses.
+func (s *Source) Reachable(ctx context.Context) error {
+	return Reachable(ctx, s.cfg.Client, s.cfg.Host)
+}
+
+// Start starts the informers and, if asked, follows the audit log; it returns at once.
+func (s *Source) Start(ctx context.Context) {
+	s.watcher.Start(ctx)
+	if s.cfg.AuditLog == "" {
+		return
+	}
+	go func() {
+		if err := TailAudit(ctx, s.cfg.AuditLog, s.watcher.Sink(), s.cfg.Errs, s.cfg.Log); err != nil && s.cfg.AuditFailed != nil {
+			s.cfg.AuditFailed(err)
+		}
+	}()
+}
+
+// StartFor is what the terminal commands (watch, record) do: fail at once on an apiserver that
+// does not answer, then start, bounded by d when it is set. The returned context ends with the
+// run; cancel it when done.
+func (s *Source) StartFor(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc, error) {
+	if err := s.Reachable(ctx); err != nil {
+		return ctx, func() {}, err
+	}
+	cancel := context.CancelFunc(func() {})
+	if d > 0 {
+		ctx, cancel = context.WithTimeout(ctx, d)
+	}
+	s.Start(ctx)
+	return ctx, cancel, nil
+}
+
+// DeadlineTick is how often the correlator runs the rollouts' deadlines, prunes and publishes
+// its gauges. A Pod's own deadlines (its settle time, the endpoints wait, stuck and failed) wake
+// the loop at their moment, without waiting for a tick.
+const DeadlineTick = 200 * time.Millisecond
+
+// Run hands every delta to the tap and the correlator until ctx ends.
+func (s *Source) Run(ctx context.Context) {
+	Loop(ctx, s.watcher.Deltas(), s.cfg.Correlator, DeadlineTick, s.cfg.Tap)
+}
+
+// Reachable asks the apiserver for its version, so an unreachable or refusing apiserver is one
+// clear line rather than a stream of informer retries.
+func Reachable(ctx context.Context, client kubernetes.Interface, host string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	type result struct{ err error }
+	done := make(chan result, 1)
+	go func() {
+		_, err := client.Discovery().ServerVersion()
+		done <- result{err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return fmt.Errorf("cannot reach the apiserver at %s: %s", host, strings.Join(strings.Fields(r.err.Error()), " "))
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cannot reach the apiserver at %s: no answer in 10s", host)
+	}
+}
