@@ -42,6 +42,11 @@ type kind struct {
 	// metav1.NamespaceAll); nil for a stream only recordings hold, not watched live.
 	listWatch func(c kubernetes.Interface, ns string, cfg WatchConfig) (listFunc, watchFunc)
 
+	// transform drops what nothing reads of the kind's objects before anything keeps them,
+	// after Transform has slimmed their managedFields; nil drops every annotation. Update it
+	// before reading new fields.
+	transform func(obj runtime.Object)
+
 	// keepsIdentity: the Watcher keeps each object's identity (lastSeen) so that a relist can
 	// say which were deleted while the watch was down. Not for Events: processEvent says why.
 	keepsIdentity bool
@@ -125,6 +130,7 @@ var kinds = []*kind{
 					return pods.Watch(ctx, o)
 				}
 		},
+		transform:     func(o runtime.Object) { slimPod(o.(*corev1.Pod)) },
 		keepsIdentity: true,
 		// A bare Pod's creation is the root request of its chain.
 		audit: &auditedWrites{verbs: []string{"create"}},
@@ -143,6 +149,16 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.ReplicaSetList] {
 			return c.AppsV1().ReplicaSets(ns)
 		}),
+		// Rollouts read the revision; nothing reads the template.
+		transform: func(o runtime.Object) {
+			rs := o.(*appsv1.ReplicaSet)
+			rev, ok := rs.Annotations[annDeploymentRevision]
+			rs.Annotations = nil
+			if ok {
+				rs.Annotations = map[string]string{annDeploymentRevision: rev}
+			}
+			rs.Spec.Template = corev1.PodTemplateSpec{}
+		},
 		keepsIdentity: true,
 		handle: func(c *Correlator, d Delta) {
 			o := d.Object.(*appsv1.ReplicaSet)
@@ -162,6 +178,10 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.DeploymentList] {
 			return c.AppsV1().Deployments(ns)
 		}),
+		transform: func(o runtime.Object) {
+			d := o.(*appsv1.Deployment)
+			slimWorkload(d, &d.Spec.Template, &d.ObjectMeta)
+		},
 		keepsIdentity: true, workload: true, audit: workloadWrites,
 		handle: func(c *Correlator, d Delta) {
 			o := d.Object.(*appsv1.Deployment)
@@ -216,6 +236,13 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*discoveryv1.EndpointSliceList] {
 			return c.DiscoveryV1().EndpointSlices(ns)
 		}),
+		transform: func(o runtime.Object) {
+			es := o.(*discoveryv1.EndpointSlice)
+			es.Annotations = nil
+			for i := range es.Endpoints {
+				es.Endpoints[i].Hints, es.Endpoints[i].DeprecatedTopology = nil, nil
+			}
+		},
 		keepsIdentity: true,
 		handle:        func(c *Correlator, d Delta) { c.handleSlice(&d, d.Object.(*discoveryv1.EndpointSlice)) },
 		snapshot:      snapshotEndpointSlices, verbs: readVerbs,
@@ -240,6 +267,11 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.StatefulSetList] {
 			return c.AppsV1().StatefulSets(ns)
 		}),
+		transform: func(o runtime.Object) {
+			st := o.(*appsv1.StatefulSet)
+			slimWorkload(st, &st.Spec.Template, &st.ObjectMeta)
+			st.Spec.VolumeClaimTemplates = nil
+		},
 		keepsIdentity: true, workload: true, audit: workloadWrites,
 		handle: func(c *Correlator, d Delta) {
 			c.rollouts.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet)))
@@ -255,6 +287,10 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.DaemonSetList] {
 			return c.AppsV1().DaemonSets(ns)
 		}),
+		transform: func(o runtime.Object) {
+			ds := o.(*appsv1.DaemonSet)
+			slimWorkload(ds, &ds.Spec.Template, &ds.ObjectMeta)
+		},
 		keepsIdentity: true, workload: true, audit: workloadWrites,
 		handle: func(c *Correlator, d Delta) {
 			c.rollouts.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet)))
@@ -270,6 +306,12 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*appsv1.ControllerRevisionList] {
 			return c.AppsV1().ControllerRevisions(ns)
 		}),
+		// The whole template again: rollouts need only the revision.
+		transform: func(o runtime.Object) {
+			cr := o.(*appsv1.ControllerRevision)
+			cr.Annotations = nil
+			cr.Data = runtime.RawExtension{}
+		},
 		keepsIdentity: true,
 		handle: func(c *Correlator, d Delta) {
 			c.rollouts.handleRevision(&d, d.Object.(*appsv1.ControllerRevision))

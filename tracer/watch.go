@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -457,7 +456,8 @@ var informerTransform cache.TransformFunc = Transform
 
 // Transform keeps only what the correlator reads, before objects enter the caches: no
 // managedFields contents, no annotations, no env, args or commands (never copied into spans),
-// no volume contents. Update this function before reading new fields.
+// no volume contents. What each kind keeps is its registry entry's transform: update it before
+// reading new fields.
 func Transform(obj any) (any, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
@@ -470,53 +470,32 @@ func Transform(obj any) (any, error) {
 		}
 		m.SetManagedFields(slim)
 	}
-	// Workloads keep what rollouts read of their template and annotations (slimWorkload);
-	// everything else keeps no annotation.
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		slimWorkload(o, &o.Spec.Template, &o.ObjectMeta)
-		return obj, nil
-	case *appsv1.StatefulSet:
-		slimWorkload(o, &o.Spec.Template, &o.ObjectMeta)
-		o.Spec.VolumeClaimTemplates = nil
-		return obj, nil
-	case *appsv1.DaemonSet:
-		slimWorkload(o, &o.Spec.Template, &o.ObjectMeta)
-		return obj, nil
-	case *appsv1.ReplicaSet:
-		rev, ok := o.Annotations[annDeploymentRevision]
-		o.Annotations = nil
-		if ok {
-			o.Annotations = map[string]string{annDeploymentRevision: rev}
-		}
-		o.Spec.Template = corev1.PodTemplateSpec{}
-		return obj, nil
-	case *appsv1.ControllerRevision:
-		o.Annotations = nil
-		o.Data = runtime.RawExtension{} // the whole template again: rollouts need only the revision
+	// Each kind drops what its registry entry says (kinds.go); what has no say keeps no
+	// annotation.
+	if k := kindByType[reflect.TypeOf(obj)]; k != nil && k.transform != nil {
+		k.transform(obj.(runtime.Object))
 		return obj, nil
 	}
 	m.SetAnnotations(nil)
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		slimContainers(o.Spec.InitContainers)
-		slimContainers(o.Spec.Containers)
-		o.Spec.EphemeralContainers = nil
-		for i := range o.Spec.Volumes {
-			o.Spec.Volumes[i].VolumeSource = slimVolume(o.Spec.Volumes[i].VolumeSource)
-		}
-		o.Spec.Affinity, o.Spec.Tolerations, o.Spec.ImagePullSecrets = nil, nil, nil
-		for _, list := range [][]corev1.ContainerStatus{o.Status.InitContainerStatuses, o.Status.ContainerStatuses} {
-			for i := range list {
-				list[i].VolumeMounts, list[i].Resources, list[i].AllocatedResources, list[i].User = nil, nil, nil, nil
-			}
-		}
-	case *discoveryv1.EndpointSlice:
-		for i := range o.Endpoints {
-			o.Endpoints[i].Hints, o.Endpoints[i].DeprecatedTopology = nil, nil
+	return obj, nil
+}
+
+// slimPod keeps of a Pod what the correlator reads: no annotations, no env, args or commands
+// (never copied into spans), no volume contents.
+func slimPod(o *corev1.Pod) {
+	o.Annotations = nil
+	slimContainers(o.Spec.InitContainers)
+	slimContainers(o.Spec.Containers)
+	o.Spec.EphemeralContainers = nil
+	for i := range o.Spec.Volumes {
+		o.Spec.Volumes[i].VolumeSource = slimVolume(o.Spec.Volumes[i].VolumeSource)
+	}
+	o.Spec.Affinity, o.Spec.Tolerations, o.Spec.ImagePullSecrets = nil, nil, nil
+	for _, list := range [][]corev1.ContainerStatus{o.Status.InitContainerStatuses, o.Status.ContainerStatuses} {
+		for i := range list {
+			list[i].VolumeMounts, list[i].Resources, list[i].AllocatedResources, list[i].User = nil, nil, nil, nil
 		}
 	}
-	return obj, nil
 }
 
 func slimContainers(cs []corev1.Container) {
