@@ -221,3 +221,21 @@ func TestJobFirstSeenDone(t *testing.T) {
 		})
 	}
 }
+
+// TestJobTransform: what is kept of a Job is what jobs.go reads; its Pod template is dropped.
+func TestJobTransform(t *testing.T) {
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "backup", Annotations: map[string]string{"a": "b"}},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(3)), Completions: ptr.To(int32(5)), Suspend: ptr.To(false),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Env: []corev1.EnvVar{{Name: "SECRET", Value: "x"}}}}}}},
+		Status: batchv1.JobStatus{Failed: 1},
+	}
+	out, _ := Transform(j)
+	got := out.(*batchv1.Job)
+	if len(got.Annotations) != 0 || len(got.Spec.Template.Spec.Containers) != 0 {
+		t.Errorf("kept annotations %v and template %+v", got.Annotations, got.Spec.Template)
+	}
+	if *got.Spec.Parallelism != 3 || *got.Spec.Completions != 5 || got.Spec.Suspend == nil || got.Status.Failed != 1 {
+		t.Errorf("lost what the view reads: %+v %+v", got.Spec, got.Status)
+	}
+}

@@ -327,6 +327,12 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*batchv1.JobList] {
 			return c.BatchV1().Jobs(ns)
 		}),
+		// The view reads the Job's counts and status, never its template.
+		transform: func(o runtime.Object) {
+			j := o.(*batchv1.Job)
+			j.Annotations = nil
+			j.Spec.Template = corev1.PodTemplateSpec{}
+		},
 		keepsIdentity: true, workload: true,
 		audit:  &auditedWrites{verbs: []string{"create"}},
 		handle: func(c *Correlator, d Delta) { c.handleJob(&d, d.Object.(*batchv1.Job)) },
