@@ -2,6 +2,7 @@ package phases
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -42,6 +43,16 @@ type Summary struct {
 	// ("created_before_replicaset_scaled_up"; a container's steps "container_…"), one of a
 	// bounded set. Parallel to Inconsistencies.
 	InconsistencyCauses []string
+}
+
+// TimeWarnings returns one line per impossible order of timestamps in the trace (a milestone
+// stamped before one that must precede it, beyond precision and clock skew), naming the Pod.
+func (t *Trace) TimeWarnings() []string {
+	out := make([]string, 0, len(t.Summary.Inconsistencies))
+	for _, why := range t.Summary.Inconsistencies {
+		out = append(out, fmt.Sprintf("pod %s/%s (trace %s): timestamps out of order: %s", t.Pod.Namespace, t.Pod.Name, t.TraceID, why))
+	}
+	return out
 }
 
 // drawnPull is an image pull drawn as a span: the summary counts it.

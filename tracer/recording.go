@@ -19,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/readyspan/readyspan/phases"
 )
 
 // A recording is a directory with one file per watched stream:
@@ -521,38 +519,6 @@ func printable(s string, max int) string {
 		i += size
 	}
 	return b.String()
-}
-
-// Replay feeds deltas to a correlator as the live watch would, running the deadlines at each
-// receive time, and flushes the Pods still starting at the end as in-progress. It returns a
-// warning for each trace whose recorded timestamps contradict each other (TimeWarnings): such
-// a recording replays, but its figures are not to be believed, and a person should be told.
-func Replay(c *Correlator, deltas []Delta) []string {
-	var warnings []string
-	sink := c.sink
-	c.sink = SinkFunc(func(tr *phases.Trace) {
-		warnings = append(warnings, TimeWarnings(tr)...)
-		sink.Export(tr)
-	})
-	defer func() { c.sink = sink }()
-	for _, d := range deltas {
-		if !d.Recv.IsZero() {
-			c.Tick(d.Recv)
-		}
-		c.Handle(d)
-	}
-	c.Flush(phases.OutcomeInProgress)
-	return warnings
-}
-
-// TimeWarnings returns one line per impossible order of timestamps in the trace (a milestone
-// stamped before one that must precede it, beyond precision and clock skew), naming the Pod.
-func TimeWarnings(tr *phases.Trace) []string {
-	out := make([]string, 0, len(tr.Summary.Inconsistencies))
-	for _, why := range tr.Summary.Inconsistencies {
-		out = append(out, fmt.Sprintf("pod %s/%s (trace %s): timestamps out of order: %s", tr.Pod.Namespace, tr.Pod.Name, tr.TraceID, why))
-	}
-	return out
 }
 
 func readAuditFile(path string) ([]Delta, []Problem, error) {

@@ -176,7 +176,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	sortTraces(traces)
 	for _, t := range traces {
-		for _, w := range tracer.TimeWarnings(t) {
+		for _, w := range t.TimeWarnings() {
 			printWarning(stderr, w)
 		}
 		if err := out.write(stdout, t); err != nil {
