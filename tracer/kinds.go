@@ -59,6 +59,11 @@ type kind struct {
 	// the shard its key names (namespace/Kind/name), with its Pods and the Events about it.
 	workload bool
 
+	// shardAfterOthers: the shard filter sorts the kind's objects by objects of other kinds
+	// (an Event by what it is about), so a shard starts its reflectors once the others'
+	// initial lists are in.
+	shardAfterOthers bool
+
 	// audit are the client writes of the kind's objects that the audit log is read for (the
 	// request that starts a Pod's chain); nil for none.
 	audit *auditedWrites
@@ -203,6 +208,7 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*corev1.EventList] {
 			return c.CoreV1().Events(ns)
 		}),
+		shardAfterOthers: true,
 		handle: func(c *Correlator, d Delta) {
 			// Each Event arrives through both Events APIs: the second view is dropped before
 			// it is converted.
@@ -217,9 +223,10 @@ var kinds = []*kind{
 		// The same Events through events.k8s.io/v1, as recordings may hold them. Not watched:
 		// one view is enough.
 		resource: ResourceEvents, stream: StreamEventsV1, kind: "Event",
-		gvr:       eventsv1.SchemeGroupVersion.WithResource("events"),
-		newObject: func() runtime.Object { return &eventsv1.Event{} },
-		newList:   func() runtime.Object { return &eventsv1.EventList{} },
+		gvr:              eventsv1.SchemeGroupVersion.WithResource("events"),
+		newObject:        func() runtime.Object { return &eventsv1.Event{} },
+		newList:          func() runtime.Object { return &eventsv1.EventList{} },
+		shardAfterOthers: true,
 		handle: func(c *Correlator, d Delta) {
 			o := d.Object.(*eventsv1.Event)
 			if seen, fresh := c.eventVersion(&d, o.UID, o.ResourceVersion); fresh {

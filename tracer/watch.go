@@ -132,12 +132,13 @@ func (w *Watcher) add(client kubernetes.Interface, k *kind, list listFunc, watch
 			w.watchError(r, err)
 		},
 	})
-	w.watched = append(w.watched, reflected{resource: r, example: obj, ctrl: ctrl, known: known})
+	w.watched = append(w.watched, reflected{resource: r, kind: k, example: obj, ctrl: ctrl, known: known})
 }
 
 // reflected is one resource's reflector in one namespace.
 type reflected struct {
 	resource Resource
+	kind     *kind
 	example  runtime.Object // an object of the kind it lists and watches
 	ctrl     cache.Controller
 	known    cache.Store // the identities kept (lastSeen), by key
@@ -156,7 +157,7 @@ func (w *Watcher) process(k *kind, known cache.Store, deltas cache.Deltas, initi
 				return fmt.Errorf("%s: not an API object: %T", r, d.Object)
 			}
 			if !k.keepsIdentity {
-				w.processEvent(obj, d.Type, initial)
+				w.processEvent(k, obj, d.Type, initial)
 				continue
 			}
 			old, exists, err := known.Get(obj)
@@ -218,16 +219,16 @@ func (w *Watcher) admit(k *kind, obj runtime.Object, known bool) (runtime.Object
 // worth of memory: at 25 startups/s, about 540,000 of them. The queue's own delta type says
 // Added or Modified; a relist hands on every Event again, as Added, and the correlator drops
 // the versions it has read (by UID and resourceVersion).
-func (w *Watcher) processEvent(obj runtime.Object, typ cache.DeltaType, initial bool) {
+func (w *Watcher) processEvent(k *kind, obj runtime.Object, typ cache.DeltaType, initial bool) {
 	obj, ok := w.shard.Admit(obj, false)
 	if !ok {
 		return // another shard's
 	}
 	if typ == cache.Updated {
-		w.emit(Delta{Resource: ResourceEvents, Type: Modified, Object: obj})
+		w.emit(Delta{Resource: k.resource, Type: Modified, Object: obj})
 		return
 	}
-	w.emit(Delta{Resource: ResourceEvents, Type: Added, Object: obj, Initial: initial})
+	w.emit(Delta{Resource: k.resource, Type: Added, Object: obj, Initial: initial})
 }
 
 // lastSeen is what the Watcher keeps of an object once it is handed on: its identity, owners,
@@ -391,14 +392,14 @@ func (w *Watcher) Deltas() <-chan Delta { return w.out }
 
 // Start starts the reflectors; it returns at once.
 //
-// A shard starts its Events' reflectors once the others have listed: its filter tells whose an
-// Event is by the Pod or ReplicaSet it is about, so it must have seen them first, or the initial
-// list's Events about other shards' objects would pass.
+// A shard starts the reflectors of kinds its filter sorts by others (Events, by the Pod or
+// ReplicaSet they are about: shardAfterOthers) once the others have listed: it must have seen
+// them first, or the initial list's Events about other shards' objects would pass.
 func (w *Watcher) Start(ctx context.Context) {
 	var events []cache.Controller
 	var others []cache.InformerSynced
 	for _, rf := range w.watched {
-		if w.shard != nil && rf.resource == ResourceEvents {
+		if w.shard != nil && rf.kind.shardAfterOthers {
 			events = append(events, rf.ctrl)
 			continue
 		}
