@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -276,6 +277,11 @@ func TestRolloutDeployment(t *testing.T) {
 		if l := links(own.Root()); len(l) != 1 || l[0] != tr.TraceID {
 			t.Errorf("the trace of %s links to %v, want its rollout %s", p.Name, l, tr.TraceID)
 		}
+		// Each wave's Pod is matched to its own scale-up: one matched to a later wave's had its
+		// creation before its cause, and was marked inconsistent and kept out of the histograms.
+		if v, _ := own.Root().Tag("readyspan.time.inconsistent"); v == true {
+			t.Errorf("the trace of %s is marked inconsistent: %s", p.Name, own.Root().StrTag("readyspan.time.inconsistency"))
+		}
 	}
 	// Old Pods: six terminations, of exactly the Pods that were there before.
 	terms := tr.FindAll("rollout.pod.terminate")
@@ -353,6 +359,24 @@ func TestRolloutDeployment(t *testing.T) {
 	// Exactly once, through a sink that cannot merge duplicates.
 	if n := e.capturedRoots(t, "workload.rollout")[tr.TraceID]; n != 1 {
 		t.Errorf("the OTLP witness received the rollout's root %d times, want 1", n)
+	}
+	e.noTimeWarnings(t, ns)
+}
+
+// noTimeWarnings fails the test if readyspan logged a trace of a Pod in ns with its timestamps
+// out of order: on an idle node every stamp of an ordinary startup or rollout is in order, so
+// each such warning is a bug (a Pod matched to the wrong cause, a stamp misread).
+func (e *Env) noTimeWarnings(t *testing.T, ns string) {
+	t.Helper()
+	path := filepath.Join(e.State, "logs", "readyspan.log")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("readyspan's log: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "timestamps out of order") && strings.Contains(line, ns+"/") {
+			t.Errorf("readyspan warned of a Pod of the rollout (%s): %s", path, line)
+		}
 	}
 }
 
@@ -458,6 +482,9 @@ func TestRolloutKinds(t *testing.T) {
 			}
 		}
 	}
+	// Waves about 2 s apart (readiness after 1 s), as in make demo: the timing that matched a
+	// Pod to the next wave's scale-up.
+	e.noTimeWarnings(t, ns)
 }
 
 // TestRolloutStatefulSet: a StatefulSet of 3 (OrderedReady) creates its Pods one after the
