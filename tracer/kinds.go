@@ -106,7 +106,7 @@ var workloadWrites = &auditedWrites{verbs: []string{"create", "update", "patch"}
 type snapshotRank int
 
 const (
-	snapshotWorkloads   snapshotRank = iota // Deployments, StatefulSets, DaemonSets
+	snapshotWorkloads   snapshotRank = iota // Deployments, StatefulSets, DaemonSets, Jobs
 	snapshotRevisions                       // a StatefulSet's or DaemonSet's revisions
 	snapshotReplicaSets                     // a Deployment's
 	snapshotServices
