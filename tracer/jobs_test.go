@@ -239,3 +239,43 @@ func TestJobTransform(t *testing.T) {
 		t.Errorf("lost what the view reads: %+v %+v", got.Spec, got.Status)
 	}
 }
+
+// TestJobRecordingReplays: a Job's startup, recorded as the live watch records it and replayed
+// from the directory, gives the Pod's trace rooted at the Job.
+func TestJobRecordingReplays(t *testing.T) {
+	s := newSim(t, "default")
+	j := s.job("backup", 1, 8)
+	s.jobPod("backup-aaaaa", j, 40)
+	happy(s, "backup-aaaaa", 70, false, false)
+	dir := t.TempDir()
+	rec := NewRecorder(dir)
+	for _, d := range s.deltas {
+		rec.Write(d)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deltas, err := LoadRecording(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traces []*phases.Trace
+	c := New(Config{}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil)
+	if w := Replay(c, deltas); len(w) != 0 {
+		t.Errorf("warnings %v", w)
+	}
+	if len(traces) != 1 {
+		t.Fatalf("%d traces, want 1", len(traces))
+	}
+	tr := traces[0]
+	wantOutcome(t, tr, phases.OutcomeReady)
+	if got := tr.Root().Attr(phases.AttrRoot); got != string(phases.RootJob) {
+		t.Errorf("readyspan.root %v, want job", got)
+	}
+	if got := tr.Root().Attr(phases.AttrClient); got != "kubectl-create" {
+		t.Errorf("client %v, want the Job's creator, kubectl-create", got)
+	}
+	if ctl := tr.Phase(phases.PhaseControllers); ctl.Attr(phases.AttrApplicable) != nil {
+		t.Errorf("controllers phase marked %v", ctl.Attrs)
+	}
+}
