@@ -32,10 +32,9 @@ import (
 // of the initial list. Recordings without "recv" (captured with curl ?watch=1) are replayed in
 // resourceVersion order with object and event timestamps only.
 //
-// Streams: one per entry of the registry of kinds (kinds.go): pods, replicasets, deployments,
-// statefulsets, daemonsets, controllerrevisions, services, endpointslices, events.core.v1 and
-// events.events.k8s.io.v1 (both views of the same Events; duplicates are dropped by UID). A
-// file of a stream the registry does not name is not read.
+// Streams: one per entry of the registry of kinds (kinds.go), named after its resource, but for
+// Events: events.core.v1 and events.events.k8s.io.v1 are both views of the same Events
+// (duplicates are dropped by UID). A file of a stream the registry does not name is not read.
 
 // Stream is one recorded stream: a resource read through one API.
 type Stream string
