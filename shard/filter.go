@@ -33,14 +33,11 @@ type Filter struct {
 }
 
 // NewFilter returns the filter for one shard; nil for an unsharded readyspan. workloads are the
-// kinds that are workloads of their own (the watch's registry says which); none given, those
-// readyspan has always read: Deployment, StatefulSet and DaemonSet.
+// kinds that are workloads of their own (the watch's registry of kinds says which: Deployment,
+// StatefulSet, DaemonSet, Job); their objects are admitted by AdmitWorkload.
 func NewFilter(s Shard, workloads ...string) *Filter {
 	if !s.Sharded() {
 		return nil
-	}
-	if len(workloads) == 0 {
-		workloads = []string{kindDeployment, kindStatefulSet, kindDaemonSet}
 	}
 	f := &Filter{shard: s, workloads: map[string]bool{}, foreignPods: map[types.UID]struct{}{}, replicaSets: map[string]string{}}
 	for _, k := range workloads {
@@ -57,7 +54,8 @@ func (f *Filter) AdmitWorkload(m metav1.Object, kind string, known bool) bool {
 
 // Admit returns what to hand on of an object that was added or changed, and false for none.
 // known marks an object handed on before: it stays this shard's even if its key changes (a
-// Pod orphaned mid-startup), so that its trace ends where it began.
+// Pod orphaned mid-startup), so that its trace ends where it began. Workloads go through
+// AdmitWorkload: their kind is the registry's to say, not the object's type.
 func (f *Filter) Admit(obj runtime.Object, known bool) (runtime.Object, bool) {
 	if f == nil {
 		return obj, true
@@ -79,12 +77,6 @@ func (f *Filter) Admit(obj runtime.Object, known bool) (runtime.Object, bool) {
 		f.replicaSets[o.Namespace+"/"+o.Name] = key
 		f.mu.Unlock()
 		return obj, known || f.shard.Owns(key)
-	case *appsv1.Deployment:
-		return obj, f.AdmitWorkload(o, kindDeployment, known)
-	case *appsv1.StatefulSet:
-		return obj, f.AdmitWorkload(o, kindStatefulSet, known)
-	case *appsv1.DaemonSet:
-		return obj, f.AdmitWorkload(o, kindDaemonSet, known)
 	case *appsv1.ControllerRevision:
 		return obj, known || f.shard.Owns(OwnedKey("ControllerRevision", o))
 	case *corev1.Event:

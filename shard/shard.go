@@ -62,11 +62,9 @@ func (s Shard) Owns(key string) bool {
 
 // Kinds of workload, as keys name them.
 const (
-	kindDeployment  = "Deployment"
-	kindStatefulSet = "StatefulSet"
-	kindDaemonSet   = "DaemonSet"
-	kindReplicaSet  = "ReplicaSet"
-	kindPod         = "Pod"
+	kindDeployment = "Deployment"
+	kindReplicaSet = "ReplicaSet"
+	kindPod        = "Pod"
 )
 
 // WorkloadKey names a workload: its namespace, kind and name.
