@@ -113,32 +113,13 @@ func bar(s, root *phases.Span) string {
 	return strings.Repeat(" ", from) + strings.Repeat("█", to-from) + strings.Repeat(" ", barWidth-to)
 }
 
-// durText is a span's length with the precision its ends have. A whole-second stamp (a
-// creationTimestamp, a condition's time) leaves a window of up to a second at its end, so
-// printing "10.000s" would claim a precision the trace does not have: such a length is written
-// "10s ±1s", the window being the uncertainty the span's bounds state (or, for a span without
-// bounds, what its precision attributes say).
+// durText is a span's length with the precision its ends have (phases.CoarseLength: "10s ±1s"
+// between whole-second stamps), or to the millisecond when they are precise.
 func durText(s *phases.Span) string {
-	u := max(s.StartBound.Uncertainty(), s.EndBound.Uncertainty())
-	if s.StartBound.Source == 0 {
-		u = max(precisionWindow(s.Attr(phases.AttrPrecisionStart)), precisionWindow(s.Attr(phases.AttrPrecisionEnd)))
+	if t, ok := phases.CoarseLength(s.Duration(), phases.LengthUncertainty(s), ""); ok {
+		return t
 	}
-	d := s.Duration()
-	switch {
-	case u >= time.Second:
-		return fmt.Sprintf("%.0fs ±%.0fs", d.Seconds(), u.Seconds())
-	case u >= 100*time.Millisecond:
-		return fmt.Sprintf("%.1fs ±%.1fs", d.Seconds(), u.Seconds())
-	}
-	return fmtDur(d)
-}
-
-// precisionWindow is the window a readyspan.time.precision.* value leaves.
-func precisionWindow(v any) time.Duration {
-	if v == "1s" {
-		return time.Second
-	}
-	return 0
+	return fmtDur(s.Duration())
 }
 
 func fmtDur(d time.Duration) string {
