@@ -16,6 +16,11 @@ const (
 	CatMinReady    = "min_ready"
 	CatUntraced    = "untraced" // a Pod whose own trace readyspan has not exported
 	CatTerminating = "terminating"
+	CatFailing     = "failing"    // a Pod's pulls and readiness from its first container failure on
+	CatUnobserved  = "unobserved" // old Pods terminating that the trace did not see (critical path only)
+	// CatQueued is the part of an image pull (Pulling → Pulled) before its transfer: the wait
+	// in the kubelet's pull queue (a Pod waterfall's pull bar, see pullParts).
+	CatQueued = "queued"
 )
 
 // segmentCat is the page's name of each rollout.Categories entry where the two differ.

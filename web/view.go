@@ -1,7 +1,9 @@
 package web
 
 import (
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/readyspan/readyspan/phases"
@@ -19,8 +21,11 @@ type PodSummary struct {
 	Outcome    string  `json:"outcome"`
 	Start      string  `json:"start"` // RFC 3339, UTC
 	DurationMs float64 `json:"durationMs"`
-	Error      string  `json:"error,omitempty"`
-	Rollout    string  `json:"rollout,omitempty"` // trace ID of the rollout that started it
+	// DurText is the length when its ends are whole-second stamps ("10 s ±1 s", see
+	// phases.CoarseLength); empty when it is precise and the page prints DurationMs.
+	DurText string `json:"durText,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Rollout string `json:"rollout,omitempty"` // trace ID of the rollout that started it
 }
 
 // PodView is a Pod's waterfall: every span of its trace, in the trace's order.
@@ -31,15 +36,22 @@ type PodView struct {
 
 // SpanView is one row of a waterfall. Times are milliseconds from the trace's start.
 type SpanView struct {
-	Name    string  `json:"name"`
-	Label   string  `json:"label"` // the name, plus the container's name on container spans
-	Service string  `json:"service"`
-	Depth   int     `json:"depth"`
-	Phase   string  `json:"phase,omitempty"` // the phase the span belongs to, for its colour
+	Name    string `json:"name"`
+	Label   string `json:"label"` // the name, plus the container's name on container spans
+	Service string `json:"service"`
+	Depth   int    `json:"depth"`
+	Phase   string `json:"phase,omitempty"` // the phase the span belongs to
+	// Cat is the kind of time the span stands for, its colour: its catalogue category
+	// (phases.CategoryOf) where it has one, else its phase ("root" for the root).
+	Cat     string  `json:"cat"`
 	StartMs float64 `json:"startMs"`
 	DurMs   float64 `json:"durMs"`
-	Error   bool    `json:"error,omitempty"`
-	Message string  `json:"message,omitempty"`
+	DurText string  `json:"durText,omitempty"` // as PodSummary.DurText
+	// Parts split the span's bar where it stands for two kinds of time: an image pull's wait in
+	// the kubelet's queue (CatQueued) before its transfer.
+	Parts   []Segment `json:"parts,omitempty"`
+	Error   bool      `json:"error,omitempty"`
+	Message string    `json:"message,omitempty"`
 	// Where the span's start and end came from and how precise they are.
 	SourceStart    string         `json:"sourceStart,omitempty"`
 	SourceEnd      string         `json:"sourceEnd,omitempty"`
@@ -68,6 +80,7 @@ type RolloutSummary struct {
 	Reason       string  `json:"reason,omitempty"`
 	Start        string  `json:"start"`
 	DurationMs   float64 `json:"durationMs"`
+	DurText      string  `json:"durText,omitempty"` // as PodSummary.DurText
 	Sentence     string  `json:"sentence"`
 	NewPods      int     `json:"newPods"`
 	OldPods      int     `json:"oldPods"`
@@ -91,6 +104,11 @@ type CriticalView struct {
 	Name  string  `json:"name"`
 	Words string  `json:"words"`
 	Ms    float64 `json:"ms"`
+	// Text is Ms with the precision of the rollout's own length ("37 s" when that is stated
+	// to the second); empty when it is precise and the page prints Ms.
+	Text string `json:"text,omitempty"`
+	// Pct is the share of the critical path, rounded as the rollout's sentence rounds it.
+	Pct int `json:"pct"`
 }
 
 // RowView is one row of a rollout's Gantt: a step, a new Pod or an old one.
@@ -102,12 +120,16 @@ type RowView struct {
 	Step     int     `json:"step"` // the step's index (step rows: its own), -1 for none
 	StartMs  float64 `json:"startMs"`
 	EndMs    float64 `json:"endMs"`
+	DurText  string  `json:"durText,omitempty"` // as PodSummary.DurText
 	Critical bool    `json:"critical,omitempty"`
 	Outcome  string  `json:"outcome,omitempty"`
 	// EndUnknown: the end was not observed (a Pod not yet available, an old Pod not yet gone).
-	EndUnknown bool   `json:"endUnknown,omitempty"`
-	Killed     bool   `json:"killed,omitempty"`
-	Message    string `json:"message,omitempty"`
+	EndUnknown bool `json:"endUnknown,omitempty"`
+	Killed     bool `json:"killed,omitempty"`
+	// Error: the row's span has an error status, and Message says why (a failing Pod's
+	// reason, a killed Pod's grace period): the page writes it on the row.
+	Error   bool   `json:"error,omitempty"`
+	Message string `json:"message,omitempty"`
 	// Segments colour the row by what the Pod was doing.
 	Segments []Segment `json:"segments,omitempty"`
 }
@@ -124,6 +146,13 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
+// durText is a span's length as the page prints it when its ends are whole-second stamps
+// ("10 s ±1 s", the terminal's rule); empty when it is precise.
+func durText(s *phases.Span) string {
+	t, _ := phases.CoarseLength(s.Duration(), phases.LengthUncertainty(s), " ")
+	return t
+}
+
 // podView turns a Pod's trace into its waterfall.
 func podView(t *phases.Trace) *PodView {
 	root := t.Root()
@@ -131,7 +160,7 @@ func podView(t *phases.Trace) *PodView {
 	v := &PodView{PodSummary: PodSummary{
 		UID: p.UID, TraceID: t.TraceID.String(), Namespace: p.Namespace, Name: p.Name, Node: p.Node,
 		Workload: p.Deployment, Outcome: string(t.Summary.Outcome),
-		Start: rfc3339(root.Start), DurationMs: ms(root.Duration()),
+		Start: rfc3339(root.Start), DurationMs: ms(root.Duration()), DurText: durText(root),
 	}}
 	if v.Workload == "" {
 		v.Workload = p.ReplicaSet
@@ -150,20 +179,44 @@ func podView(t *phases.Trace) *PodView {
 	}
 	depth := map[phases.SpanID]int{}
 	phaseOf := map[phases.SpanID]string{}
+	index := map[phases.SpanID]int{}
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		sv := spanView(s, root.Start)
+		sv.Cat = "root"
 		if i > 0 {
 			sv.Depth = depth[s.ParentSpanID] + 1
 			sv.Phase = phaseOf[s.ParentSpanID]
 			if sv.Depth == 1 {
 				sv.Phase = s.Name
 			}
+			sv.Cat = sv.Phase
 		}
-		depth[s.SpanID], phaseOf[s.SpanID] = sv.Depth, sv.Phase
+		if c := phases.CategoryOf(s.Name); c != phases.CategoryNone {
+			sv.Cat = string(c)
+		}
+		if s.Name == phases.SpanImagePullTransfer {
+			if p, ok := index[s.ParentSpanID]; ok && v.Spans[p].Name == phases.SpanImagePull {
+				v.Spans[p].Parts = pullParts(&t.Spans[p], s, root.Start)
+			}
+		}
+		depth[s.SpanID], phaseOf[s.SpanID], index[s.SpanID] = sv.Depth, sv.Phase, i
 		v.Spans = append(v.Spans, sv)
 	}
 	return v
+}
+
+// pullParts splits an image pull's bar (Pulling → Pulled, the kubelet's queue included) at its
+// transfer's start: before it the pull waited in the queue, from it on the image was moving.
+func pullParts(pull, transfer *phases.Span, t0 time.Time) []Segment {
+	from := transfer.Start
+	if !from.After(pull.Start) || !from.Before(pull.End) {
+		return nil
+	}
+	return []Segment{
+		{Cat: CatQueued, StartMs: ms(pull.Start.Sub(t0)), EndMs: ms(from.Sub(t0))},
+		{Cat: CatImagePull, StartMs: ms(from.Sub(t0)), EndMs: ms(pull.End.Sub(t0))},
+	}
 }
 
 // spanAttrsShown are the attributes a span row states in its own fields; the rest go to Attrs.
@@ -174,7 +227,7 @@ var spanAttrsShown = map[string]bool{
 
 func spanView(s *phases.Span, t0 time.Time) SpanView {
 	sv := SpanView{Name: s.Name, Label: s.Name, Service: s.Service,
-		StartMs: ms(s.Start.Sub(t0)), DurMs: ms(s.Duration()),
+		StartMs: ms(s.Start.Sub(t0)), DurMs: ms(s.Duration()), DurText: durText(s),
 		Error: s.Status == phases.StatusError, Message: s.StatusMessage}
 	if c, ok := s.Attr(phases.AttrContainerName).(string); ok && phases.IsContainerSpan(s.Name) {
 		sv.Label += " " + c
@@ -194,6 +247,9 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 			sv.Attrs = map[string]any{}
 		}
 		sv.Attrs[a.Key] = a.Value
+		if n, ok := a.Value.(int64); ok && a.Key == phases.AttrImageSize {
+			sv.Attrs[a.Key] = megabytes(n)
+		}
 	}
 	for _, e := range s.Events() {
 		ev := EventView{Name: e.Name, AtMs: ms(e.Time.Sub(t0))}
@@ -215,7 +271,7 @@ func rolloutSummary(t *rollout.Trace) RolloutSummary {
 	return RolloutSummary{
 		ID: t.TraceID.String(), Namespace: r.Workload.Namespace, Workload: r.Workload.Name,
 		WorkloadKind: r.Workload.Kind, Kind: string(t.Summary.Kind), Outcome: string(t.Summary.Outcome),
-		Reason: r.Reason, Start: rfc3339(root.Start), DurationMs: ms(root.Duration()),
+		Reason: r.Reason, Start: rfc3339(root.Start), DurationMs: ms(root.Duration()), DurText: durText(root),
 		Sentence: t.Summary.Sentence, NewPods: len(r.NewPods), OldPods: len(r.OldPods),
 		Steps: t.Summary.Steps, Waves: t.Summary.Waves,
 	}
@@ -227,8 +283,21 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 	r := t.Rollout
 	v := &RolloutView{RolloutSummary: rolloutSummary(t), Generation: r.Generation, Revision: r.Revision,
 		Strategy: r.Strategy.Type}
+	var total time.Duration
+	for _, d := range t.Summary.Critical {
+		total += d
+	}
+	dec, coarse := phases.LengthDecimals(phases.LengthUncertainty(root))
 	for i, c := range rollout.Categories {
-		v.Critical = append(v.Critical, CriticalView{Name: c.Name, Words: c.Words, Ms: ms(t.Summary.Critical[i])})
+		d := t.Summary.Critical[i]
+		cv := CriticalView{Name: c.Name, Words: c.Words, Ms: ms(d)}
+		if total > 0 {
+			cv.Pct = int((d*100 + total/2) / total) // as the sentence rounds
+		}
+		if coarse {
+			cv.Text = roundedSeconds(d, dec)
+		}
+		v.Critical = append(v.Critical, cv)
 	}
 	children := map[phases.SpanID][]*phases.Span{}
 	for i := 1; i < len(t.Spans); i++ {
@@ -243,8 +312,8 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 	pods := func(parent *phases.Span, step int) {
 		for _, c := range children[parent.SpanID] {
 			row := RowView{UID: attrString(c, phases.AttrPodUID), Label: attrString(c, phases.AttrPodName),
-				Step: step, StartMs: at(c.Start), EndMs: at(c.End), Critical: attrBool(c, rollout.AttrCritical),
-				Node: attrString(c, phases.AttrNodeName), Message: c.StatusMessage}
+				Step: step, StartMs: at(c.Start), EndMs: at(c.End), DurText: durText(c), Critical: attrBool(c, rollout.AttrCritical),
+				Node: attrString(c, phases.AttrNodeName), Error: c.Status == phases.StatusError, Message: c.StatusMessage}
 			if o, ok := c.Attr(phases.AttrObserved).(bool); ok && !o {
 				row.EndUnknown = true
 			}
@@ -269,7 +338,7 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 			continue
 		}
 		row := RowView{Type: "step", Label: attrString(s, rollout.AttrStepTarget), Step: step,
-			StartMs: at(s.Start), EndMs: at(s.End), Critical: attrBool(s, rollout.AttrCritical),
+			StartMs: at(s.Start), EndMs: at(s.End), DurText: durText(s), Critical: attrBool(s, rollout.AttrCritical),
 			Message: attrString(s, rollout.AttrStepMessage)}
 		dir := "↑ "
 		if attrString(s, rollout.AttrStepDirection) == "down" {
@@ -296,4 +365,26 @@ func attrString(s *phases.Span, key string) string {
 func attrBool(s *phases.Span, key string) bool {
 	v, _ := s.Attr(key).(bool)
 	return v
+}
+
+// megabytes is a size in bytes as people read it: "34.7 MB" (decimal units, as registries and
+// the kubelet's Pulled message count them).
+func megabytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return strconv.FormatFloat(float64(n)/1e9, 'f', 2, 64) + " GB"
+	case n >= 1e5:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + " MB"
+	}
+	return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + " kB"
+}
+
+// roundedSeconds is d in seconds to dec decimals, "<1 s" (or "<0.1 s") for a time too short to
+// show at all at that precision.
+func roundedSeconds(d time.Duration, dec int) string {
+	t := strconv.FormatFloat(d.Seconds(), 'f', dec, 64)
+	if d > 0 && strings.Trim(t, "0.") == "" {
+		return "<" + strconv.FormatFloat(math.Pow10(-dec), 'f', dec, 64) + " s"
+	}
+	return t + " s"
 }
