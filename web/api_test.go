@@ -165,8 +165,9 @@ func TestAPIRealCaptures(t *testing.T) {
 }
 
 // externalRef finds what would make a browser reach out: a URL with a scheme or a
-// protocol-relative one in an attribute, CSS url() and @import, and script imports.
-var externalRef = regexp.MustCompile(`(?i)(https?:|wss?:|ftp:|(src|href|action|poster)\s*=\s*["']?//|url\(|@import|import\()`)
+// protocol-relative one in an attribute, CSS url() and @import, and script imports. A url() of a
+// fragment alone (url(#hatch-failing), a pattern in the page's own SVG) names the page itself.
+var externalRef = regexp.MustCompile(`(?i)(https?:|wss?:|ftp:|(src|href|action|poster)\s*=\s*["']?//|url\(\s*["']?[^#"'\s]|@import|import\()`)
 
 // TestReportSelfContained writes the report of each capture and checks it loads nothing:
 // outside its data block (inert JSON) no URL at all, and a Content-Security-Policy that forbids

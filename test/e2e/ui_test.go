@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -532,6 +533,142 @@ func TestUIReplayHostile(t *testing.T) {
 	base := replayListen(t, bin, hostileCapture(t))
 	b := newBrowser(t, 1280, 800)
 	hostileChecks(t, b, base)
+}
+
+// TestUIReportFindings and TestUIReplayFindings check, on run4-failures' report and served UI,
+// what every view must say without a hover (issue 23, "Every view says the same thing"): a
+// failing Pod's reason on its Gantt row and in the Pod list, the critical path as a labelled
+// breakdown with numbers (not a bar laid out like a timeline), lengths between whole-second
+// stamps with their ± (never "18.000 s"), counts in the singular where they are one, absolute
+// times with their zone and one format on an axis. On run8's report, an image's size in MB and
+// the pull's queue wait drawn apart from its transfer.
+func TestUIReportFindings(t *testing.T) {
+	bin := buildReadyspan(t)
+	b := newBrowser(t, 1280, 800)
+	report := writeHTMLReport(t, bin, b, capture(t, "run4-failures"), "findings-run4")
+	findingsChecks(t, b, "file://"+report)
+
+	report = writeHTMLReport(t, bin, b, capture(t, "run8-slow-pull-watch"), "findings-run8")
+	base := "file://" + report
+	b.do(t, "open the list", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pods tbody tr`)))
+	href := eval[string](t, b, `document.querySelector('#pods tbody tr a').getAttribute('href')`)
+	b.do(t, "open a Pod's waterfall", chromedp.Navigate(base+href), chromedp.WaitVisible(chromedp.CSS(`#waterfall g.row`)))
+	// Select the image pull's row by clicking it, as a person would.
+	i := eval[int](t, b, `Array.from(document.querySelectorAll('#waterfall g.row text.label')).findIndex(l => l.textContent.trim() === 'container.image_pull')`)
+	if i < 0 {
+		t.Fatal("no container.image_pull row in the waterfall")
+	}
+	b.do(t, "select the image pull", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#waterfall g.row[data-i="%d"] rect.band`, i))),
+		chromedp.WaitVisible(chromedp.CSS(`#detail table`)))
+	detail := eval[string](t, b, `document.getElementById('detail').innerText`)
+	if !strings.Contains(detail, "34.7 MB") || strings.Contains(detail, "34704198") {
+		t.Errorf("the pull's details do not give the image's size in MB: %q", detail)
+	}
+	if !strings.Contains(detail, "queued") {
+		t.Errorf("the pull's details do not say how long it was queued: %q", detail)
+	}
+	row := fmt.Sprintf(`document.querySelector('#waterfall g.row[data-i="%d"]')`, i)
+	if cats := eval[[]string](t, b, `Array.from(`+row+`.querySelectorAll('rect.seg')).map(r => r.getAttribute('class'))`); len(cats) != 2 ||
+		!strings.Contains(cats[0], "c-queued") || !strings.Contains(cats[1], "c-image_pull") {
+		t.Errorf("the pull's bar is %q, want its queue wait and then its transfer", cats)
+	}
+	labelled := eval[int](t, b, `Array.from(document.querySelectorAll('#waterfall g.row')).filter(g => g.querySelector('text.bartext')).length`)
+	rows := eval[int](t, b, `document.querySelectorAll('#waterfall g.row').length`)
+	if labelled < rows-2 {
+		t.Errorf("%d of %d waterfall bars say their length", labelled, rows)
+	}
+	b.screenshot(t, "findings-run8-waterfall")
+	b.noCSPViolations(t)
+	b.noProblems(t)
+}
+
+func TestUIReplayFindings(t *testing.T) {
+	bin := buildReadyspan(t)
+	base := replayListen(t, bin, capture(t, "run4-failures"))
+	b := newBrowser(t, 1280, 800)
+	findingsChecks(t, b, base)
+}
+
+func findingsChecks(t *testing.T, b *browser, base string) {
+	t.Helper()
+	failing := map[string]string{"crasher": "CrashLoopBackOff", "badimage": "ImagePullBackOff"}
+	b.do(t, "open the list", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pods tbody tr`)))
+	for _, p := range eval[[]map[string]string](t, b, `Array.from(document.querySelectorAll('#pods tbody tr')).map(tr => ({
+		name: tr.querySelector('a').textContent, error: tr.cells[5].innerText, dur: tr.cells[3].innerText, started: tr.cells[2].innerText}))`) {
+		workload := strings.SplitN(strings.TrimPrefix(p["name"], "run4-failures/"), "-", 2)[0]
+		if want := failing[workload]; !strings.Contains(p["error"], want) || want == "" && p["error"] != "" {
+			t.Errorf("the Pod list's error for %s is %q, want %q", p["name"], p["error"], want)
+		}
+		if !strings.Contains(p["dur"], "±") || regexp.MustCompile(`\.\d{3}`).MatchString(p["dur"]) {
+			t.Errorf("%s: length %q between whole-second stamps, want it with its ±", p["name"], p["dur"])
+		}
+		if !regexp.MustCompile(`\d\d:\d\d:\d\d (UTC|GMT|[A-Z]{2,5}\b|[+-]\d)`).MatchString(p["started"]) {
+			t.Errorf("%s started %q: no local time with its zone", p["name"], p["started"])
+		}
+	}
+	for workload, reason := range failing {
+		b.do(t, "open the list", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#rollouts tbody tr`)))
+		href := eval[string](t, b, fmt.Sprintf(`(Array.from(document.querySelectorAll('#rollouts a')).find(a => a.textContent.endsWith('/' + %q)) || {getAttribute: () => ''}).getAttribute('href')`, workload))
+		if href == "" {
+			t.Fatalf("no rollout of %s in the list", workload)
+		}
+		b.do(t, "open the rollout of "+workload, chromedp.Navigate(base+href), chromedp.WaitVisible(chromedp.CSS(`#gantt g.type-pod`)))
+		b.screenshot(t, "findings-"+workload)
+
+		// The failing Pod's row says why on the chart, where it can be read without a hover.
+		shown := eval[map[string]any](t, b, `(() => {
+			const g = document.querySelector('#gantt g.type-pod'), svg = g.ownerSVGElement.getBoundingClientRect();
+			const t = Array.from(g.querySelectorAll('text')).find(e => e.textContent.includes(`+fmt.Sprintf("%q", reason)+`));
+			if (!t) return {text: g.textContent};
+			const r = t.getBoundingClientRect();
+			return {text: t.textContent, inside: r.width > 0 && r.left >= svg.left && r.right <= svg.right + 1, visible: getComputedStyle(t).visibility === 'visible' && getComputedStyle(t).display !== 'none'};
+		})()`)
+		if shown["inside"] != true || shown["visible"] != true {
+			t.Errorf("%s: the failing Pod's Gantt row does not show %s: %v", workload, reason, shown)
+		}
+
+		// The critical path: one line per category, its words, its time and its share.
+		lines := eval[[]string](t, b, `Array.from(document.querySelectorAll('#main table.critical tbody tr')).map(tr => tr.innerText.replace(/\s+/g, ' ').trim())`)
+		if len(lines) < 2 {
+			t.Errorf("%s: the critical path has %d labelled lines: %q", workload, len(lines), lines)
+		}
+		sentence := eval[string](t, b, `document.querySelector('#main .sentence').innerText`)
+		for _, l := range lines {
+			m := regexp.MustCompile(`^(\D+?) (<?\d+(?:\.\d+)? m?s(?: ±[\d.]+ s)?) (<?\d+)%$`).FindStringSubmatch(l)
+			if m == nil {
+				t.Errorf("%s: the critical path line %q does not read category, time, share", workload, l)
+				continue
+			}
+			if n, _ := strconv.Atoi(m[3]); n >= 10 && !strings.Contains(sentence, m[3]+"% "+m[1]) && strings.Contains(sentence, "% "+m[1]) {
+				t.Errorf("%s: the breakdown says %s%% %s, the sentence %q", workload, m[3], m[1], sentence)
+			}
+		}
+		if !strings.Contains(strings.Join(lines, "\n"), "failing containers") {
+			t.Errorf("%s: the critical path does not name the failing containers: %q", workload, lines)
+		}
+
+		meta := eval[string](t, b, `document.querySelector('#main .meta').innerText`)
+		if !regexp.MustCompile(`^\d+ s ±1 s`).MatchString(meta) {
+			t.Errorf("%s: the rollout's length %q, want whole seconds ±1 s like its stamps", workload, meta)
+		}
+		if m := regexp.MustCompile(`\b1 (steps|waves|new Pods)\b`).FindString(meta); m != "" || !strings.Contains(meta, "1 step,") {
+			t.Errorf("%s: %q says %q", workload, meta, m)
+		}
+		if !regexp.MustCompile(`\d\d:\d\d:\d\d (UTC|GMT|[A-Z]{2,5}\b|[+-]\d)`).MatchString(meta) {
+			t.Errorf("%s: %q: the start is not a local time with its zone", workload, meta)
+		}
+		ticks := eval[[]string](t, b, `Array.from(document.querySelectorAll('#gantt .axis text')).map(e => e.textContent)`)
+		format := regexp.MustCompile(`^\d+(\.\d+)? (m?s)$`)
+		first := format.FindStringSubmatch(strings.Join(ticks[:min(1, len(ticks))], ""))
+		for _, tk := range ticks {
+			if m := format.FindStringSubmatch(tk); m == nil || first == nil || len(m[1]) != len(first[1]) || m[2] != first[2] {
+				t.Errorf("%s: the axis says %q: not one format", workload, ticks)
+				break
+			}
+		}
+	}
+	b.noCSPViolations(t)
+	b.noProblems(t)
 }
 
 // selectBudget is how long selecting a span may take, the page's work and the DevTools round

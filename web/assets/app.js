@@ -16,14 +16,28 @@
   var OVERSCAN = 15; // rows drawn above and below the visible ones
   var LIST_MAX = 300; // Pod list lines drawn at once
 
-  // Words for the segment and critical-path categories, in legend order.
+  // Words for the segment and critical-path categories, in legend order. The server names each
+  // row's, segment's and span's category; the page only gives them colours and words.
   var SEGMENTS = [
     ['controllers', 'controllers reacting'], ['scheduling', 'scheduling'], ['kubelet', 'kubelet (sandbox, create, start)'], ['image_pull', 'image pull'],
-    ['readiness', 'readiness'], ['status', 'status'], ['min_ready', 'minReadySeconds'],
-    ['untraced', 'Pod without a trace'], ['terminating', 'old Pod terminating']
+    ['readiness', 'readiness'], ['failing', 'failing containers'], ['status', 'status'], ['min_ready', 'minReadySeconds'],
+    ['untraced', 'Pod without a trace'], ['terminating', 'old Pod terminating'], ['unobserved', 'old Pods terminating (not observed)']
   ];
   var SEGMENT_WORDS = {};
   SEGMENTS.forEach(function (s) { SEGMENT_WORDS[s[0]] = s[1]; });
+
+  // A Pod waterfall's categories: its phases, and the kinds of time the catalogue names.
+  var SPAN_CATS = [['submit', 'submit'], ['apiserver', 'apiserver'], ['controllers', 'controllers'], ['scheduling', 'scheduling'],
+    ['kubelet', 'kubelet'], ['queued', 'image pull, queued'], ['image_pull', 'image pull'], ['readiness', 'readiness'], ['status', 'status']];
+  // The parts of one span's bar: an image pull's wait in the kubelet's queue, then its transfer.
+  var PART_WORDS = { queued: 'queued', image_pull: 'transfer' };
+
+  // Hatched fills (failing, a pull's queue wait, terminations not observed) tell these apart by
+  // texture as well as colour; each chart's SVG carries the patterns its CSS fills name.
+  var HATCHES = '<defs>' + ['failing', 'queued', 'unobserved'].map(function (n) {
+    return '<pattern id="hatch-' + n + '" class="hatch-' + n + '" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">' +
+      '<rect class="hb" width="6" height="6"></rect><rect class="hs" width="3" height="6"></rect></pattern>';
+  }).join('') + '</defs>';
 
   function esc(s) {
     return String(s === undefined || s === null ? '' : s).replace(/[&<>"']/g, function (c) {
@@ -94,7 +108,7 @@
   }
 
   function fmtMs(ms) {
-    if (ms === 0) return '0';
+    if (ms === 0) return '0 ms';
     if (ms < 1) return ms.toFixed(3) + ' ms';
     if (ms < 1000) return ms.toFixed(1) + ' ms';
     if (ms < 60000) return (ms / 1000).toFixed(3) + ' s';
@@ -102,15 +116,71 @@
     return m + 'm ' + ((ms - m * 60000) / 1000).toFixed(1) + 's';
   }
 
+  // A length as the server states it when its ends are whole-second stamps ("10 s ±1 s"), else
+  // to the millisecond.
+  function fmtLen(ms, text) { return text ? String(text) : fmtMs(ms); }
+
+  // "1 step", "2 steps".
+  function count(n, one, many) { return n + ' ' + (n === 1 ? one : many || one + 's'); }
+
+  // Absolute times in the browser's own zone, the zone named: "Dec 2, 2026, 16:41:15 CET".
+  var TIME_FORMAT = new Intl.DateTimeFormat(undefined, {
+    year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', timeZoneName: 'short'
+  });
+
   function fmtTime(iso) {
     var d = new Date(iso);
-    return isNaN(d) ? iso : d.toLocaleString();
+    return isNaN(d) ? visible(iso) : TIME_FORMAT.format(d);
+  }
+
+  // timeHTML is fmtTime in a <time> element that carries the instant in UTC.
+  function timeHTML(iso) {
+    var d = new Date(iso);
+    if (isNaN(d)) return esc(short(iso, 100));
+    return '<time datetime="' + esc(d.toISOString()) + '" title="' + esc(d.toISOString()) + '">' + esc(fmtTime(iso)) + '</time>';
   }
 
   function traceLink(id) {
     if (!cfg.traceUI || !id || !/^https?:\/\//i.test(cfg.traceUI)) return ''; // readyspan checks it too (--trace-ui-url)
     var url = cfg.traceUI.split('{trace_id}').join(encodeURIComponent(id));
     return ' · <a href="' + esc(url) + '" target="_blank" rel="noopener noreferrer">open in trace UI</a>';
+  }
+
+  // barText writes a bar's text (its length, a failure's reason) where it fits, as Jaeger labels
+  // its spans: right of the bar, else left of it, else over it (with a halo), cut to the room
+  // there is. parts are [text, class] pairs; x0 and x1 bound the chart.
+  var CHAR = 6.4; // px per character of the bars' 11 px text
+
+  function barText(a, b, x0, x1, parts) {
+    var n = parts.reduce(function (k, p) { return k + p[0].length; }, 0);
+    var w = n * CHAR;
+    var x, anchor = 'start', cls = 'bartext', room;
+    if (b + 4 + w <= x1) x = b + 4;
+    else if (a - 4 - w >= x0) { x = a - 4; anchor = 'end'; }
+    else {
+      var right = x1 - b - 4, left = a - x0 - 4, over = b - a - 8;
+      if (over >= right && over >= left) { x = a + 4; room = over; cls += ' inbar'; }
+      else if (right >= left) { x = b + 4; room = right; }
+      else { x = a - 4; anchor = 'end'; room = left; }
+      var max = Math.floor(room / CHAR);
+      if (max < 3) return '';
+      var cut = [];
+      parts.forEach(function (p) {
+        if (max <= 0) return;
+        var t = p[0].length > max ? p[0].slice(0, Math.max(0, max - 1)) + '…' : p[0];
+        max -= t.length;
+        cut.push([t, p[1]]);
+      });
+      parts = cut;
+    }
+    var pill = '';
+    if (cls !== 'bartext') { // over the bar: on a plate of the page's background, readable on any colour
+      var len = parts.reduce(function (k, p) { return k + p[0].length; }, 0) * CHAR;
+      pill = '<rect class="barplate" x="' + (x - 3).toFixed(1) + '" y="4" width="' + (len + 6).toFixed(1) + '" height="' + (ROW - 8) + '" rx="2"></rect>';
+    }
+    return pill + '<text class="' + cls + '" x="' + x.toFixed(1) + '" y="14" text-anchor="' + anchor + '">' + parts.map(function (p) {
+      return p[1] ? '<tspan class="' + p[1] + '">' + esc(p[0]) + '</tspan>' : esc(p[0]);
+    }).join('') + '</text>';
   }
 
   // ---- data: the API, or the report's data block ----
@@ -229,8 +299,8 @@
         '<th>Duration</th><th>Outcome</th><th class="wide">Pods</th><th>Critical path</th></tr></thead><tbody>';
       rs.forEach(function (r) {
         h += '<tr data-id="' + esc(r.id) + '"><td><a href="#/rollout/' + esc(encodeURIComponent(r.id)) + '">' + esc(short(r.workloadKind.toLowerCase() + ' ' +
-          r.namespace + '/' + r.workload, 300)) + '</a></td><td>' + esc(short(r.kind, 100)) + '</td><td class="wide">' + esc(fmtTime(r.start)) +
-          '</td><td class="num">' + fmtMs(r.durationMs) + '</td><td><span class="badge o-' + esc(r.outcome) + '">' + esc(short(r.outcome, 100)) +
+          r.namespace + '/' + r.workload, 300)) + '</a></td><td>' + esc(short(r.kind, 100)) + '</td><td class="wide">' + timeHTML(r.start) +
+          '</td><td class="num">' + esc(fmtLen(r.durationMs, r.durText)) + '</td><td><span class="badge o-' + esc(r.outcome) + '">' + esc(short(r.outcome, 100)) +
           '</span></td><td class="wide num">+' + r.newPods + ' −' + r.oldPods + '</td><td>' + show(r.sentence) + '</td></tr>';
       });
       h += '</tbody></table>';
@@ -243,8 +313,8 @@
         '<th>Duration</th><th>Outcome</th><th class="wide">Error</th></tr></thead><tbody>';
       ps.slice(0, LIST_MAX).forEach(function (p) {
         h += '<tr data-uid="' + esc(p.uid) + '"><td><a href="#/pod/' + esc(encodeURIComponent(p.uid)) + '">' + esc(short(p.namespace + '/' + p.name, 300)) +
-          '</a></td><td class="wide">' + show(p.workload) + '</td><td class="wide">' + esc(fmtTime(p.start)) + '</td><td class="num">' +
-          fmtMs(p.durationMs) + '</td><td><span class="badge o-' + esc(p.outcome) + '">' + esc(short(p.outcome, 100)) + '</span></td><td class="wide err">' +
+          '</a></td><td class="wide">' + show(p.workload) + '</td><td class="wide">' + timeHTML(p.start) + '</td><td class="num">' +
+          esc(fmtLen(p.durationMs, p.durText)) + '</td><td><span class="badge o-' + esc(p.outcome) + '">' + esc(short(p.outcome, 100)) + '</span></td><td class="wide err">' +
           show(p.error) + '</td></tr>';
       });
       h += '</tbody></table>';
@@ -278,7 +348,9 @@
 
   function hideTip() { tip.hidden = true; }
 
-  function legend(items) {
+  // legend lists the categories a chart draws (all of items when present is not given).
+  function legend(items, present) {
+    if (present) items = items.filter(function (it) { return present[it[0]]; });
     return '<div class="legend" aria-label="Legend">' + items.map(function (it) {
       return '<span><i class="sw c-' + esc(it[0]) + '"></i>' + esc(it[1]) + '</span>';
     }).join('') + '</div>';
@@ -291,13 +363,25 @@
     var raw = total / target;
     var mag = Math.pow(10, Math.floor(Math.log10(raw)));
     var step = [1, 2, 5, 10].map(function (m) { return m * mag; }).find(function (s) { return s >= raw; });
+    var label = tickFormat(step, total);
     var out = '';
-    for (var t = 0; t <= total + 1e-9; t += step) {
+    for (var k = 0; k * step <= total + 1e-9; k++) {
+      var t = k * step;
       var x = x0 + (t / total) * w;
       out += '<line class="tick" x1="' + x.toFixed(1) + '" x2="' + x.toFixed(1) + '" y1="0" y2="' + height + '"></line>';
-      if (labels && x + 64 <= x0 + w + 8) out += '<text class="ticktext" x="' + (x + 2).toFixed(1) + '" y="12">' + esc(fmtMs(t)) + '</text>';
+      if (labels && x + 64 <= x0 + w + 8) out += '<text class="ticktext" x="' + (x + 2).toFixed(1) + '" y="12">' + esc(label(t)) + '</text>';
     }
     return out;
+  }
+
+  // tickFormat is one format for every tick of an axis: one unit (ms under a second, else s) and
+  // as many decimals as the step needs ("0 s, 2 s, 4 s", "0.0 s, 0.5 s, 1.0 s").
+  function tickFormat(step, total) {
+    var unit = total < 1000 ? 1 : 1000;
+    var v = step / unit;
+    var d = v >= 1 ? 0 : Math.min(3, Math.ceil(-Math.log10(v) - 1e-9));
+    var name = unit === 1 ? ' ms' : ' s';
+    return function (t) { return (t / unit).toFixed(d) + name; };
   }
 
   function layout(el) {
@@ -312,6 +396,21 @@
     return s.length > n ? s.slice(0, n - 1) + '…' : s;
   }
 
+  // critical is the critical path as a breakdown, largest share first: each category's words,
+  // its time (with the rollout's precision), its share and a bar as long as the share. It is not
+  // a timeline: a category's time is spread over the rollout, and the Gantt below shows where.
+  function critical(v) {
+    var crit = (v.critical || []).filter(function (c) { return c.ms > 0; });
+    if (!crit.length) return '';
+    crit.sort(function (a, b) { return b.ms - a.ms; });
+    return '<table class="critical" aria-label="Critical path by category"><caption>Critical path, ' + esc(fmtLen(v.durationMs, v.durText)) +
+      ', by what it waited on</caption><tbody>' + crit.map(function (c) {
+        return '<tr data-cat="' + esc(c.name) + '"><td class="cat"><i class="sw c-' + esc(c.name) + '"></i>' + esc(short(c.words, 200)) + '</td>' +
+          '<td class="num secs">' + esc(c.text || fmtMs(c.ms)) + '</td><td class="num pct">' + (c.pct > 0 ? c.pct : '<1') + '%</td>' +
+          '<td class="share"><div class="c-' + esc(c.name) + '" data-width="' + Math.max(0.5, Math.min(100, c.pct)) + '%"></div></td></tr>';
+      }).join('') + '</tbody></table>';
+  }
+
   // ---- a rollout's Gantt chart, virtualised: only the rows in view are drawn ----
 
   function renderGantt(v) {
@@ -320,27 +419,22 @@
     var total = v.durationMs > 0 ? v.durationMs : 1;
     var h = '<h1>' + esc(short(v.workloadKind.toLowerCase() + ' ' + v.namespace + '/' + v.workload, 300)) +
       ' <span class="badge">' + esc(short(v.kind, 100)) + '</span> <span class="badge o-' + esc(v.outcome) + '">' + esc(short(v.outcome, 100)) + '</span></h1>';
-    h += '<p class="meta">' + fmtMs(v.durationMs) + ' · started ' + esc(fmtTime(v.start)) + ' · generation ' + esc(v.generation) +
-      (v.revision ? ' · revision ' + show(v.revision) : '') + (v.strategy ? ' · ' + show(v.strategy) : '') + ' · ' + v.newPods + ' new Pods, ' +
-      v.oldPods + ' old · ' + v.steps + ' steps, ' + v.waves + ' waves · trace <code>' + esc(short(v.id, 100)) + '</code>' + traceLink(v.id) + '</p>';
+    h += '<p class="meta">' + esc(fmtLen(v.durationMs, v.durText)) + ' · started ' + timeHTML(v.start) + ' · generation ' + esc(v.generation) +
+      (v.revision ? ' · revision ' + show(v.revision) : '') + (v.strategy ? ' · ' + show(v.strategy) : '') + ' · ' + count(v.newPods, 'new Pod') + ', ' +
+      v.oldPods + ' old · ' + count(v.steps, 'step') + ', ' + count(v.waves, 'wave') + ' · trace <code>' + esc(short(v.id, 100)) + '</code>' + traceLink(v.id) + '</p>';
     h += '<p class="sentence">' + show(v.sentence) + '</p>';
     if (v.reason) h += '<p class="err">' + show(v.reason) + '</p>';
-    var crit = (v.critical || []).filter(function (c) { return c.ms > 0; });
-    var critSum = crit.reduce(function (a, c) { return a + c.ms; }, 0);
-    if (critSum > 0) {
-      h += '<div class="critbar" role="img" aria-label="Critical path by category">' + crit.map(function (c) {
-        return '<div class="c-' + esc(c.name) + '" data-width="' + (100 * c.ms / critSum).toFixed(2) + '%" data-tip="' +
-          esc(c.words + ': ' + fmtMs(c.ms) + ' (' + Math.round(100 * c.ms / critSum) + '% of the critical path)') + '"></div>';
-      }).join('') + '</div>';
-    }
-    h += legend(SEGMENTS.concat([['step', 'step (wave)']])) +
+    h += critical(v);
+    var present = { step: 1 };
+    v.rows.forEach(function (r) { (r.segments || []).forEach(function (g) { present[g.cat] = 1; }); });
+    h += legend(SEGMENTS.concat([['step', 'step (wave)']]), present) +
       '<p class="hint">★ and a shaded row: on the critical path. Click a Pod, or ↑/↓ then Enter, for its waterfall; Esc goes back.</p>';
     h += '<div class="chart" id="gantt" tabindex="0" role="grid" aria-label="Gantt chart: one row per step and Pod" aria-rowcount="' +
       v.rows.length + '" data-rows="' + v.rows.length + '"><div class="axis"></div><div class="scroll"><div class="spacer"></div>' +
       '<div class="win"></div></div></div><div class="detail" id="detail" aria-live="polite"></div>';
     main.innerHTML = h;
     // Set here, not in a style attribute: the page's policy allows no inline style.
-    main.querySelectorAll('.critbar [data-width]').forEach(function (d) { d.style.width = d.getAttribute('data-width'); });
+    main.querySelectorAll('.critical [data-width]').forEach(function (d) { d.style.width = d.getAttribute('data-width'); });
 
     var chart = document.getElementById('gantt');
     var axis = chart.querySelector('.axis');
@@ -373,14 +467,24 @@
         s += '<rect class="steptick" x="' + (x1 - 1).toFixed(1) + '" y="3" width="3" height="' + (ROW - 6) + '" data-seg="step"></rect>';
         if (x2 > x1 + 2) s += '<line class="stepline" x1="' + (x1 + 2).toFixed(1) + '" x2="' + x2.toFixed(1) + '" y1="' + ROW / 2 + '" y2="' + ROW / 2 + '"></line>';
       } else {
+        var failed = r.error || r.outcome === 'failed' || r.outcome === 'stuck';
         (r.segments || []).forEach(function (g, j) {
           var a = x(g.startMs), b = x(g.endMs);
-          s += '<rect class="seg c-' + esc(g.cat) + (r.killed ? ' killed' : '') + (r.outcome === 'failed' || r.outcome === 'stuck' ? ' error' : '') +
+          s += '<rect class="seg c-' + esc(g.cat) + (r.killed ? ' killed' : '') + (failed ? ' error' : '') +
             '" data-seg="' + j + '" x="' + a.toFixed(1) + '" y="4" width="' + Math.max(1, b - a).toFixed(1) + '" height="' + (ROW - 8) + '"></rect>';
         });
-        if (r.endUnknown) s += '<text class="open-end" x="' + (x(r.endMs) + 2).toFixed(1) + '" y="14">…</text>';
+        var end = x(r.endMs);
+        if (r.endUnknown) { s += '<text class="open-end" x="' + (end + 2).toFixed(1) + '" y="14">…</text>'; end += 10; }
+        s += barText(x(r.startMs), end, L.label + 6, L.width - 2, rowText(r));
       }
       return s + '</g>';
+    }
+
+    // rowText is what a row says on the chart: its length and, for a failing Pod, why.
+    function rowText(r) {
+      var parts = [[fmtLen(r.endMs - r.startMs, r.durText), '']];
+      if (r.error && r.message) parts.push([' ✕ ' + short(r.message, 200), 'err']);
+      return parts;
     }
 
     function draw() {
@@ -389,7 +493,7 @@
       var first = Math.max(0, Math.floor(scroll.scrollTop / ROW) - OVERSCAN);
       var last = Math.min(rows.length, Math.ceil((scroll.scrollTop + scroll.clientHeight) / ROW) + OVERSCAN);
       var hgt = (last - first) * ROW;
-      var s = '<svg width="' + L.width + '" height="' + hgt + '" viewBox="0 ' + first * ROW + ' ' + L.width + ' ' + hgt + '">';
+      var s = '<svg width="' + L.width + '" height="' + hgt + '" viewBox="0 ' + first * ROW + ' ' + L.width + ' ' + hgt + '">' + HATCHES;
       for (var i = first; i < last; i++) s += rowSVG(rows[i], i);
       s += ticks(L.label + 6, L.chart, total, hgt, false).replace(/y1="0"/g, 'y1="' + first * ROW + '"').replace(/y2="\d+"/g, 'y2="' + last * ROW + '"');
       steps.forEach(function (st) {
@@ -403,12 +507,12 @@
 
     function describe(r) {
       var kind = r.type === 'step' ? 'step' : r.type === 'old' ? 'old Pod, terminating' : 'new Pod';
-      var t = (r.type === 'step' ? r.label : r.label + ' (' + kind + ')') + '\n+' + fmtMs(r.startMs) + ' for ' + fmtMs(r.endMs - r.startMs) +
+      var t = (r.type === 'step' ? r.label : r.label + ' (' + kind + ')') + '\n+' + fmtMs(r.startMs) + ' for ' + fmtLen(r.endMs - r.startMs, r.durText) +
         (r.endUnknown ? ' (end not observed)' : '') + (r.critical ? '\non the critical path' : '');
       if (r.node) t += '\nnode ' + r.node;
       if (r.outcome) t += '\noutcome ' + r.outcome;
       if (r.killed) t += '\nkilled after its grace period';
-      if (r.message) t += '\n' + r.message;
+      if (r.message) t += '\n' + (r.error && r.type === 'pod' ? 'failing: ' : '') + r.message;
       return t;
     }
 
@@ -471,16 +575,9 @@
 
   // ---- a Pod's waterfall ----
 
-  var PHASE_CAT = { 'container.image_pull': 'image_pull', 'container.image_pull.transfer': 'image_pull', 'container.readiness': 'readiness' };
-
-  function spanCat(s) {
-    if (PHASE_CAT[s.name]) return PHASE_CAT[s.name];
-    if (s.depth === 0) return 'root';
-    return s.phase || 'root';
-  }
-
   function spanTip(s) {
-    var t = s.label + ' · ' + s.service + '\n+' + fmtMs(s.startMs) + ' for ' + fmtMs(s.durMs);
+    var t = s.label + ' · ' + s.service + '\n+' + fmtMs(s.startMs) + ' for ' + fmtLen(s.durMs, s.durText);
+    (s.parts || []).forEach(function (p) { t += '\n' + (PART_WORDS[p.cat] || p.cat) + ': ' + fmtMs(p.endMs - p.startMs); });
     t += '\nstart: ' + (s.sourceStart || '?') + ' (precision ' + (s.precisionStart || '?') + ')';
     t += '\nend: ' + (s.sourceEnd || '?') + ' (precision ' + (s.precisionEnd || '?') + ')';
     if (s.notObserved) t += '\nnot observed: derived from its neighbours';
@@ -494,12 +591,13 @@
     var back = v.rollout ? '<a href="#/rollout/' + esc(encodeURIComponent(v.rollout)) + '">rollout</a> / ' : '';
     setCrumbs('<a href="' + esc(listHash()) + '">list</a> / ' + back + esc(short(v.namespace + '/' + v.name, 300)));
     var h = '<h1>' + esc(short(v.namespace + '/' + v.name, 300)) + ' <span class="badge o-' + esc(v.outcome) + '">' + esc(short(v.outcome, 100)) + '</span></h1>';
-    h += '<p class="meta">' + fmtMs(v.durationMs) + ' · started ' + esc(fmtTime(v.start)) + (v.node ? ' · node ' + show(v.node) : '') +
+    h += '<p class="meta">' + esc(fmtLen(v.durationMs, v.durText)) + ' · started ' + timeHTML(v.start) + (v.node ? ' · node ' + show(v.node) : '') +
       (v.workload ? ' · ' + show(v.workload) : '') + ' · trace <code>' + esc(short(v.traceId, 100)) + '</code>' + traceLink(v.traceId) +
       (v.rollout ? ' · <a href="#/rollout/' + esc(encodeURIComponent(v.rollout)) + '">its rollout</a>' : '') + '</p>';
     if (v.error) h += '<p class="err" role="alert">' + show(v.error) + '</p>';
-    h += legend([['submit', 'submit'], ['apiserver', 'apiserver'], ['controllers', 'controllers'], ['scheduling', 'scheduling'],
-      ['kubelet', 'kubelet'], ['image_pull', 'image pull'], ['readiness', 'readiness'], ['status', 'status']]) +
+    var present = {};
+    v.spans.forEach(function (sp) { present[sp.cat] = 1; (sp.parts || []).forEach(function (p) { present[p.cat] = 1; }); });
+    h += legend(SPAN_CATS, present) +
       '<p class="hint">Hover a bar for where its times came from; ✕ marks a failure, ◆ a span event. ↑/↓ select a span, Esc goes back.</p>';
     h += '<div class="chart" id="waterfall" tabindex="0" role="grid" aria-label="Waterfall: one row per span" aria-rowcount="' + v.spans.length +
       '" data-rows="' + v.spans.length + '"><div class="axis"></div><div class="body"></div></div><div class="detail" id="detail" aria-live="polite"></div>';
@@ -518,16 +616,22 @@
       L = layout(chart);
       chart.querySelector('.axis').innerHTML = '<svg width="' + L.width + '" height="18" aria-hidden="true">' + ticks(L.label + 6, L.chart, total, 18, true) + '</svg>';
       var hgt = spans.length * ROW;
-      var s = '<svg width="' + L.width + '" height="' + hgt + '">' + ticks(L.label + 6, L.chart, total, hgt, false);
+      var s = '<svg width="' + L.width + '" height="' + hgt + '">' + HATCHES + ticks(L.label + 6, L.chart, total, hgt, false);
       spans.forEach(function (sp, i) {
         var cls = 'row span' + (i === sel ? ' sel' : '') + (sp.error ? ' failed' : '');
         s += '<g class="' + cls + '" data-i="' + i + '" transform="translate(0,' + i * ROW + ')"><rect class="band" x="0" y="0" width="' + L.width + '" height="' + ROW + '"></rect>';
         var indent = 4 + sp.depth * 12;
         s += '<text class="label" x="' + indent + '" y="14">' + esc(clip(short(sp.label, 300), L.label - indent - 4)) + '</text>';
         var a = x(sp.startMs), b = x(sp.startMs + sp.durMs);
-        s += '<rect class="seg c-' + esc(spanCat(sp)) + (sp.error ? ' error' : '') + '" x="' + a.toFixed(1) + '" y="4" width="' + Math.max(1.5, b - a).toFixed(1) +
-          '" height="' + (ROW - 8) + '"' + (sp.notObserved ? ' fill-opacity="0.35"' : '') + '></rect>';
-        if (sp.error) s += '<text class="errmark" x="' + (Math.max(a, b) + 3).toFixed(1) + '" y="14">✕</text>';
+        var parts = sp.parts && sp.parts.length ? sp.parts : [{ cat: sp.cat, startMs: sp.startMs, endMs: sp.startMs + sp.durMs }];
+        parts.forEach(function (p) {
+          var pa = x(p.startMs), pb = x(p.endMs);
+          s += '<rect class="seg c-' + esc(p.cat) + (sp.error ? ' error' : '') + '" data-cat="' + esc(p.cat) + '" x="' + pa.toFixed(1) + '" y="4" width="' +
+            Math.max(parts.length > 1 ? 0.5 : 1.5, pb - pa).toFixed(1) + '" height="' + (ROW - 8) + '"' + (sp.notObserved ? ' fill-opacity="0.35"' : '') + '></rect>';
+        });
+        var words = [[fmtLen(sp.durMs, sp.durText), '']];
+        if (sp.error) words = [['✕ ', 'errmark']].concat(words, sp.message ? [[' ' + short(sp.message, 200), 'err']] : []);
+        s += barText(a, Math.max(b, a + 1.5), L.label + 6, L.width - 2, words);
         (sp.events || []).forEach(function (e) {
           var ex = x(e.atMs);
           var warn = /fail|unhealthy|backoff|err|preempt/i.test(e.name);
@@ -544,7 +648,9 @@
       draw();
       var sp = spans[i];
       var rowsHTML = '<tr><td>span</td><td>' + show(sp.label) + ' (' + show(sp.service) + ')</td></tr>' +
-        '<tr><td>time</td><td>+' + fmtMs(sp.startMs) + ' for ' + fmtMs(sp.durMs) + '</td></tr>' +
+        '<tr><td>time</td><td>+' + fmtMs(sp.startMs) + ' for ' + esc(fmtLen(sp.durMs, sp.durText)) + (sp.parts || []).map(function (p) {
+          return ', ' + esc(PART_WORDS[p.cat] || p.cat) + ' ' + fmtMs(p.endMs - p.startMs);
+        }).join('') + '</td></tr>' +
         '<tr><td>start</td><td>' + show(sp.sourceStart) + ', precision ' + show(sp.precisionStart) + '</td></tr>' +
         '<tr><td>end</td><td>' + show(sp.sourceEnd) + ', precision ' + show(sp.precisionEnd) + '</td></tr>';
       if (sp.error) rowsHTML += '<tr><td>error</td><td class="err">' + show(sp.message) + '</td></tr>';
