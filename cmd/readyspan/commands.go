@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -219,43 +221,12 @@ func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name 
 	if err != nil {
 		return nil, target, apiErr("list replicasets", ns, err)
 	}
-	owners := map[types.UID]bool{} // the workload, and a Deployment's ReplicaSets
-	switch kind {
-	case "Pod":
-		for _, p := range pods.Items {
-			if p.Name == name {
-				target.pods[string(p.UID)] = true
-			}
-		}
-		if len(target.pods) == 0 {
-			return nil, target, fmt.Errorf("pod %s/%s not found", ns, name)
-		}
-	case rollout.Deployment:
-		d, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, target, notFound("deployment", ns, name, err)
-		}
-		target.workload, owners[d.UID] = string(d.UID), true
-		for _, rs := range rss.Items {
-			if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == d.UID {
-				owners[rs.UID] = true
-			}
-		}
-		add(tracer.ResourceDeployments, d)
-	case rollout.StatefulSet:
-		s, err := c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, target, notFound("statefulset", ns, name, err)
-		}
-		target.workload, owners[s.UID] = string(s.UID), true
-		add(tracer.ResourceStatefulSets, s)
-	case rollout.DaemonSet:
-		s, err := c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, target, notFound("daemonset", ns, name, err)
-		}
-		target.workload, owners[s.UID] = string(s.UID), true
-		add(tracer.ResourceDaemonSets, s)
+	owners, workload, err := findExplained(ctx, c, ns, kind, name, pods, rss, &target)
+	if err != nil {
+		return nil, target, err
+	}
+	if workload != nil {
+		add(workload.resource, workload.object)
 	}
 	for _, p := range pods.Items {
 		if ref := metav1.GetControllerOf(&p); ref != nil && owners[ref.UID] {
@@ -311,6 +282,57 @@ func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name 
 		}
 	}
 	return deltas, target, nil
+}
+
+// explainedWorkload is the object explain was asked about, when it is a workload.
+type explainedWorkload struct {
+	resource tracer.Resource
+	object   runtime.Object
+}
+
+// findExplained finds what explain was asked about: the Pod by name, or the workload, whose
+// UID (and a Deployment's ReplicaSets' UIDs) owns the Pods to trace.
+func findExplained(ctx context.Context, c kubernetes.Interface, ns, kind, name string, pods *corev1.PodList, rss *appsv1.ReplicaSetList, target *explainTarget) (map[types.UID]bool, *explainedWorkload, error) {
+	owners := map[types.UID]bool{} // the workload, and a Deployment's ReplicaSets
+	var workload *explainedWorkload
+	switch kind {
+	case "Pod":
+		for _, p := range pods.Items {
+			if p.Name == name {
+				target.pods[string(p.UID)] = true
+			}
+		}
+		if len(target.pods) == 0 {
+			return nil, nil, fmt.Errorf("pod %s/%s not found", ns, name)
+		}
+	case rollout.Deployment:
+		d, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, notFound("deployment", ns, name, err)
+		}
+		target.workload, owners[d.UID] = string(d.UID), true
+		for _, rs := range rss.Items {
+			if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == d.UID {
+				owners[rs.UID] = true
+			}
+		}
+		workload = &explainedWorkload{tracer.ResourceDeployments, d}
+	case rollout.StatefulSet:
+		s, err := c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, notFound("statefulset", ns, name, err)
+		}
+		target.workload, owners[s.UID] = string(s.UID), true
+		workload = &explainedWorkload{tracer.ResourceStatefulSets, s}
+	case rollout.DaemonSet:
+		s, err := c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, notFound("daemonset", ns, name, err)
+		}
+		target.workload, owners[s.UID] = string(s.UID), true
+		workload = &explainedWorkload{tracer.ResourceDaemonSets, s}
+	}
+	return owners, workload, nil
 }
 
 func notFound(kind, ns, name string, err error) error {
