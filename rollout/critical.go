@@ -77,6 +77,11 @@ type timeline struct {
 	// unseenDown marks the scale-down steps none of whose removed Pods was observed: after
 	// the fact (explain), the API no longer holds the old Pods, so what they did is unknown.
 	unseenDown []bool
+	// newPodsEnableDown: only a new Pod turning available lets the controller take a scale-down
+	// step (a Deployment: maxUnavailable counts available Pods, and a terminating old Pod is no
+	// longer one), so an old Pod's termination never enabled one.
+	newPodsEnableDown bool
+	stepUp            []bool
 }
 
 // seen is the watch receive time among a boundary's stamps, zero when the watch did not see it.
@@ -134,9 +139,11 @@ func timelineOf(r *Rollout) *timeline {
 	}
 	sort.SliceStable(tl.list, func(i, j int) bool { return tl.list[i].start.Before(tl.list[j].start) })
 	tl.unseenDown = make([]bool, len(r.Steps))
+	tl.stepUp = make([]bool, len(r.Steps))
 	for i, s := range r.Steps {
-		tl.unseenDown[i] = !s.Up
+		tl.unseenDown[i], tl.stepUp[i] = !s.Up, s.Up
 	}
+	tl.newPodsEnableDown = r.Workload.Kind == Deployment
 	for _, it := range tl.list {
 		if it.oldPod != nil && it.step >= 0 {
 			tl.unseenDown[it.step] = false
@@ -291,9 +298,10 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 		if stepSeen.After(searchTo) {
 			searchTo = stepSeen
 		}
+		downStep := cur.step >= 0 && cur.step < len(tl.stepUp) && !tl.stepUp[cur.step] && tl.newPodsEnableDown
 		for i := sort.Search(len(known), func(i int) bool { return known[i].end.After(searchTo) }) - 1; i >= 0; i-- {
 			k := known[i]
-			if visited[k] || k.end.After(bound) && (k.endSeen.IsZero() || k.endSeen.After(stepSeen)) {
+			if visited[k] || k.end.After(bound) && (k.endSeen.IsZero() || k.endSeen.After(stepSeen)) || downStep && k.oldPod != nil {
 				continue
 			}
 			pred = k

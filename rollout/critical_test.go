@@ -517,3 +517,33 @@ func TestSentence(t *testing.T) {
 		})
 	}
 }
+
+// A Deployment's scale-down is enabled by a new Pod turning available, never by an old Pod's
+// termination (a terminating Pod is no longer available): when the last scale-down's Event
+// reaches readyspan late (a combined Event, stamped by its receive time), after both the last
+// new Pod's available and an old Pod's gone, the new Pod — the last wave — is on the critical
+// path, as in the local cluster's 6-replica rollout.
+func TestScaleDownEnabledByNewPod(t *testing.T) {
+	r := deployment(KindUpdate, 2, 2, surgeOne, 9000, OutcomeComplete)
+	r.Steps = []Step{
+		step(20, true, "web-new", 0, 1, uid("new", 1)),
+		step(3010, false, "web-old", 2, 1, uid("old", 1)),
+		step(3020, true, "web-new", 1, 2, uid("new", 2)),
+		{Time: at(6010, phases.SourceWatch), Target: "web-old", From: 1, To: 0, Pods: []string{uid("old", 2)}},
+	}
+	r.NewPods = []NewPod{
+		{UID: uid("new", 1), Name: "web-new-1", Created: at(30, phases.SourceEventName), Ready: at(3000, phases.SourceWatch)},
+		{UID: uid("new", 2), Name: "web-new-2", Created: at(3030, phases.SourceEventName), Ready: at(5960, phases.SourceWatch)},
+	}
+	r.OldPods = []OldPod{
+		{UID: uid("old", 1), Name: "web-old-1", Deleted: at(3015, phases.SourceWatch), Gone: at(6000, phases.SourceWatch), GracePeriod: 2},
+		{UID: uid("old", 2), Name: "web-old-2", Deleted: at(6012, phases.SourceWatch), Gone: at(9000, phases.SourceWatch), GracePeriod: 2},
+	}
+	tr := Build(r)
+	if !tr.Summary.CriticalPods[uid("new", 2)] || !tr.Summary.CriticalSteps[2] {
+		t.Errorf("the last wave is not on the critical path: Pods %v, steps %v", tr.Summary.CriticalPods, tr.Summary.CriticalSteps)
+	}
+	if tr.Summary.CriticalPods[uid("old", 1)] {
+		t.Errorf("an old Pod's termination enabled a scale-down: Pods %v", tr.Summary.CriticalPods)
+	}
+}
