@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 )
@@ -138,5 +139,18 @@ func TestAuditedWrites(t *testing.T) {
 		if got := a != nil; got != tc.want {
 			t.Errorf("%s %s/%s/%s: relevant %v, want %v", tc.verb, tc.group, tc.resource, tc.sub, got, tc.want)
 		}
+	}
+}
+
+// kindOfObject's type switch and the registry's map give every entry's objects the same entry.
+func TestKindOfObject(t *testing.T) {
+	for _, k := range kinds {
+		got, ok := kindOfObject(k.newObject())
+		if !ok || got != kindByType[reflect.TypeOf(k.newObject())] {
+			t.Errorf("%s: kindOfObject gives %v", k.stream, got)
+		}
+	}
+	if _, ok := kindOfObject(&corev1.Node{}); ok {
+		t.Error("a Node has an entry")
 	}
 }
