@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -353,26 +352,4 @@ func parseOutput(fs *pflag.FlagSet, args []string, out *outputFlag) ([]string, e
 		return nil, err
 	}
 	return fs.Args(), out.validate()
-}
-
-// reachable asks the apiserver for its version, so an unreachable or refusing apiserver is one
-// clear line rather than a stream of informer retries.
-func reachable(ctx context.Context, client kubernetes.Interface, host string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	type result struct{ err error }
-	done := make(chan result, 1)
-	go func() {
-		_, err := client.Discovery().ServerVersion()
-		done <- result{err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return fmt.Errorf("cannot reach the apiserver at %s: %s", host, oneLine(r.err))
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cannot reach the apiserver at %s: no answer in 10s", host)
-	}
 }
