@@ -1,8 +1,6 @@
 package tracer
 
 import (
-	"time"
-
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,17 +68,7 @@ func (c *Correlator) handleJob(d *Delta, j *batchv1.Job) {
 // creator is the field manager that created the object: the oldest entry of a client (not the
 // controller manager) on the main resource.
 func creator(m *metav1.ObjectMeta) string {
-	var who string
-	var at time.Time
-	for i := range m.ManagedFields {
-		f := &m.ManagedFields[i]
-		if f.Subresource != "" || f.Manager == controllerManager || f.Time == nil {
-			continue
-		}
-		if who == "" || f.Time.Time.Before(at) {
-			who, at = f.Manager, f.Time.Time
-		}
-	}
+	who, _ := clientEntry(m, false)
 	return who
 }
 

@@ -160,7 +160,11 @@ func controllerOf(m *metav1.ObjectMeta) *metav1.OwnerReference {
 
 // clientChange returns the newest managedFields entry of a client (not the controller manager)
 // on the main resource: who last changed the spec, and when (1 s, apiserver clock).
-func clientChange(m *metav1.ObjectMeta) (string, time.Time) {
+func clientChange(m *metav1.ObjectMeta) (string, time.Time) { return clientEntry(m, true) }
+
+// clientEntry returns the newest (or the oldest) managedFields entry of a client on the main
+// resource, with its time.
+func clientEntry(m *metav1.ObjectMeta, newest bool) (string, time.Time) {
 	var who string
 	var at time.Time
 	for i := range m.ManagedFields {
@@ -168,7 +172,7 @@ func clientChange(m *metav1.ObjectMeta) (string, time.Time) {
 		if f.Subresource != "" || f.Manager == controllerManager || f.Time == nil {
 			continue
 		}
-		if f.Time.After(at) {
+		if who == "" || newest && f.Time.After(at) || !newest && f.Time.Time.Before(at) {
 			who, at = f.Manager, f.Time.Time
 		}
 	}
