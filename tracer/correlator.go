@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
@@ -216,23 +217,38 @@ func (c *Correlator) Handle(d Delta) {
 		c.handleAudit(d.Audit)
 		return
 	}
-	// What each kind's objects do is its registry entry's (kinds.go).
+	// What each kind's objects do is its registry entry's (kinds.go): the rollout tracker and
+	// the Pod correlator are two consumers of the delta, side by side.
 	k, ok := kindOfObject(d.Object)
-	if !ok || k.handle == nil {
+	if !ok || k.handle == nil && k.rollout == nil {
 		c.stats.Dropped("unknown_object")
 		c.log.Warn("Ignoring object of unknown type", "type", fmt.Sprintf("%T", d.Object))
 		return
 	}
-	k.handle(c, d)
+	if d.FinalStateUnknown {
+		d.Object = c.lastState(d.Object)
+	}
+	if k.rollout != nil {
+		k.rollout(c.rollouts, d)
+	}
+	if k.handle != nil {
+		k.handle(c, d)
+	}
+}
+
+// lastState is what a deletion found by a relist (the watch missed it) stands for: the
+// object's last state seen, which only a Pod's correlator keeps; the relist's copy holds only
+// its identity.
+func (c *Correlator) lastState(o runtime.Object) runtime.Object {
+	if p, ok := o.(*corev1.Pod); ok {
+		if ps := c.pods[p.UID]; ps != nil {
+			return ps.pod
+		}
+	}
+	return o
 }
 
 func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
-	if d.FinalStateUnknown {
-		if ps := c.pods[p.UID]; ps != nil {
-			p = ps.pod // deleted while the watch was down: its last state is the last one seen
-		}
-	}
-	c.rollouts.handlePod(d, p)
 	if _, done := c.done[p.UID]; done {
 		if d.Type == Deleted {
 			delete(c.done, p.UID)
@@ -327,7 +343,18 @@ func (c *Correlator) eventVersion(d *Delta, uid types.UID, version string) (seen
 func (c *Correlator) handleEvent(d *Delta, e *event, seen bool) {
 	if e.Regarding.Kind != "Pod" {
 		// An Event about another kind is its registry entry's to read (kinds.go).
-		if k := kindByKind[e.Regarding.Kind]; k != nil && k.events != nil && !k.events(c, e) && !seen {
+		k := kindByKind[e.Regarding.Kind]
+		if k == nil {
+			return
+		}
+		known := true
+		if k.rolloutEvents != nil {
+			known = k.rolloutEvents(c.rollouts, e)
+		}
+		if k.events != nil {
+			known = k.events(c, e) && known
+		}
+		if !known && !seen {
 			c.unparsed(e)
 		}
 		return

@@ -68,14 +68,19 @@ type kind struct {
 	// request that starts a Pod's chain); nil for none.
 	audit *auditedWrites
 
-	// handle is what the correlator does with a change of one of the kind's objects. The delta
-	// is passed by value: through a function value, a pointer to it would escape, one
-	// allocation per delta.
-	handle func(c *Correlator, d Delta)
+	// handle is what the Pod correlator does with a change of one of the kind's objects, and
+	// rollout what the rollout tracker does with it: two consumers of the same delta, the
+	// tracker first (it must know a Pod before the correlator exports its trace). The delta is
+	// passed by value: through a function value, a pointer to it would escape, one allocation
+	// per delta.
+	handle  func(c *Correlator, d Delta)
+	rollout func(r *rollouts, d Delta)
 
-	// events reads an Event about one of the kind's objects (Events about Pods are the
-	// correlator's own); it returns false for a message in a format it does not know.
-	events func(c *Correlator, e *event) bool
+	// events and rolloutEvents read an Event about one of the kind's objects (Events about
+	// Pods are the correlator's own); each returns false for a message in a format it does not
+	// know.
+	events        func(c *Correlator, e *event) bool
+	rolloutEvents func(r *rollouts, e *event) bool
 
 	// root fills the start of the chain of a Pod the kind's object controls, when it knows
 	// the request that started it (rootOf has set RootController, which it keeps otherwise).
@@ -144,6 +149,7 @@ var kinds = []*kind{
 			kept.(*corev1.Pod).Spec.NodeName = from.(*corev1.Pod).Spec.NodeName
 		},
 		handle:   func(c *Correlator, d Delta) { c.handlePod(&d, d.Object.(*corev1.Pod)) },
+		rollout:  func(r *rollouts, d Delta) { r.handlePod(&d, d.Object.(*corev1.Pod)) },
 		snapshot: snapshotPods, verbs: readVerbs,
 	},
 	{
@@ -168,10 +174,10 @@ var kinds = []*kind{
 		handle: func(c *Correlator, d Delta) {
 			o := d.Object.(*appsv1.ReplicaSet)
 			c.handleReplicaSet(&d, o)
-			c.rollouts.handleReplicaSet(&d, o)
 			c.retryPendingScale()
 		},
 		// The replicaset controller's SuccessfulCreate stamps the Pod's creation.
+		rollout:  func(r *rollouts, d Delta) { r.handleReplicaSet(&d, d.Object.(*appsv1.ReplicaSet)) },
 		events:   func(c *Correlator, e *event) bool { return c.handleReplicaSetEvent(e) },
 		snapshot: snapshotReplicaSets, verbs: readVerbs,
 	},
@@ -191,13 +197,11 @@ var kinds = []*kind{
 		handle: func(c *Correlator, d Delta) {
 			o := d.Object.(*appsv1.Deployment)
 			c.handleDeployment(&d, o)
-			c.rollouts.handleWorkload(&d, deploymentView(o))
 		},
-		events: func(c *Correlator, e *event) bool {
-			known := c.rollouts.handleEvent(e)
-			return c.handleDeploymentEvent(e) && known
-		},
-		snapshot: snapshotWorkloads, verbs: readVerbs,
+		rollout:       func(r *rollouts, d Delta) { r.handleWorkload(&d, deploymentView(d.Object.(*appsv1.Deployment))) },
+		events:        func(c *Correlator, e *event) bool { return c.handleDeploymentEvent(e) },
+		rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+		snapshot:      snapshotWorkloads, verbs: readVerbs,
 	},
 	{
 		// The Events the watch reads: every recorder's, through the core API.
@@ -280,11 +284,9 @@ var kinds = []*kind{
 			st.Spec.VolumeClaimTemplates = nil
 		},
 		keepsIdentity: true, workload: true, audit: workloadWrites,
-		handle: func(c *Correlator, d Delta) {
-			c.rollouts.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet)))
-		},
-		events:   func(c *Correlator, e *event) bool { return c.rollouts.handleEvent(e) },
-		snapshot: snapshotWorkloads, verbs: readVerbs,
+		rollout:       func(r *rollouts, d Delta) { r.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet))) },
+		rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+		snapshot:      snapshotWorkloads, verbs: readVerbs,
 	},
 	{
 		resource: ResourceDaemonSets, stream: StreamDaemonSets, kind: "DaemonSet",
@@ -299,11 +301,9 @@ var kinds = []*kind{
 			slimWorkload(ds, &ds.Spec.Template, &ds.ObjectMeta)
 		},
 		keepsIdentity: true, workload: true, audit: workloadWrites,
-		handle: func(c *Correlator, d Delta) {
-			c.rollouts.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet)))
-		},
-		events:   func(c *Correlator, e *event) bool { return c.rollouts.handleEvent(e) },
-		snapshot: snapshotWorkloads, verbs: readVerbs,
+		rollout:       func(r *rollouts, d Delta) { r.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet))) },
+		rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+		snapshot:      snapshotWorkloads, verbs: readVerbs,
 	},
 	{
 		resource: ResourceControllerRevisions, stream: StreamRevisions, kind: "ControllerRevision",
@@ -320,10 +320,8 @@ var kinds = []*kind{
 			cr.Data = runtime.RawExtension{}
 		},
 		keepsIdentity: true,
-		handle: func(c *Correlator, d Delta) {
-			c.rollouts.handleRevision(&d, d.Object.(*appsv1.ControllerRevision))
-		},
-		snapshot: snapshotRevisions, verbs: readVerbs,
+		rollout:       func(r *rollouts, d Delta) { r.handleRevision(&d, d.Object.(*appsv1.ControllerRevision)) },
+		snapshot:      snapshotRevisions, verbs: readVerbs,
 	},
 	{
 		// Jobs: a Job's Pods are rooted at its creation (jobs.go).
