@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -206,133 +205,61 @@ type explainTarget struct {
 // Pod, or the workload and the Pods it controls (a Deployment's through its ReplicaSets).
 func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name string) ([]tracer.Delta, explainTarget, error) {
 	target := explainTarget{pods: map[string]bool{}}
-	var deltas []tracer.Delta
-	add := func(r tracer.Resource, o runtime.Object) {
-		if t, err := tracer.Transform(o); err == nil {
-			o = t.(runtime.Object)
-		}
-		deltas = append(deltas, tracer.Delta{Resource: r, Type: tracer.Added, Object: o, Initial: true})
-	}
-	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, target, apiErr("list pods", ns, err)
-	}
-	rss, err := c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, target, apiErr("list replicasets", ns, err)
-	}
-	owners, workload, err := findExplained(ctx, c, ns, kind, name, pods, rss, &target)
-	if err != nil {
-		return nil, target, err
-	}
-	if workload != nil {
-		add(workload.resource, workload.object)
-	}
-	for _, p := range pods.Items {
-		if ref := metav1.GetControllerOf(&p); ref != nil && owners[ref.UID] {
-			target.pods[string(p.UID)] = true
-		}
-	}
-	if kind == "Pod" {
-		// A Pod's chain starts at its Deployment's change.
-		deps, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, target, apiErr("list deployments", ns, err)
-		}
-		for i := range deps.Items {
-			add(tracer.ResourceDeployments, &deps.Items[i])
-		}
-	}
-	if kind == rollout.StatefulSet || kind == rollout.DaemonSet {
-		crs, err := c.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, target, apiErr("list controllerrevisions", ns, err)
-		}
-		for i := range crs.Items {
-			add(tracer.ResourceControllerRevisions, &crs.Items[i])
-		}
-	}
-	for i := range rss.Items {
-		add(tracer.ResourceReplicaSets, &rss.Items[i])
-	}
-	svcs, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, target, apiErr("list services", ns, err)
-	}
-	for i := range svcs.Items {
-		add(tracer.ResourceServices, &svcs.Items[i])
-	}
-	evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, target, apiErr("list events", ns, err)
-	}
-	for i := range evs.Items {
-		add(tracer.ResourceEvents, &evs.Items[i])
-	}
-	slices, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, target, apiErr("list endpointslices", ns, err)
-	}
-	for i := range slices.Items {
-		add(tracer.ResourceEndpointSlices, &slices.Items[i])
-	}
-	for i := range pods.Items {
-		if target.pods[string(pods.Items[i].UID)] {
-			add(tracer.ResourcePods, &pods.Items[i])
-		}
-	}
-	return deltas, target, nil
-}
-
-// explainedWorkload is the object explain was asked about, when it is a workload.
-type explainedWorkload struct {
-	resource tracer.Resource
-	object   runtime.Object
-}
-
-// findExplained finds what explain was asked about: the Pod by name, or the workload, whose
-// UID (and a Deployment's ReplicaSets' UIDs) owns the Pods to trace.
-func findExplained(ctx context.Context, c kubernetes.Interface, ns, kind, name string, pods *corev1.PodList, rss *appsv1.ReplicaSetList, target *explainTarget) (map[types.UID]bool, *explainedWorkload, error) {
 	owners := map[types.UID]bool{} // the workload, and a Deployment's ReplicaSets
-	var workload *explainedWorkload
 	switch kind {
-	case "Pod":
-		for _, p := range pods.Items {
-			if p.Name == name {
-				target.pods[string(p.UID)] = true
-			}
-		}
-		if len(target.pods) == 0 {
-			return nil, nil, fmt.Errorf("pod %s/%s not found", ns, name)
-		}
 	case rollout.Deployment:
 		d, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, nil, notFound("deployment", ns, name, err)
+			return nil, target, notFound("deployment", ns, name, err)
 		}
 		target.workload, owners[d.UID] = string(d.UID), true
-		for _, rs := range rss.Items {
-			if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == d.UID {
-				owners[rs.UID] = true
-			}
-		}
-		workload = &explainedWorkload{tracer.ResourceDeployments, d}
 	case rollout.StatefulSet:
 		s, err := c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, nil, notFound("statefulset", ns, name, err)
+			return nil, target, notFound("statefulset", ns, name, err)
 		}
 		target.workload, owners[s.UID] = string(s.UID), true
-		workload = &explainedWorkload{tracer.ResourceStatefulSets, s}
 	case rollout.DaemonSet:
 		s, err := c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, nil, notFound("daemonset", ns, name, err)
+			return nil, target, notFound("daemonset", ns, name, err)
 		}
 		target.workload, owners[s.UID] = string(s.UID), true
-		workload = &explainedWorkload{tracer.ResourceDaemonSets, s}
 	}
-	return owners, workload, nil
+	// Everything readyspan watches in the namespace, as one list of each kind (the registry's),
+	// then only the Pods explain was asked about: the rest of the chain (owners, Services,
+	// Events, endpoints) is what their traces are rebuilt from.
+	all, err := tracer.Snapshot(ctx, c, ns)
+	var le *tracer.ListError
+	if errors.As(err, &le) {
+		return nil, target, apiErr("list "+string(le.Resource), ns, le.Err)
+	} else if err != nil {
+		return nil, target, err
+	}
+	for _, d := range all {
+		if rs, ok := d.Object.(*appsv1.ReplicaSet); ok {
+			if ref := metav1.GetControllerOf(rs); ref != nil && owners[ref.UID] {
+				owners[rs.UID] = true
+			}
+		}
+	}
+	deltas := all[:0]
+	for _, d := range all {
+		p, ok := d.Object.(*corev1.Pod)
+		if !ok {
+			deltas = append(deltas, d)
+			continue
+		}
+		ref := metav1.GetControllerOf(p)
+		if kind == "Pod" && p.Name == name || kind != "Pod" && ref != nil && owners[ref.UID] {
+			target.pods[string(p.UID)] = true
+			deltas = append(deltas, d)
+		}
+	}
+	if kind == "Pod" && len(target.pods) == 0 {
+		return nil, target, fmt.Errorf("pod %s/%s not found", ns, name)
+	}
+	return deltas, target, nil
 }
 
 func notFound(kind, ns, name string, err error) error {

@@ -240,9 +240,17 @@ func serveCapture(t *testing.T, dir, ns string) *httptest.Server {
 				}
 			}
 		}
-		if strings.HasSuffix(r.URL.Path, "/controllerrevisions") {
-			fmt.Fprint(w, `{"kind":"ControllerRevisionList","apiVersion":"apps/v1","metadata":{},"items":[]}`)
-			return
+		// A kind the capture holds no list of has none, as an apiserver answers.
+		for suffix, list := range map[string]string{
+			"/controllerrevisions": `"kind":"ControllerRevisionList","apiVersion":"apps/v1"`,
+			"/statefulsets":        `"kind":"StatefulSetList","apiVersion":"apps/v1"`,
+			"/daemonsets":          `"kind":"DaemonSetList","apiVersion":"apps/v1"`,
+			"/jobs":                `"kind":"JobList","apiVersion":"batch/v1"`,
+		} {
+			if strings.HasSuffix(r.URL.Path, suffix) {
+				fmt.Fprintf(w, `{%s,"metadata":{},"items":[]}`, list)
+				return
+			}
 		}
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":%q,"reason":"NotFound","code":404}`, r.URL.Path+" not found")
