@@ -213,6 +213,10 @@ type timeline struct {
 	attempts int
 	// inconsistent describes each milestone the stamps put impossibly early (outOfOrder).
 	inconsistent []inconsistency
+	// failure and failingSince are the Pod's failure when it did not reach Ready (failureOf):
+	// the root span names it and the summary counts it.
+	failure      string
+	failingSince time.Time
 }
 
 // timeline resolves the Pod's boundaries, narrows the whole-second ones, fills the chain and
@@ -220,6 +224,7 @@ type timeline struct {
 func (b *builder) timeline() timeline {
 	p := b.pod
 	tl := timeline{current: -1, bareRoot: p.Root == RootBarePod || p.Root == RootController, attempts: attempts(p)}
+	tl.failure, tl.failingSince = failureOf(p, b.outcome)
 
 	// The chain of phase boundaries, in causal order. Every stamp of the Pod's creation
 	// readyspan can see is an upper bound (the watch, the controller's event after its create
@@ -420,8 +425,8 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 		sp.Status, sp.StatusMessage = StatusError, msg
 		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
 	}
-	if why, _ := failureOf(p, b.outcome); why != "" {
-		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrFailureReason, why})
+	if tl.failure != "" {
+		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrFailureReason, tl.failure})
 	}
 	rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrAttempts, int64(tl.attempts)})
 	if len(tl.inconsistent) > 0 {

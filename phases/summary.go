@@ -64,7 +64,7 @@ type drawnPull struct {
 // summarize computes the summary from the timeline and the pulls drawn; it reads no span.
 func (b *builder) summarize(tl *timeline, opts Options) Summary {
 	sum := Summary{Outcome: b.outcome, SchedulingAttempts: tl.attempts, CurrentPhase: tl.stoppedIn}
-	sum.FailureReason, sum.FailingSince = failureOf(b.pod, b.outcome)
+	sum.FailureReason, sum.FailingSince = tl.failure, tl.failingSince
 	for i, ph := range tl.phases {
 		sum.PhaseDurations[i] = ph.end.t.Sub(ph.start.t)
 		sum.PhaseObserved[i] = ph.start.observed && ph.end.observed

@@ -142,24 +142,9 @@ func TestLoadRecordingBadLines(t *testing.T) {
 // drawing a Ready that took no time.
 func TestReplayWarnsOfImpossibleTimes(t *testing.T) {
 	const pod = "sleeper-7b67f9b4dd-hfswn"
-	src := filepath.Join("testdata", "real-node", "run2-ifnotpresent")
-	dir := t.TempDir()
-	files, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(src, f.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Name() == "pods.json" {
-			b = moveReadyBack(t, b, pod, 30)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := copyCapture(t, "run2-ifnotpresent", map[string]func([]byte) []byte{
+		"pods.json": func(b []byte) []byte { return moveReadyBack(t, b, pod, 30) },
+	})
 	deltas, err := LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -442,9 +442,13 @@ func printSkipped(w io.Writer, le *tracer.LoadError) {
 
 // printWarning writes a warning that may quote the cluster or a recording: each of its lines
 // escaped and bounded for the terminal (safetext), each prefixed with the command's name.
-func printWarning(w io.Writer, msg string) {
+func printWarning(w io.Writer, msg string) { printLines(w, "warning: ", msg) }
+
+// printLines writes msg to w a line at a time, each escaped and bounded for the terminal and
+// prefixed with the command's name and prefix.
+func printLines(w io.Writer, prefix, msg string) {
 	for _, line := range strings.Split(msg, "\n") {
-		fmt.Fprintf(w, "%s: warning: %s\n", prog, safetext.Cut(line, maxMessage))
+		fmt.Fprintf(w, "%s: %s%s\n", prog, prefix, safetext.Cut(line, maxMessage))
 	}
 }
 

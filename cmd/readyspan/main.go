@@ -80,11 +80,7 @@ func main() {
 
 // printError writes the error a command ended with; it may quote the cluster (an apiserver's
 // message, an object's name), so each line is escaped and bounded as a warning's are.
-func printError(w io.Writer, err error) {
-	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(w, "%s: %s\n", prog, safetext.Cut(line, maxMessage))
-	}
-}
+func printError(w io.Writer, err error) { printLines(w, "", err.Error()) }
 
 // run runs one command. Everything it writes to stderr (messages, warnings, log lines, client-go's
 // own) passes through safetext.Writer, so no string from the cluster reaches the terminal as a
