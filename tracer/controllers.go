@@ -49,8 +49,10 @@ type endedPod struct {
 	succeeded bool
 	// at is when it went, as the controller learns it: the deletion request (deletionTimestamp
 	// less the grace period, 1 s; the watch), or its terminal phase (the watch; the containers'
-	// finishedAt). gone is its removal from the API (a StatefulSet recreates a name only then).
-	at, gone phases.Times
+	// finishedAt). over is when it stopped running: its terminal phase, or its removal; a
+	// DaemonSet replaces a Pod then (a terminating one still counts until it is terminal). gone
+	// is its removal from the API: a StatefulSet recreates a name only then.
+	at, over, gone phases.Times
 	used     bool // a replacement (or a Job's next Pod) was traced as following it
 }
 
@@ -171,14 +173,27 @@ func (o *owner) noteEnd(d *Delta, p *corev1.Pod, terminal bool) {
 	if d.Type == Deleted {
 		e.gone.Add(d.watchTime(), phases.SourceWatch)
 	}
+	if len(e.over) == 0 && (terminal || d.Type == Deleted) {
+		// Its containers done, or gone: as seen, else as its containers state it.
+		if w := d.watchTime(); !w.IsZero() {
+			e.over.Add(w, phases.SourceWatch)
+		} else {
+			e.over.Add(lastFinished(p), phases.SourceStatus)
+		}
+	}
 	if len(e.at) > 0 {
 		return
 	}
 	switch {
 	case terminal:
 		e.why, e.succeeded = whyEnded(p), p.Status.Phase == corev1.PodSucceeded
-		e.at.Add(d.watchTime(), phases.SourceWatch)
-		e.at.Add(lastFinished(p), phases.SourceStatus)
+		// The phase's change as seen; its containers' finish, earlier (the kubelet reports
+		// the phase later), only where the watch did not see it.
+		if w := d.watchTime(); !w.IsZero() {
+			e.at.Add(w, phases.SourceWatch)
+		} else {
+			e.at.Add(lastFinished(p), phases.SourceStatus)
+		}
 	case p.DeletionTimestamp != nil:
 		e.why = whyEnded(p)
 		requested := p.DeletionTimestamp.Time
@@ -357,7 +372,11 @@ func (c *Correlator) daemonSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, 
 	if e := o.followed(obs, func(e *endedPod) bool {
 		return obs.Node != "" && e.node == obs.Node && !e.succeeded && (e.revision == "" || e.revision == revision)
 	}); e != nil {
-		replaces(obs, e, e.at)
+		trigger := e.over
+		if len(trigger) == 0 {
+			trigger = e.at
+		}
+		replaces(obs, e, trigger)
 		return
 	}
 	if ch := o.latestChange(obs); ch != nil {
