@@ -53,7 +53,7 @@ type endedPod struct {
 	// DaemonSet replaces a Pod then (a terminating one still counts until it is terminal). gone
 	// is its removal from the API: a StatefulSet recreates a name only then.
 	at, over, gone phases.Times
-	used     bool // a replacement (or a Job's next Pod) was traced as following it
+	used           bool // a replacement (or a Job's next Pod) was traced as following it
 }
 
 // maxEnded bounds the Pods that went kept per owner; maxOwners bounds the owners kept, and

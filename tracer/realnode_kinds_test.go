@@ -164,7 +164,9 @@ func spanOf(t *testing.T, tr *phases.Trace, name string) *phases.Span {
 
 // inSecond reports whether at lies in the whole second that starts at second, the window a
 // whole-second stamp allows.
-func inSecond(at, second time.Time) bool { return !at.Before(second) && at.Before(second.Add(time.Second)) }
+func inSecond(at, second time.Time) bool {
+	return !at.Before(second) && at.Before(second.Add(time.Second))
+}
 
 // checkAttrs holds a span's attributes to want.
 func checkAttrs(t *testing.T, who string, s *phases.Span, want map[string]any) {
