@@ -562,8 +562,8 @@ func TestRolloutDaemonSet(t *testing.T) {
 		if c, r, d := s.StrTag("readyspan.controller.cause"), root.StrTag("readyspan.root"), root.StrTag("k8s.daemonset.name"); c != "change" || r != "daemonset" || d != "agent" {
 			t.Errorf("%s: cause %q, root %q, daemonset %q, want change, daemonset, agent", name, c, r, d)
 		}
-		if l := links(root); len(l) != 0 {
-			t.Errorf("%s: an update's Pod links to %v as if it replaced one", name, l)
+		if r := root.StrTag("readyspan.replaces.pod"); r != "" {
+			t.Errorf("%s: an update's Pod says it replaced %s", name, r)
 		}
 	}
 }
