@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -211,6 +212,24 @@ func (o *owner) noteEnd(d *Delta, p *corev1.Pod, terminal bool) {
 // whyEnded names why a Pod went: evicted (the eviction API's DisruptionTarget condition, the
 // kubelet's Evicted), failed (with its status reason, or its container's), succeeded, deleted.
 func whyEnded(p *corev1.Pod) string {
+	return boundWhy(whyEndedUnbounded(p))
+}
+
+// maxWhy bounds why a Pod went: its status reason is the kubelet's or a controller's free text.
+const maxWhy = 256
+
+func boundWhy(s string) string {
+	if len(s) <= maxWhy {
+		return s
+	}
+	cut := maxWhy
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func whyEndedUnbounded(p *corev1.Pod) string {
 	if p.Status.Reason == "Evicted" {
 		return "evicted"
 	}

@@ -1,6 +1,11 @@
 package tracer
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // TestCreatedPod: the Pod named by each controller's SuccessfulCreate, in the v1.37 formats
 // (controller_utils.go: "Created pod: %v"; stateful_pod_control.go: "%s Pod %s in StatefulSet
@@ -43,5 +48,37 @@ func TestStatefulOrdinal(t *testing.T) {
 		if base != tt.base || ord != tt.ord || ok != tt.ok {
 			t.Errorf("statefulOrdinal(%q) = %q, %d, %v; want %q, %d, %v", tt.name, base, ord, ok, tt.base, tt.ord, tt.ok)
 		}
+	}
+}
+
+// TestWhyEnded: why a Pod went, from its status as the kubelet and the eviction API write it,
+// bounded: a status reason is free text.
+func TestWhyEnded(t *testing.T) {
+	failed := func(reason string, exit int32) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: exit}}}}
+		return p
+	}
+	disrupted := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}}}
+	tests := []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{failed("", 1), "failed: Error (exit code 1)"},
+		{failed("Evicted", 137), "evicted"},
+		{failed("DeadlineExceeded", 0), "failed: DeadlineExceeded"},
+		{disrupted, "evicted"},
+		{&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, "succeeded"},
+		{&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, "deleted"},
+	}
+	for _, tt := range tests {
+		if got := whyEnded(tt.pod); got != tt.want {
+			t.Errorf("whyEnded = %q, want %q", got, tt.want)
+		}
+	}
+	long := whyEnded(failed(strings.Repeat("é", 1000), 1))
+	if len(long) > maxWhy+len("…") || !strings.HasPrefix(long, "failed: é") {
+		t.Errorf("a long reason is kept as %d bytes (%.40q…), want at most %d", len(long), long, maxWhy)
 	}
 }
