@@ -24,8 +24,9 @@ import (
 // in its SuccessfulCreate Event's name (stamped right after the create returned), the Pods'
 // Ready lastTransitionTime, the Job's cronjob-scheduled-timestamp annotation.
 
-// spanTimeTolerance: Jaeger keeps span times in microseconds.
-const spanTimeTolerance = time.Microsecond
+// spanTimeTolerance: Jaeger keeps a span's start and duration in whole microseconds, each
+// truncated, so its end may be up to 2 µs before the nanosecond it stands for.
+const spanTimeTolerance = 2 * time.Microsecond
 
 // createdAt is the nanosecond in the name of the SuccessfulCreate Event with message msg (its
 // first occurrence), waiting for it.
