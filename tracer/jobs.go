@@ -136,7 +136,7 @@ func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
 	if j.cronJob != "" && len(j.scheduled) > 0 {
 		obs.Root, obs.CronJob = phases.RootCronJob, j.cronJob
 		obs.RootPersisted, obs.JobCreated = j.scheduled, j.persisted
-		obs.Cause, obs.Trigger = phases.CauseSchedule, j.persisted
+		obs.Cause, obs.Trigger = phases.CauseSchedule, nil // controllers.job starts at JobCreated
 	}
 	if went != nil {
 		obs.Cause, obs.CauseObject, obs.Trigger = phases.CauseNextCompletion, went.name, went.at
