@@ -106,12 +106,11 @@ func creator(m *metav1.ObjectMeta) string {
 	return who
 }
 
-// jobRoot roots a Pod of the Job's first wave at the Job's creation; other Pods of the Job stay
-// RootController.
-//
-// A later Pod follows one of the Job's that went: a succeeded one (the next completion) or a
-// failed, evicted or deleted one (its replacement, which links to it). A CronJob's Job roots its
-// Pods at the schedule time, the Job's creation between the two.
+// jobRoot roots a Pod of the Job's first wave at the Job's creation. A later Pod follows one of
+// the Job's that went: a succeeded one (the next completion) or a failed, evicted or deleted one
+// (its replacement, which links to it); one that follows none readyspan saw stays
+// RootController. A CronJob's Job roots its Pods at the schedule time, the Job's creation
+// between the two.
 func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
 	obs.Job = owner.Name
 	j := c.jobs()[owner.UID]
