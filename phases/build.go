@@ -16,6 +16,20 @@ const (
 	AttrNodeName        = "k8s.node.name"
 	AttrDeploymentName  = "k8s.deployment.name"
 	AttrReplicaSetName  = "k8s.replicaset.name"
+	AttrStatefulSetName = "k8s.statefulset.name"
+	AttrDaemonSetName   = "k8s.daemonset.name"
+	AttrJobName         = "k8s.job.name"
+	AttrCronJobName     = "k8s.cronjob.name"
+	// AttrCause is on a workload controller's step: what gave it reason to create the Pod
+	// (Cause); AttrCausePod names the Pod that cause is about.
+	AttrCause    = "readyspan.controller.cause"
+	AttrCausePod = "readyspan.controller.cause.pod"
+	// AttrReplacesPod and AttrReplacesWhy are on the root of a Pod that replaces another
+	// (self-healing), which the root also links to.
+	AttrReplacesPod = "readyspan.replaces.pod"
+	AttrReplacesWhy = "readyspan.replaces.why"
+	// AttrLinkRelation says what a link points to.
+	AttrLinkRelation    = "readyspan.link"
 	AttrContainerName   = "k8s.container.name"
 	AttrRestarts        = "k8s.container.restart_count"
 	AttrImageName       = "container.image.name"
@@ -311,6 +325,19 @@ func (b *builder) stopChain(tl *timeline) (fixed [boundaryCount]bool) {
 			end.observed, end.src = true, SourceWatch
 		}
 	}
+	if b.outcome == OutcomeCompleted {
+		// Ran to completion without being seen Ready (a Job's Pod): the kubelet's work ends
+		// when the last container started, and the trace at Succeeded; between the two the
+		// Pod ran, which is no startup.
+		started := b.lastContainer(func(c *Container) Times { return c.Started })
+		if started.observed && started.t <= end.t {
+			chain[containersReady], fixed[containersReady] = started, true
+		} else {
+			chain[containersReady], fixed[containersReady] = end, true
+		}
+		chain[podServing], fixed[podServing] = end, true
+		return fixed
+	}
 	if b.outcome != OutcomeReady {
 		// It was in the phase that starts at the last boundary observed; with the final
 		// boundary observed all the same (the outcome says otherwise), in the last phase.
@@ -387,6 +414,11 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	root := spanHead{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan, room: rootAttrs}
 	rootIdx := b.add(root, -1, tl.rootStart, tl.chain[podServing])
 	b.trace.Spans[rootIdx].Attrs = b.podAttrs(b.trace.Spans[rootIdx].Attrs, skew)
+	if r := p.Replaces; r != nil && r.UID != "" {
+		// The Pod this one replaces: its own trace, whose root span this one's follows from.
+		b.trace.Spans[rootIdx].AddLink(Link{TraceID: TraceIDFor(r.UID), SpanID: SpanIDFor(r.UID, RootSpanName),
+			Attrs: []Attr{{AttrLinkRelation, "replaces"}}})
+	}
 	// Each phase is drawn and then its steps, depth first: the order the trace lists its spans
 	// in (finish), so that most traces need no reordering.
 	var phaseSpan [len(phaseTable)]int // each phase's span, indexed like phaseTable
@@ -414,7 +446,7 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 
 	rootSpan := &b.trace.Spans[rootIdx]
 	switch b.outcome {
-	case OutcomeReady:
+	case OutcomeReady, OutcomeCompleted:
 		rootSpan.Status = StatusOK
 	case OutcomeInProgress:
 		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrCurrentPhase, tl.stoppedIn})
@@ -466,7 +498,7 @@ type builder struct {
 const (
 	drawnAttrs = 2                   // clamped twice (the bounds are fields: Span.StartBound)
 	spanAttrs  = drawnAttrs + 5      // an image pull's five are the most a step adds
-	rootAttrs  = drawnAttrs + 12 + 4 // podAttrs; the current phase, attempts, inconsistency
+	rootAttrs  = drawnAttrs + 14 + 4 // podAttrs; the current phase, attempts, inconsistency
 	// attrBlockLen is how many attributes the first block holds: the spans of a Pod with a
 	// container or two. A Pod with more grows it, and the scratch keeps the grown one.
 	attrBlockLen = 256
@@ -681,7 +713,7 @@ func (ph phaseSpec) serviceFor(p *Pod) string {
 	if p.Client != "" {
 		return p.Client
 	}
-	if p.Root == RootReplicaSet || p.Root == RootController {
+	if p.Root != RootDeployment && p.Root != RootBarePod {
 		return ServiceController
 	}
 	return ph.service
@@ -705,6 +737,17 @@ func (b *builder) podAttrs(as []Attr, skew clockSkew) []Attr {
 	}
 	if p.ReplicaSet != "" {
 		as = append(as, Attr{AttrReplicaSetName, p.ReplicaSet})
+	}
+	for _, w := range [...]struct{ key, name string }{
+		{AttrStatefulSetName, p.StatefulSet}, {AttrDaemonSetName, p.DaemonSet},
+		{AttrJobName, p.Job}, {AttrCronJobName, p.CronJob},
+	} {
+		if w.name != "" {
+			as = append(as, Attr{w.key, w.name})
+		}
+	}
+	if r := p.Replaces; r != nil {
+		as = append(as, Attr{AttrReplacesPod, r.Name}, Attr{AttrReplacesWhy, r.Why})
 	}
 	if p.Client != "" {
 		as = append(as, Attr{AttrClient, p.Client})
@@ -757,7 +800,51 @@ func (b *builder) controllers(parent int, persisted, created, scaled point) {
 		b.add(spanHead{Name: SpanControllersDeployment, Path: SpanControllersDeployment, Service: ServiceController}, parent, persisted, scaled)
 		b.add(spanHead{Name: SpanControllersReplicaSet, Path: SpanControllersReplicaSet, Service: ServiceController}, parent, scaled, created)
 	case RootReplicaSet:
-		b.add(spanHead{Name: SpanControllersReplicaSet, Path: SpanControllersReplicaSet, Service: ServiceController}, parent, persisted, created)
+		i := b.add(spanHead{Name: SpanControllersReplicaSet, Path: SpanControllersReplicaSet, Service: ServiceController}, parent, persisted, created)
+		b.causeAttrs(i)
+	case RootCronJob:
+		// The CronJob controller's delay: the schedule time → its Job created; then the job
+		// controller's step, from the Job to the Pod.
+		job := resolve(p.JobCreated)
+		if !job.observed || job.t < persisted.t {
+			job = point{t: persisted.t, src: job.src, observed: job.observed}
+		}
+		b.add(spanHead{Name: SpanControllersCronJob, Path: SpanControllersCronJob, Service: ServiceController}, parent, persisted, job)
+		b.workloadStep(parent, SpanControllersJob, job, created)
+	case RootStatefulSet:
+		b.workloadStep(parent, SpanControllersStatefulSet, persisted, created)
+	case RootDaemonSet:
+		b.workloadStep(parent, SpanControllersDaemonSet, persisted, created)
+	case RootJob:
+		b.workloadStep(parent, SpanControllersJob, persisted, created)
+	}
+}
+
+// workloadStep draws a workload controller's step: from what gave it reason to create the Pod
+// (its trigger; the root request's persistence when the trigger is that request or unstated)
+// to the Pod created. A trigger after the Pod's creation (clocks of two components) is clamped
+// to it by add, which says so.
+func (b *builder) workloadStep(parent int, name string, from, created point) {
+	if t := resolve(b.pod.Trigger); t.observed && t.t > from.t {
+		from = t
+	} else if !t.observed && b.pod.Cause != CauseNone && b.pod.Cause != CauseChange && b.pod.Cause != CauseSchedule {
+		// The cause is known (a replacement, a predecessor) but not when it came.
+		from.observed, from.src = false, SourceDerived
+	}
+	i := b.add(spanHead{Name: name, Path: name, Service: ServiceController}, parent, from, created)
+	b.causeAttrs(i)
+}
+
+// causeAttrs names the cause of a controller's step on its span.
+func (b *builder) causeAttrs(i int) {
+	p := b.pod
+	if p.Cause == CauseNone {
+		return
+	}
+	sp := &b.trace.Spans[i]
+	sp.Attrs = append(sp.Attrs, Attr{AttrCause, string(p.Cause)})
+	if p.CauseObject != "" {
+		sp.Attrs = append(sp.Attrs, Attr{AttrCausePod, p.CauseObject})
 	}
 }
 

@@ -6,6 +6,11 @@ package phases
 const (
 	SpanControllersDeployment = "controllers.deployment" // Deployment persisted → its ReplicaSet scaled
 	SpanControllersReplicaSet = "controllers.replicaset" // ReplicaSet scaled → the Pod created
+	// A workload controller's own step: its cause (Pod.Trigger) → the Pod created.
+	SpanControllersStatefulSet = "controllers.statefulset"
+	SpanControllersDaemonSet   = "controllers.daemonset"
+	SpanControllersJob         = "controllers.job"
+	SpanControllersCronJob     = "controllers.cronjob" // the schedule time → the Job created
 
 	SpanKubeletSandbox = "kubelet.sandbox" // the Pod on its node → its sandbox ready (volumes, CNI)
 
@@ -50,6 +55,10 @@ type SpanInfo struct {
 var Catalogue = []SpanInfo{
 	{Name: SpanControllersDeployment, Phase: PhaseControllers},
 	{Name: SpanControllersReplicaSet, Phase: PhaseControllers},
+	{Name: SpanControllersCronJob, Phase: PhaseControllers},
+	{Name: SpanControllersStatefulSet, Phase: PhaseControllers},
+	{Name: SpanControllersDaemonSet, Phase: PhaseControllers},
+	{Name: SpanControllersJob, Phase: PhaseControllers},
 	{Name: SpanKubeletSandbox, Phase: PhaseKubelet},
 	{Name: SpanContainerInit, Phase: PhaseKubelet, Container: true},
 	{Name: SpanContainerSidecar, Phase: PhaseKubelet, Container: true},

@@ -10,6 +10,10 @@ const (
 	OutcomeFailed  Outcome = "failed"  // a persistent failure (pull, crash loop, sandbox, mount)
 	OutcomeStuck   Outcome = "stuck"   // not Ready after the stuck deadline
 	OutcomeDeleted Outcome = "deleted" // deleted before it was Ready
+	// OutcomeCompleted is a Pod that ran to completion (phase Succeeded) without being seen
+	// Ready: a Job's Pod whose container exits before the kubelet reports it Ready. Its trace
+	// ends at Succeeded, with no error.
+	OutcomeCompleted Outcome = "completed"
 	// OutcomeInProgress is for one-shot reconstructions (explain, the end of a replay) of a
 	// Pod that is still starting: its spans end at the last thing seen, without an error.
 	OutcomeInProgress Outcome = "in-progress"
@@ -19,12 +23,39 @@ const (
 type Root string
 
 const (
-	RootDeployment Root = "deployment" // a Deployment change created or scaled the ReplicaSet
-	RootReplicaSet Root = "replicaset" // a ReplicaSet (re)created the Pod without a spec change
-	RootJob        Root = "job"        // a Job's creation: the job controller created the Pod
-	RootController Root = "controller" // another controller (StatefulSet, DaemonSet…)
-	RootBarePod    Root = "pod"        // the client created the Pod itself
+	RootDeployment  Root = "deployment"  // a Deployment change created or scaled the ReplicaSet
+	RootReplicaSet  Root = "replicaset"  // a ReplicaSet (re)created the Pod without a spec change
+	RootJob         Root = "job"         // a Job (its creation, a finished Pod): the job controller created the Pod
+	RootCronJob     Root = "cronjob"     // a CronJob's schedule: its Job, then the Pod
+	RootStatefulSet Root = "statefulset" // a StatefulSet (its change, a predecessor Ready, a replacement)
+	RootDaemonSet   Root = "daemonset"   // a DaemonSet (its change, a replacement)
+	RootController  Root = "controller"  // another controller, whose cause readyspan does not read
+	RootBarePod     Root = "pod"         // the client created the Pod itself
 )
+
+// Cause is what gave a workload controller reason to create a Pod.
+type Cause string
+
+const (
+	CauseNone Cause = ""
+	// CauseChange: the workload's creation or spec change (a scale included).
+	CauseChange Cause = "change"
+	// CauseSchedule: a CronJob's schedule came due.
+	CauseSchedule Cause = "schedule"
+	// CausePredecessorReady: an ordered StatefulSet's previous Pod turned Ready.
+	CausePredecessorReady Cause = "predecessor_ready"
+	// CauseNextCompletion: a Job's Pod succeeded and more completions are due.
+	CauseNextCompletion Cause = "next_completion"
+	// CauseReplacement: a Pod of the workload was deleted, evicted or failed (Replaces).
+	CauseReplacement Cause = "replacement"
+)
+
+// Replaced is a Pod a new one replaces, and why it went.
+type Replaced struct {
+	UID, Name string
+	// Why is "deleted", "evicted" or "failed" (with the reason the status gives, when it does).
+	Why string
+}
 
 // Occurrence is one failure or warning seen on a step (FailedScheduling, ErrImagePull, Unhealthy…).
 type Occurrence struct {
@@ -60,6 +91,22 @@ type Pod struct {
 	// Controllers: the ReplicaSet created or scaled up for this Pod, then the Pod created.
 	ReplicaSetScaled Times
 	Created          Times
+
+	// The workload controller's own cause (StatefulSet, DaemonSet, Job, CronJob): what gave
+	// it reason to create the Pod, and when. Trigger is unobserved where nothing states it.
+	StatefulSet string
+	DaemonSet   string
+	Job         string
+	CronJob     string
+	Trigger     Times
+	Cause       Cause
+	// CauseObject names the Pod the cause is about: the predecessor that turned Ready, the
+	// Pod that finished before a Job's next one, the Pod replaced.
+	CauseObject string
+	// JobCreated is a CronJob's Job created (the CronJob's RootPersisted is its schedule time).
+	JobCreated Times
+	// Replaces is the Pod this one replaces (self-healing), nil for none.
+	Replaces *Replaced
 
 	// Scheduling.
 	Scheduled         Times

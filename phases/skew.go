@@ -178,7 +178,7 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 	sk := clockSkew{
 		kubelet:    kubeletAhead(in),
 		scheduler:  ahead([]Times{in.Scheduled}, schedSrcs...),
-		controller: ahead([]Times{in.Created, in.ReplicaSetScaled}, SourceEventName),
+		controller: ahead([]Times{in.Created, in.ReplicaSetScaled, in.JobCreated}, SourceEventName),
 	}
 	if sk.kubelet == 0 {
 		sk.kubeletBehind = kubeletBehind(in, sk.scheduler)
@@ -234,6 +234,7 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 	if sk.controller > 0 {
 		p.Created = shiftAll(p.Created, sk.controller, SourceEventName, SourceEventSeconds)
 		p.ReplicaSetScaled = shiftAll(p.ReplicaSetScaled, sk.controller, SourceEventName, SourceEventSeconds)
+		p.JobCreated = shiftAll(p.JobCreated, sk.controller, SourceEventName, SourceEventSeconds) // the cronjob controller's
 	}
 	return &p, sk
 }

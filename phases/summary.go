@@ -72,6 +72,9 @@ func (b *builder) summarize(tl *timeline, opts Options) Summary {
 	if tl.bareRoot { // no controller created the Pod: the phase is not applicable
 		sum.PhaseObserved[phaseIndex(PhaseControllers)] = false
 	}
+	if b.outcome == OutcomeCompleted { // its status phase is the time it ran, not its startup
+		sum.PhaseObserved[phaseIndex(PhaseStatus)] = false
+	}
 	if b.outcome == OutcomeReady && tl.created.observed && tl.served.observed {
 		sum.Startup = tl.served.t.Sub(tl.created.t)
 	}
@@ -174,7 +177,7 @@ func attempts(p *Pod) int {
 // in the Pod's status) or, when the status shows none (a crash-looping container caught running
 // between two crashes), the latest failure the kubelet reported for a container not Ready.
 func failureOf(p *Pod, outcome Outcome) (reason string, since time.Time) {
-	if outcome == OutcomeReady {
+	if outcome == OutcomeReady || outcome == OutcomeCompleted {
 		return "", time.Time{}
 	}
 	reason = p.FailureReason

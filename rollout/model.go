@@ -47,9 +47,6 @@ const (
 	DaemonSet   = "DaemonSet"
 )
 
-// WorkloadKinds lists the workload kinds readyspan traces rollouts of.
-var WorkloadKinds = []string{Deployment, StatefulSet, DaemonSet}
-
 // Workload names the object that rolled out.
 type Workload struct {
 	Kind      string // Deployment, StatefulSet, DaemonSet

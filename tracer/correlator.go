@@ -147,6 +147,9 @@ type Correlator struct {
 	lastPrune time.Time
 	// kindState holds what the view of a kind in the registry keeps, by resource (stateOf).
 	kindState map[Resource]any
+	// owners holds what the controllers of Pods (of every kind) show of their Pods' causes:
+	// changes, Pods that went, Ready times (controllers.go).
+	owners map[types.UID]*owner
 }
 
 // New returns a Correlator exporting to sink.
@@ -174,6 +177,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		audit:         map[string][]*AuditEntry{},
 		unknownShapes: map[string]bool{},
 		inPhase:       map[string]int{},
+		owners:        map[types.UID]*owner{},
 	}
 	c.rollouts = newRollouts(cfg, cfg.Rollouts, stats, c.auditFor)
 	return c
@@ -249,6 +253,7 @@ func (c *Correlator) lastState(o runtime.Object) runtime.Object {
 }
 
 func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
+	c.notePod(d, p)
 	if _, done := c.done[p.UID]; done {
 		if d.Type == Deleted {
 			delete(c.done, p.UID)
@@ -533,6 +538,16 @@ func (c *Correlator) checkNow(ps *podState, now time.Time) {
 			reason = "pod failed"
 		}
 		c.finish(ps, phases.OutcomeFailed, reason, now)
+		return
+	}
+	if p.Status.Phase == corev1.PodSucceeded {
+		// Ran to completion without being seen Ready (a Job's Pod that exits at once): its
+		// trace ends at Succeeded, as seen, else as its containers state it.
+		end := now
+		if end.IsZero() {
+			end = lastFinished(p)
+		}
+		c.finish(ps, phases.OutcomeCompleted, "", end)
 		return
 	}
 	if now.IsZero() {

@@ -1,7 +1,10 @@
 package tracer
 
 import (
+	"time"
+
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -26,8 +29,13 @@ type job struct {
 	persisted       phases.Times // its creation: metadata (1 s) and, seen created, the watch
 	// wave is how many Pods the creation starts at once (parallelism, at most completions);
 	// made counts the Pods traced as the creation's (jobRoot). Later Pods replace failed ones
-	// or run later completions: they are the job controller's doing, not the client's.
+	// or run later completions: the job controller's doing, each after a Pod that went.
 	wave, made int32
+	// cronJob is the CronJob that made the Job, and scheduled the time it was due (the
+	// annotation batch.kubernetes.io/cronjob-scheduled-timestamp, whole seconds, exact: the
+	// schedule's time, not a clock's reading); empty for a Job a client created.
+	cronJob   string
+	scheduled phases.Times
 }
 
 type jobs = map[types.UID]*job
@@ -40,6 +48,7 @@ func (c *Correlator) handleJob(d *Delta, j *batchv1.Job) {
 	all := c.jobs()
 	if d.Type == Deleted {
 		delete(all, j.UID)
+		delete(c.owners, j.UID)
 		return
 	}
 	if all[j.UID] != nil {
@@ -62,8 +71,33 @@ func (c *Correlator) handleJob(d *Delta, j *batchv1.Job) {
 		cur.persisted.Add(d.watchTime(), phases.SourceWatch)
 	}
 	cur.client = creator(&j.ObjectMeta)
+	if ref := controllerOf(&j.ObjectMeta); ref != nil && ref.Kind == "CronJob" {
+		cur.cronJob = ref.Name
+		cur.client = ""
+		// RFC 3339 in the CronJob's time zone (cronjob/utils.go, getJobFromTemplate2).
+		if at, err := time.Parse(time.RFC3339, j.Annotations[batchv1.CronJobScheduledTimestampAnnotation]); err == nil {
+			cur.scheduled.Add(at, phases.SourceMetadata)
+		}
+	}
+	if cur.cronJob != "" {
+		c.cronJobCreated(cur)
+	}
 	all[j.UID] = cur
 }
+
+// slimJob keeps of a Job what its view reads: no template, and of its annotations only the
+// CronJob's schedule time.
+func slimJob(j *batchv1.Job) {
+	at, ok := j.Annotations[batchv1.CronJobScheduledTimestampAnnotation]
+	j.Annotations = nil
+	if ok && len(at) <= maxTimestampLen {
+		j.Annotations = map[string]string{batchv1.CronJobScheduledTimestampAnnotation: at}
+	}
+	j.Spec.Template = corev1.PodTemplateSpec{}
+}
+
+// maxTimestampLen bounds an annotation kept as a time: RFC 3339 with a zone is 25 bytes.
+const maxTimestampLen = 64
 
 // creator is the field manager that created the object: the oldest entry of a client (not the
 // controller manager) on the main resource.
@@ -72,17 +106,46 @@ func creator(m *metav1.ObjectMeta) string {
 	return who
 }
 
-// jobRoot roots a Pod of the Job's first wave at the Job's creation; other Pods of the Job stay
-// RootController.
+// jobRoot roots a Pod of the Job's first wave at the Job's creation. A later Pod follows one of
+// the Job's that went: a succeeded one (the next completion) or a failed, evicted or deleted one
+// (its replacement, which links to it); one that follows none readyspan saw stays
+// RootController. A CronJob's Job roots its Pods at the schedule time, the Job's creation
+// between the two.
 func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
+	obs.Job = owner.Name
 	j := c.jobs()[owner.UID]
-	if j == nil || j.made >= j.wave || !atOrBefore(j.persisted, obs.Created) {
+	if j == nil || !atOrBefore(j.persisted, obs.Created) {
 		return
 	}
-	j.made++
+	first := j.made < j.wave
+	var went *endedPod
+	if !first {
+		went = c.owners[owner.UID].followed(obs, func(*endedPod) bool { return true })
+		if went == nil {
+			return // neither the creation's nor after a Pod that went: the cause is not seen
+		}
+	}
+	if first {
+		j.made++
+	}
 	obs.Root = phases.RootJob
 	obs.RootPersisted = j.persisted
 	obs.Client = j.client
-	created, _ := obs.Created.Earliest()
-	applyAudit(obs, c.auditFor(string(ResourceJobs), j.namespace, j.name, created.Time()))
+	obs.Cause, obs.Trigger = phases.CauseChange, j.persisted
+	if j.cronJob != "" && len(j.scheduled) > 0 {
+		obs.Root, obs.CronJob = phases.RootCronJob, j.cronJob
+		obs.RootPersisted, obs.JobCreated = j.scheduled, j.persisted
+		obs.Cause, obs.Trigger = phases.CauseSchedule, nil // controllers.job starts at JobCreated
+	}
+	if went != nil {
+		obs.Cause, obs.CauseObject, obs.Trigger = phases.CauseNextCompletion, went.name, went.at
+		if !went.succeeded {
+			obs.Cause = phases.CauseReplacement
+			obs.Replaces = &phases.Replaced{UID: string(went.uid), Name: went.name, Why: went.why}
+		}
+	}
+	if j.cronJob == "" {
+		created, _ := obs.Created.Earliest()
+		applyAudit(obs, c.auditFor(string(ResourceJobs), j.namespace, j.name, created.Time()))
+	}
 }

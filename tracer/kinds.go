@@ -84,7 +84,7 @@ type kind struct {
 
 	// root fills the start of the chain of a Pod the kind's object controls, when it knows
 	// the request that started it (rootOf has set RootController, which it keeps otherwise).
-	root func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod)
+	root func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod)
 
 	// snapshot is the kind's place when a recording's List snapshots are fed in.
 	snapshot snapshotRank
@@ -92,6 +92,15 @@ type kind struct {
 	// verbs are what readyspan needs granted on the resource (deploy/kubernetes/base/
 	// clusterrole.yaml): list and watch for the watch, get for explain.
 	verbs []string
+
+	// explain are the names `readyspan explain NAME/OBJECT` accepts for the kind (kubectl's
+	// name, plural and short names), the first the one usage shows; nil for a kind explain does
+	// not take. get reads one object of it, for explain.
+	explain []string
+	get     func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error)
+
+	// rollouts: the rollout tracker traces the kind's rollouts.
+	rollouts bool
 }
 
 // auditedWrites are the writes of a kind the audit log is read for: requests with one of the
@@ -151,6 +160,10 @@ var kinds = []*kind{
 		handle:   func(c *Correlator, d Delta) { c.handlePod(&d, d.Object.(*corev1.Pod)) },
 		rollout:  func(r *rollouts, d Delta) { r.handlePod(&d, d.Object.(*corev1.Pod)) },
 		snapshot: snapshotPods, verbs: readVerbs,
+		explain: []string{"pod", "pods", "po"},
+		get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		},
 	},
 	{
 		resource: ResourceReplicaSets, stream: StreamReplicaSets, kind: "ReplicaSet",
@@ -178,7 +191,7 @@ var kinds = []*kind{
 		},
 		// The replicaset controller's SuccessfulCreate stamps the Pod's creation.
 		rollout:  func(r *rollouts, d Delta) { r.handleReplicaSet(&d, d.Object.(*appsv1.ReplicaSet)) },
-		events:   func(c *Correlator, e *event) bool { return c.handleReplicaSetEvent(e) },
+		events:   func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
 		snapshot: snapshotReplicaSets, verbs: readVerbs,
 	},
 	{
@@ -202,6 +215,11 @@ var kinds = []*kind{
 		events:        func(c *Correlator, e *event) bool { return c.handleDeploymentEvent(e) },
 		rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
 		snapshot:      snapshotWorkloads, verbs: readVerbs,
+		explain: []string{"deployment", "deployments", "deploy"},
+		get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		rollouts: true,
 	},
 	{
 		// The Events the watch reads: every recorder's, through the core API.
@@ -284,9 +302,20 @@ var kinds = []*kind{
 			st.Spec.VolumeClaimTemplates = nil
 		},
 		keepsIdentity: true, workload: true, audit: workloadWrites,
-		rollout:       func(r *rollouts, d Delta) { r.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet))) },
+		handle:  func(c *Correlator, d Delta) { c.handleStatefulSet(&d, d.Object.(*appsv1.StatefulSet)) },
+		rollout: func(r *rollouts, d Delta) { r.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet))) },
+		// "Create Pod web-0 in StatefulSet web successful" stamps the Pod's creation.
+		events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
 		rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
-		snapshot:      snapshotWorkloads, verbs: readVerbs,
+		root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
+			c.statefulSetRoot(owner, obs, pod)
+		},
+		snapshot: snapshotWorkloads, verbs: readVerbs,
+		explain: []string{"statefulset", "statefulsets", "sts"},
+		get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		rollouts: true,
 	},
 	{
 		resource: ResourceDaemonSets, stream: StreamDaemonSets, kind: "DaemonSet",
@@ -301,9 +330,23 @@ var kinds = []*kind{
 			slimWorkload(ds, &ds.Spec.Template, &ds.ObjectMeta)
 		},
 		keepsIdentity: true, workload: true, audit: workloadWrites,
-		rollout:       func(r *rollouts, d Delta) { r.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet))) },
+		handle: func(c *Correlator, d Delta) {
+			o := d.Object.(*appsv1.DaemonSet)
+			c.handleWorkloadChange(&d, &o.ObjectMeta)
+		},
+		rollout: func(r *rollouts, d Delta) { r.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet))) },
+		// "Created pod: agent-x7k2p" stamps the Pod's creation.
+		events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
 		rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
-		snapshot:      snapshotWorkloads, verbs: readVerbs,
+		root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
+			c.daemonSetRoot(owner, obs, pod)
+		},
+		snapshot: snapshotWorkloads, verbs: readVerbs,
+		explain: []string{"daemonset", "daemonsets", "ds"},
+		get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		rollouts: true,
 	},
 	{
 		resource: ResourceControllerRevisions, stream: StreamRevisions, kind: "ControllerRevision",
@@ -332,19 +375,45 @@ var kinds = []*kind{
 		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*batchv1.JobList] {
 			return c.BatchV1().Jobs(ns)
 		}),
-		// The view reads the Job's counts and status, never its template.
-		transform: func(o runtime.Object) {
-			j := o.(*batchv1.Job)
-			j.Annotations = nil
-			j.Spec.Template = corev1.PodTemplateSpec{}
-		},
+		// The view reads the Job's counts, status and schedule time, never its template.
+		transform:     func(o runtime.Object) { slimJob(o.(*batchv1.Job)) },
 		keepsIdentity: true, workload: true,
 		audit:  &auditedWrites{verbs: []string{"create"}},
 		handle: func(c *Correlator, d Delta) { c.handleJob(&d, d.Object.(*batchv1.Job)) },
 		// The job controller's SuccessfulCreate is the replicaset controller's: "Created pod: NAME".
-		events:   func(c *Correlator, e *event) bool { return c.handleReplicaSetEvent(e) },
-		root:     func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod) { c.jobRoot(owner, obs) },
+		events: func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
+		root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, _ *corev1.Pod) {
+			c.jobRoot(owner, obs)
+		},
 		snapshot: snapshotWorkloads, verbs: readVerbs,
+		explain: []string{"job", "jobs"},
+		get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+	},
+	{
+		// CronJobs: a CronJob's Pods are rooted at its schedule (cronjobs.go, jobs.go).
+		resource: ResourceCronJobs, stream: StreamCronJobs, kind: "CronJob",
+		gvr:       batchv1.SchemeGroupVersion.WithResource("cronjobs"),
+		newObject: func() runtime.Object { return &batchv1.CronJob{} },
+		newList:   func() runtime.Object { return &batchv1.CronJobList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*batchv1.CronJobList] {
+			return c.BatchV1().CronJobs(ns)
+		}),
+		// Nothing reads the Job template.
+		transform: func(o runtime.Object) {
+			cj := o.(*batchv1.CronJob)
+			cj.Annotations = nil
+			cj.Spec.JobTemplate = batchv1.JobTemplateSpec{}
+		},
+		keepsIdentity: true, workload: true,
+		handle:   func(c *Correlator, d Delta) { c.handleCronJob(&d, d.Object.(*batchv1.CronJob)) },
+		events:   func(c *Correlator, e *event) bool { return c.handleCronJobEvent(e) },
+		snapshot: snapshotWorkloads, verbs: readVerbs,
+		explain: []string{"cronjob", "cronjobs", "cj"},
+		get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.BatchV1().CronJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		},
 	},
 }
 
@@ -454,4 +523,43 @@ func stateOf[T any](c *Correlator, r Resource, fresh func() T) T {
 func keepsIdentity(r Resource) bool {
 	k := kindByRes[r]
 	return k != nil && k.keepsIdentity
+}
+
+// Explainable is a kind `readyspan explain` takes.
+type Explainable struct {
+	Kind  string   // the objects' Kind
+	Names []string // what explain accepts for it, the first the one usage shows
+	// Rollouts: readyspan traces the kind's rollouts (explain shows the latest).
+	Rollouts bool
+}
+
+// ExplainKinds lists the kinds explain takes, in the registry's order.
+func ExplainKinds() []Explainable {
+	var out []Explainable
+	for _, k := range kinds {
+		if len(k.explain) > 0 {
+			out = append(out, Explainable{Kind: k.kind, Names: k.explain, Rollouts: k.rollouts})
+		}
+	}
+	return out
+}
+
+// RolloutKinds lists the workload kinds readyspan traces rollouts of, in the registry's order.
+func RolloutKinds() []string {
+	var out []string
+	for _, k := range kinds {
+		if k.rollouts {
+			out = append(out, k.kind)
+		}
+	}
+	return out
+}
+
+// GetObject reads one object of a kind explain takes; an error for a kind it does not.
+func GetObject(ctx context.Context, c kubernetes.Interface, kind, ns, name string) (metav1.Object, error) {
+	k := kindByKind[kind]
+	if k == nil || k.get == nil {
+		return nil, fmt.Errorf("explain takes no kind %s", kind)
+	}
+	return k.get(ctx, c, ns, name)
 }

@@ -182,6 +182,7 @@ func clientEntry(m *metav1.ObjectMeta, newest bool) (string, time.Time) {
 func (c *Correlator) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
 	if d.Type == Deleted {
 		delete(c.replicaSets, rs.UID)
+		delete(c.owners, rs.UID)
 		return
 	}
 	cur := c.replicaSets[rs.UID]
@@ -339,7 +340,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	case owner.Kind != "ReplicaSet":
 		obs.Root = phases.RootController
 		if k := kindByKind[owner.Kind]; k != nil && k.root != nil {
-			k.root(c, owner, obs) // the controller's registry entry may know the request behind it
+			k.root(c, owner, obs, ps.pod) // the controller's registry entry may know the request behind it
 		}
 		return
 	}
@@ -377,6 +378,9 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	if scale == nil || rs.deploymentUID == "" {
 		obs.Root = phases.RootReplicaSet
 		obs.Client = controllerManager
+		if scale == nil {
+			c.replicaSetReplacement(owner.UID, obs)
+		}
 		return
 	}
 	obs.Root = phases.RootDeployment
@@ -401,14 +405,16 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 // created by that scale-up but to replace a Pod (self-healing).
 const selfHealWindow = 10 * time.Minute
 
-// handleReplicaSetEvent reads SuccessfulCreate ("Created pod: NAME"): the replicaset
-// controller's nanosecond stamp, taken right after the create returned. It returns false for a
-// SuccessfulCreate message in another format.
-func (c *Correlator) handleReplicaSetEvent(e *event) bool {
+// handleCreatedEvent reads SuccessfulCreate: the controller's nanosecond stamp, taken right
+// after the create returned. The replicaset, daemonset and job controllers write "Created pod:
+// NAME" (controller.RealPodControl), the statefulset controller "Create Pod NAME in
+// StatefulSet SET successful" (StatefulPodControl.recordPodEvent, the verb title-cased). It
+// returns false for a SuccessfulCreate message in another format.
+func (c *Correlator) handleCreatedEvent(e *event) bool {
 	if e.Reason != "SuccessfulCreate" {
 		return true
 	}
-	name, ok := strings.CutPrefix(strings.TrimPrefix(e.Message, combinedPrefix), "Created pod: ")
+	name, ok := createdPod(strings.TrimPrefix(e.Message, combinedPrefix))
 	if !ok {
 		return false
 	}
@@ -428,4 +434,23 @@ func (c *Correlator) handleReplicaSetEvent(e *event) bool {
 	}
 	c.createdBy[key] = e
 	return true
+}
+
+// createdPod reads the Pod's name from a SuccessfulCreate message.
+func createdPod(msg string) (string, bool) {
+	if name, ok := strings.CutPrefix(msg, "Created pod: "); ok {
+		return name, name != ""
+	}
+	rest, ok := strings.CutPrefix(msg, "Create Pod ")
+	if !ok {
+		rest, ok = strings.CutPrefix(msg, "create Pod ")
+	}
+	if !ok {
+		return "", false
+	}
+	name, set, ok := strings.Cut(rest, " in StatefulSet ")
+	if !ok || name == "" || !strings.HasSuffix(set, " successful") {
+		return "", false
+	}
+	return name, true
 }

@@ -465,7 +465,7 @@ func TestCombinedSuccessfulCreate(t *testing.T) {
 	c := New(Config{}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 	e := &event{UID: "e1", Namespace: "default", Regarding: eventRef{Kind: "ReplicaSet", Name: "web-7d4b9"}, Reason: "SuccessfulCreate",
 		Message: "(combined from similar events): Created pod: web-7d4b9-x2x9k", NameTime: wallOf(simAt(0)), Count: 4, Recv: wallOf(simAt(9000))}
-	if !c.handleReplicaSetEvent(e) {
+	if !c.handleCreatedEvent(e) {
 		t.Fatal("a combined SuccessfulCreate is a known format")
 	}
 	if len(c.createdBy) != 0 {

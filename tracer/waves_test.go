@@ -122,6 +122,26 @@ func TestReplacementNotFromTheScaleUp(t *testing.T) {
 			sp.Start.UTC().Format(time.StampMilli), sp.End.UTC().Format(time.StampMilli))
 	}
 	if b.Pod.Root != phases.RootReplicaSet || b.Find("controllers.replicaset") == nil {
-		t.Errorf("the replacement's root is %q, want the ReplicaSet's", b.Pod.Root)
+		t.Fatalf("the replacement's root is %q, want the ReplicaSet's", b.Pod.Root)
+	}
+	// It replaces web-new-a: its root links to that Pod's trace and says why it went, and the
+	// ReplicaSet's step starts at the deletion, as the watch received it (the sim's lag, 3 ms).
+	root := b.Root()
+	var replaced []phases.Link
+	for _, l := range root.Links() {
+		if len(l.Attrs) == 1 && l.Attrs[0] == (phases.Attr{Key: phases.AttrLinkRelation, Value: "replaces"}) {
+			replaced = append(replaced, l)
+		}
+	}
+	if len(replaced) != 1 || replaced[0].TraceID != a.TraceID || replaced[0].SpanID != a.Root().SpanID {
+		t.Errorf("the replacement links to %v, want one to the root of web-new-a's trace", root.Links())
+	}
+	if p, why := root.Attr(phases.AttrReplacesPod), root.Attr(phases.AttrReplacesWhy); p != "web-new-a" || why != "deleted" {
+		t.Errorf("the replacement replaces %v (%v), want web-new-a (deleted)", p, why)
+	}
+	sp := b.Find(phases.SpanControllersReplicaSet)
+	if deleted := simAt(60_000).Add(s.watchLag); !sp.Start.Equal(deleted) || sp.Attr(phases.AttrCause) != "replacement" {
+		t.Errorf("controllers.replicaset starts at %s (cause %v), want the deletion seen at %s (replacement)",
+			sp.Start.UTC().Format(time.StampMilli), sp.Attr(phases.AttrCause), deleted.UTC().Format(time.StampMilli))
 	}
 }

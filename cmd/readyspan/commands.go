@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -102,7 +102,7 @@ func namespacesText(namespaces []string) string {
 // reconstruction from what the API still holds (objects, conditions, statuses, and events
 // younger than their 1 h TTL). A workload shows its latest rollout as a Gantt chart.
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("explain", "(pod|deployment|statefulset|daemonset)/NAME [-n NS] [flags]", stderr)
+	fs := newFlagSet("explain", "("+explainNames("|", "|")+")/NAME [-n NS] [flags]", stderr)
 	var kf kubectlFlags
 	out := outputFlag{html: true}
 	kf.register(fs, false)
@@ -119,16 +119,17 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("explain needs one argument: pod/NAME, deployment/NAME, statefulset/NAME or daemonset/NAME")
+		return errors.New("explain needs one argument: " + explainNames("/NAME, ", "/NAME or ") + "/NAME")
 	}
 	kindArg, name, ok := strings.Cut(pos[0], "/")
 	if !ok || name == "" {
-		return fmt.Errorf("explain %q: want pod/NAME, deployment/NAME, statefulset/NAME or daemonset/NAME", pos[0])
+		return fmt.Errorf("explain %q: want %s/NAME", pos[0], explainNames("/NAME, ", "/NAME or "))
 	}
-	kind, ok := explainKinds[strings.ToLower(kindArg)]
+	ek, ok := explainKinds[strings.ToLower(kindArg)]
 	if !ok {
-		return fmt.Errorf("explain %s/%s: kind must be pod, deployment, statefulset or daemonset", kindArg, name)
+		return fmt.Errorf("explain %s/%s: kind must be %s", kindArg, name, explainNames(", ", " or "))
 	}
+	kind := ek.Kind
 	namespace, err := kf.namespace()
 	if err != nil {
 		return err
@@ -172,8 +173,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	if kind != "Pod" && !*withPods {
-		return nil
+	if kind != "Pod" && ek.Rollouts && !*withPods {
+		return nil // a workload without rollouts (a Job, a CronJob) is shown by its Pods
 	}
 	sortTraces(traces)
 	for _, t := range traces {
@@ -187,12 +188,28 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// explainKinds maps what explain accepts (kubectl's names and short names) to a kind.
-var explainKinds = map[string]string{
-	"pod": "Pod", "pods": "Pod", "po": "Pod",
-	"deployment": rollout.Deployment, "deployments": rollout.Deployment, "deploy": rollout.Deployment,
-	"statefulset": rollout.StatefulSet, "statefulsets": rollout.StatefulSet, "sts": rollout.StatefulSet,
-	"daemonset": rollout.DaemonSet, "daemonsets": rollout.DaemonSet, "ds": rollout.DaemonSet,
+// explainKinds maps what explain accepts (kubectl's names and short names) to a kind, from the
+// registry of kinds.
+var explainKinds = func() map[string]tracer.Explainable {
+	m := map[string]tracer.Explainable{}
+	for _, k := range tracer.ExplainKinds() {
+		for _, n := range k.Names {
+			m[n] = k
+		}
+	}
+	return m
+}()
+
+// explainNames is what usage and errors list: each kind's first name, "pod, deployment, …".
+func explainNames(sep, last string) string {
+	var names []string
+	for _, k := range tracer.ExplainKinds() {
+		names = append(names, k.Names[0])
+	}
+	if len(names) < 2 {
+		return strings.Join(names, sep)
+	}
+	return strings.Join(names[:len(names)-1], sep) + last + names[len(names)-1]
 }
 
 // explainTarget is what explain prints: a Pod, or a workload's rollout and its current Pods.
@@ -202,29 +219,17 @@ type explainTarget struct {
 }
 
 // explainObjects lists what a reconstruction needs in the namespace and picks the target: the
-// Pod, or the workload and the Pods it controls (a Deployment's through its ReplicaSets).
+// Pod, or the workload and the Pods it controls (a Deployment's through its ReplicaSets, a
+// CronJob's through its Jobs).
 func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name string) ([]tracer.Delta, explainTarget, error) {
 	target := explainTarget{pods: map[string]bool{}}
-	owners := map[types.UID]bool{} // the workload, and a Deployment's ReplicaSets
-	switch kind {
-	case rollout.Deployment:
-		d, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	owners := map[types.UID]bool{} // the workload, and the ReplicaSets or Jobs it controls
+	if kind != "Pod" {
+		o, err := tracer.GetObject(ctx, c, kind, ns, name)
 		if err != nil {
-			return nil, target, notFound("deployment", ns, name, err)
+			return nil, target, notFound(strings.ToLower(kind), ns, name, err)
 		}
-		target.workload, owners[d.UID] = string(d.UID), true
-	case rollout.StatefulSet:
-		s, err := c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, target, notFound("statefulset", ns, name, err)
-		}
-		target.workload, owners[s.UID] = string(s.UID), true
-	case rollout.DaemonSet:
-		s, err := c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, target, notFound("daemonset", ns, name, err)
-		}
-		target.workload, owners[s.UID] = string(s.UID), true
+		target.workload, owners[o.GetUID()] = string(o.GetUID()), true
 	}
 	// Everything readyspan watches in the namespace, as one list of each kind (the registry's),
 	// then only the Pods explain was asked about: the rest of the chain (owners, Services,
@@ -237,9 +242,12 @@ func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name 
 		return nil, target, err
 	}
 	for _, d := range all {
-		if rs, ok := d.Object.(*appsv1.ReplicaSet); ok {
-			if ref := metav1.GetControllerOf(rs); ref != nil && owners[ref.UID] {
-				owners[rs.UID] = true
+		if _, ok := d.Object.(*corev1.Pod); ok {
+			continue
+		}
+		if m, err := meta.Accessor(d.Object); err == nil {
+			if ref := metav1.GetControllerOf(m); ref != nil && owners[ref.UID] {
+				owners[m.GetUID()] = true
 			}
 		}
 	}

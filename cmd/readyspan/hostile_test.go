@@ -246,6 +246,7 @@ func serveCapture(t *testing.T, dir, ns string) *httptest.Server {
 			"/statefulsets":        `"kind":"StatefulSetList","apiVersion":"apps/v1"`,
 			"/daemonsets":          `"kind":"DaemonSetList","apiVersion":"apps/v1"`,
 			"/jobs":                `"kind":"JobList","apiVersion":"batch/v1"`,
+			"/cronjobs":            `"kind":"CronJobList","apiVersion":"batch/v1"`,
 		} {
 			if strings.HasSuffix(r.URL.Path, suffix) {
 				fmt.Fprintf(w, `{%s,"metadata":{},"items":[]}`, list)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/readyspan/readyspan/safetext"
+	"github.com/readyspan/readyspan/tracer"
 )
 
 // version and commit are set at build time (-X main.version=... -X main.commit=...): the release
@@ -45,13 +46,15 @@ func programName(arg0 string) string {
 }
 
 func usage() string {
-	return strings.ReplaceAll(`PROG traces Pod startup (submit, apiserver, controllers, scheduling, kubelet, status) and
-the rollouts of Deployments, StatefulSets and DaemonSets.
+	r := strings.NewReplacer("PROG", prog, "ROLLOUTKINDS", plurals(tracer.RolloutKinds()), "EXPLAINKINDS", explainNames("|", "|"))
+	return r.Replace(`PROG traces Pod startup (submit, apiserver, controllers, scheduling, kubelet, status) and
+the rollouts of ROLLOUTKINDS.
 
 Usage:
-  PROG explain  (pod|deployment|statefulset|daemonset)/NAME [-n NS] [flags]
+  PROG explain  (EXPLAINKINDS)/NAME [-n NS] [flags]
                                     reconstruct from the objects and events still in the API:
-                                    a Pod's waterfall, a workload's latest rollout as a Gantt chart
+                                    a Pod's waterfall, a workload's latest rollout as a Gantt chart,
+                                    a Job's or CronJob's Pods as waterfalls
   PROG watch    [-n NS | -A] [flags]
                                     print a waterfall for each Pod as its startup completes, and a
                                     Gantt chart for each rollout
@@ -64,7 +67,18 @@ Usage:
 explain, watch and record take kubectl's flags (--kubeconfig, --context, --cluster, --user,
 -n/--namespace, --as, --request-timeout, ...) with kubectl's meaning; -n defaults to the
 kubeconfig context's namespace. Run "PROG COMMAND -h" for a command's flags.
-`, "PROG", prog)
+`)
+}
+
+// plurals lists kinds as prose: "Deployments, StatefulSets and DaemonSets".
+func plurals(kinds []string) string {
+	for i, k := range kinds {
+		kinds[i] = k + "s"
+	}
+	if len(kinds) < 2 {
+		return strings.Join(kinds, "")
+	}
+	return strings.Join(kinds[:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1]
 }
 
 func main() {

@@ -47,8 +47,9 @@ type Metrics struct {
 	rollouts      rolloutMetrics
 }
 
-// New registers readyspan's metrics with reg.
-func New(reg prometheus.Registerer, version string) *Metrics {
+// New registers readyspan's metrics with reg. workloads are the kinds of workload readyspan
+// traces rollouts of (tracer.RolloutKinds), the values of the rollout metrics' workload label.
+func New(reg prometheus.Registerer, version string, workloads []string) *Metrics {
 	h := func(name, help string) prometheus.HistogramOpts {
 		return prometheus.HistogramOpts{Name: name, Help: help, Buckets: Buckets}
 	}
@@ -98,7 +99,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "readyspan's version; always 1."}, []string{"version", "goversion"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "readyspan_pods_in_flight",
 			Help: "Pods being traced right now."}),
-		rollouts: newRolloutMetrics(),
+		rollouts: newRolloutMetrics(workloads),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
 		m.podsInPhase, m.podsStuck, m.podsFailed, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,

@@ -19,10 +19,12 @@ type rolloutMetrics struct {
 	inProgress         *prometheus.GaugeVec
 	pastDeadline       *prometheus.GaugeVec
 	longestWithoutStep *prometheus.GaugeVec
+	workloads          []string // the workload label's values
 }
 
-func newRolloutMetrics() rolloutMetrics {
+func newRolloutMetrics(workloads []string) rolloutMetrics {
 	return rolloutMetrics{
+		workloads: workloads,
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readyspan_rollout_duration_seconds",
 			Help:    "Rollouts from the change to the controller's verdict (all updated and available, old Pods gone), by workload kind, rollout kind and outcome (complete, failed, superseded, paused).",
 			Buckets: RolloutBuckets}, []string{"workload", "kind", "outcome"}),
@@ -46,7 +48,7 @@ func (r rolloutMetrics) collectors() []prometheus.Collector {
 // series of complete and failed rollouts, which alerts compute increase() over (RolloutSlow,
 // RolloutFailed): a series born with its first rollout would hide that rollout from increase().
 func (r rolloutMetrics) init() {
-	for _, w := range rollout.WorkloadKinds {
+	for _, w := range r.workloads {
 		for _, k := range rollout.Kinds {
 			r.inProgress.WithLabelValues(w, string(k))
 			for _, o := range []rollout.Outcome{rollout.OutcomeComplete, rollout.OutcomeFailed} {
@@ -69,7 +71,7 @@ func (m *Metrics) ExportRollout(t *rollout.Trace) {
 
 // RolloutProgress publishes the rollouts in progress (tracer.RolloutStats).
 func (m *Metrics) RolloutProgress(p rollout.Progress) {
-	for _, w := range rollout.WorkloadKinds {
+	for _, w := range m.rollouts.workloads {
 		for _, k := range rollout.Kinds {
 			m.rollouts.inProgress.WithLabelValues(w, string(k)).Set(float64(p.InProgress[w+"/"+string(k)]))
 		}

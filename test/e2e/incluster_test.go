@@ -147,6 +147,7 @@ func TestInClusterManifests(t *testing.T) {
 			"apps/statefulsets": true, "apps/daemonsets": true, "apps/controllerrevisions": true,
 			"discovery.k8s.io/endpointslices": true,
 			"batch/jobs":                      true, // a Job Pod's trace starts at the Job
+			"batch/cronjobs":                  true, // a CronJob's Pods start at its schedule
 		}
 		got := map[string]bool{}
 		for _, r := range role.Rules {

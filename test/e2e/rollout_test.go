@@ -521,6 +521,9 @@ func TestRolloutStatefulSet(t *testing.T) {
 	if n := len(tr.FindAll("rollout.step")); n != 3 {
 		t.Errorf("%d steps, want one per Pod created", n)
 	}
+	// Each Pod's own trace: the statefulset controller's step, from the Pod before turning
+	// Ready to its SuccessfulCreate.
+	e.checkStatefulSetSteps(t, ns, "db", 3)
 }
 
 // TestRolloutDaemonSet updates a DaemonSet on the node: one new Pod, one termination.
@@ -550,6 +553,18 @@ func TestRolloutDaemonSet(t *testing.T) {
 	}
 	if n, m := len(tr.FindAll("rollout.pod")), len(tr.FindAll("rollout.pod.terminate")); n != 1 || m != 1 {
 		t.Errorf("%d new Pods and %d terminations, want 1 and 1", n, m)
+	}
+	// The new Pod's own trace: the daemonset controller's step for the template change, ending
+	// at its SuccessfulCreate; the old Pod it deleted for the update is not a Pod it replaced.
+	for name, pt := range e.podTraces(t, ns, "app=agent", 1) {
+		s := e.step(t, ns, pt, "controllers.daemonset", "Created pod: "+name)
+		root := pt.Root()
+		if c, r, d := s.StrTag("readyspan.controller.cause"), root.StrTag("readyspan.root"), root.StrTag("k8s.daemonset.name"); c != "change" || r != "daemonset" || d != "agent" {
+			t.Errorf("%s: cause %q, root %q, daemonset %q, want change, daemonset, agent", name, c, r, d)
+		}
+		if r := root.StrTag("readyspan.replaces.pod"); r != "" {
+			t.Errorf("%s: an update's Pod says it replaced %s", name, r)
+		}
 	}
 }
 

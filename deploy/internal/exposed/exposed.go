@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
+	"github.com/readyspan/readyspan/tracer"
 )
 
 // Metrics are the names readyspan's metrics are scraped under.
@@ -27,7 +28,7 @@ type Metrics struct {
 // nothing needs to be observed first (a histogram vector without observations gathers nothing).
 func Read() (Metrics, error) {
 	reg := &capture{Registerer: prometheus.NewRegistry()}
-	promexp.New(reg, "test")
+	promexp.New(reg, "test", tracer.RolloutKinds())
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	m := Metrics{Series: map[string]bool{}, Families: map[string]bool{}}
 	for _, c := range reg.collectors {
