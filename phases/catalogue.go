@@ -7,7 +7,16 @@ const (
 	SpanControllersDeployment = "controllers.deployment" // Deployment persisted → its ReplicaSet scaled
 	SpanControllersReplicaSet = "controllers.replicaset" // ReplicaSet scaled → the Pod created
 
+	// SpanSchedulingVolumeBinding is one PersistentVolumeClaim of the Pod bound while the Pod
+	// waited to be bound: the scheduler's VolumeBinding plugin holds the Pod in PreBind until the
+	// PV controller has bound the claim (WaitForFirstConsumer), and rejects it while an
+	// Immediate claim is unbound. Its end is the claim seen Bound (volumes.go).
+	SpanSchedulingVolumeBinding = "scheduling.volume_binding"
+
 	SpanKubeletSandbox = "kubelet.sandbox" // the Pod on its node → its sandbox ready (volumes, CNI)
+	// SpanKubeletVolumes is the part of the sandbox step the kubelet spent waiting for the Pod's
+	// volumes to attach and mount, drawn only where the API shows such a wait (volumes.go).
+	SpanKubeletVolumes = "kubelet.volumes"
 
 	SpanContainer        = "container"         // one app container: its turn → Ready
 	SpanContainerInit    = "container.init"    // one init container: its turn → terminated
@@ -50,7 +59,9 @@ type SpanInfo struct {
 var Catalogue = []SpanInfo{
 	{Name: SpanControllersDeployment, Phase: PhaseControllers},
 	{Name: SpanControllersReplicaSet, Phase: PhaseControllers},
+	{Name: SpanSchedulingVolumeBinding, Phase: PhaseScheduling},
 	{Name: SpanKubeletSandbox, Phase: PhaseKubelet},
+	{Name: SpanKubeletVolumes, Phase: PhaseKubelet},
 	{Name: SpanContainerInit, Phase: PhaseKubelet, Container: true},
 	{Name: SpanContainerSidecar, Phase: PhaseKubelet, Container: true},
 	{Name: SpanContainer, Phase: PhaseKubelet, Container: true},
