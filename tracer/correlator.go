@@ -288,6 +288,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 		}
 		for _, e := range c.pendingEvents[p.UID] {
 			ps.addEvent(e)
+			ps.noteVolumeFailure(e, e.Recv.Time())
 		}
 		c.pendingCount -= len(c.pendingEvents[p.UID])
 		delete(c.pendingEvents, p.UID)
@@ -298,7 +299,8 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 		if ps.failureReason == "" {
 			ps.firstFailure, ps.failureReason = d.Recv, f
 		}
-	} else if ps.failureReason != "" && isReady(p) {
+	} else if ps.failureReason != "" && (isReady(p) || phases.IsVolumeFailure(ps.failureReason) && condTrue(p, corev1.PodReadyToStartContainers)) {
+		// Ready, or the volumes mounted: the sandbox is made once they are.
 		ps.firstFailure, ps.failureReason = time.Time{}, ""
 	}
 	if isReady(p) && ps.readyAt.IsZero() {
@@ -365,6 +367,7 @@ func (c *Correlator) handleEvent(d *Delta, e *event, seen bool) {
 	}
 	if ps := c.pods[uid]; ps != nil {
 		ps.addEvent(e)
+		ps.noteVolumeFailure(e, d.Recv)
 		c.check(ps, d.Recv)
 		return
 	}
