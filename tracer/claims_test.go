@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/readyspan/readyspan/phases"
 )
@@ -72,13 +73,19 @@ func TestClaimBinding(t *testing.T) {
 	}
 }
 
-// runSim feeds a simulation's stream to a correlator, in receive order, and returns its traces.
+// runSim feeds a simulation's stream to a correlator, in receive order, each object through the
+// watch's transform as the informer keeps it, and returns its traces.
 func runSim(t *testing.T, s *sim) []*phases.Trace {
 	t.Helper()
 	var traces []*phases.Trace
 	c := New(Config{Settle: time.Second}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil)
 	var last time.Time
 	for _, d := range s.deltas {
+		slim, err := Transform(d.Object.DeepCopyObject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Object = slim.(runtime.Object)
 		c.Handle(d)
 		last = d.Recv
 	}
