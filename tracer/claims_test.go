@@ -92,3 +92,44 @@ func runSim(t *testing.T, s *sim) []*phases.Trace {
 	c.Tick(last.Add(time.Minute))
 	return traces
 }
+
+// TestAttachEventsKept: the attach/detach controller's events about a Pod (Normal
+// SuccessfulAttachVolume, Warning FailedAttachVolume, as it writes them: no fieldPath, its own
+// source) are kept on kubelet.volumes, which they are evidence for; before, the Normal one was
+// dropped and the Warning one only noted on the kubelet phase.
+func TestAttachEventsKept(t *testing.T) {
+	s := newSim(t, "default")
+	s.pod("a", nil, nil, web, 0)
+	s.bind("a", 50)
+	s.coreEvent(s.podRef("a", ""), "attachdetach-controller", "", corev1.EventTypeWarning, "FailedAttachVolume",
+		`AttachVolume.Attach failed for volume "pvc-7f3c" : rpc error: code = Unavailable desc = connection refused`, 120)
+	s.coreEvent(s.podRef("a", ""), "attachdetach-controller", "", corev1.EventTypeNormal, "SuccessfulAttachVolume",
+		`AttachVolume.Attach succeeded for volume "pvc-7f3c" `, 2400)
+	s.kubeletStart("a", 80, 2600) // the sandbox after the attach and the mount
+	started := s.run("a", "web", false, false, 4300, 2660)
+	s.running("a", "web", false, started, started+900, false)
+	s.ready("a", started+2100)
+	traces := runSim(t, s)
+	if len(traces) != 1 {
+		t.Fatalf("%d traces", len(traces))
+	}
+	v := traces[0].Find(phases.SpanKubeletVolumes)
+	if v == nil {
+		t.Fatalf("no %s", phases.SpanKubeletVolumes)
+	}
+	var names []string
+	for _, e := range v.Events() {
+		names = append(names, e.Name)
+	}
+	if len(names) != 2 || names[0] != "FailedAttachVolume" || names[1] != "SuccessfulAttachVolume" {
+		t.Fatalf("events %v, want the failed attach, then the attach", names)
+	}
+	if v.Status == phases.StatusError || traces[0].Summary.FailureReason != "" {
+		t.Fatal("an attach that succeeded is no failure")
+	}
+	// The volumes were not mounted before the attach: the window starts there.
+	want := float64(v.End.Sub(s.at(2400)).Nanoseconds()) / 1e6
+	if got := v.Attr(phases.AttrVolumesWindow); got != want {
+		t.Fatalf("window %v ms, want %v (from the attach at %v to %v)", got, want, s.at(2400), v.End)
+	}
+}
