@@ -57,11 +57,11 @@ func volumeBounds(p *Pod, onNode, sandbox point, phaseEnd Instant) (w volumeWind
 		w.mountedAfter = later(w.mountedAfter, lastOccurrence(o))
 		ok = true
 	}
+	// A claim bound after the Pod reached its node (a Pod given its node directly): the kubelet
+	// waited for it. One bound around the bind is the scheduler's (volumeBinding).
 	for i := range p.Claims {
-		if c := &p.Claims[i]; onNode.observed {
-			if bound := resolve(c.Bound); bound.observed && bound.t > onNode.t+Instant(consistencySlack) {
-				w.mountedAfter, ok = later(w.mountedAfter, bound), true
-			}
+		if bound := resolve(p.Claims[i].Bound); onNode.observed && bound.observed && bound.t > onNode.t+Instant(consistencySlack) {
+			w.mountedAfter, ok = later(w.mountedAfter, bound), true
 		}
 	}
 	if !ok {
