@@ -44,6 +44,9 @@ const (
 	CategoryNone      Category = ""
 	CategoryImagePull Category = "image_pull"
 	CategoryReadiness Category = "readiness"
+	// CategoryVolumes is the kubelet's wait for volumes: the rollout row counts it as failing
+	// from the Pod's first failed mount on, as it counts pulls and readiness.
+	CategoryVolumes Category = "volumes"
 )
 
 // SpanInfo is what the catalogue knows of one span name.
@@ -61,7 +64,7 @@ var Catalogue = []SpanInfo{
 	{Name: SpanControllersReplicaSet, Phase: PhaseControllers},
 	{Name: SpanSchedulingVolumeBinding, Phase: PhaseScheduling},
 	{Name: SpanKubeletSandbox, Phase: PhaseKubelet},
-	{Name: SpanKubeletVolumes, Phase: PhaseKubelet},
+	{Name: SpanKubeletVolumes, Phase: PhaseKubelet, Category: CategoryVolumes},
 	{Name: SpanContainerInit, Phase: PhaseKubelet, Container: true},
 	{Name: SpanContainerSidecar, Phase: PhaseKubelet, Container: true},
 	{Name: SpanContainer, Phase: PhaseKubelet, Container: true},
