@@ -295,12 +295,16 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 	}
 	ps.update(p, d.watchTime())
 	c.countPhase(ps)
+	if phases.IsVolumeFailure(ps.failureReason) && condTrue(p, corev1.PodReadyToStartContainers) {
+		// The volumes mounted: the sandbox is made only once they are. A container's failure
+		// shown in the same version starts its own clock below.
+		ps.firstFailure, ps.failureReason = time.Time{}, ""
+	}
 	if f := failure(p); f != "" {
 		if ps.failureReason == "" {
 			ps.firstFailure, ps.failureReason = d.Recv, f
 		}
-	} else if ps.failureReason != "" && (isReady(p) || phases.IsVolumeFailure(ps.failureReason) && condTrue(p, corev1.PodReadyToStartContainers)) {
-		// Ready, or the volumes mounted: the sandbox is made once they are.
+	} else if ps.failureReason != "" && isReady(p) {
 		ps.firstFailure, ps.failureReason = time.Time{}, ""
 	}
 	if isReady(p) && ps.readyAt.IsZero() {
