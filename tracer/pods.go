@@ -505,11 +505,12 @@ func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 		obs.Preempted = append(obs.Preempted, e.occurrence())
 		return true
 	}
-	if volumeEventReasons[e.Reason] {
-		obs.VolumeEvents = append(obs.VolumeEvents, e.occurrence())
-		return true
-	}
 	if c == nil {
+		// About the Pod, no container: its volumes', or a warning of the kubelet phase.
+		if volumeEventReasons[e.Reason] {
+			obs.VolumeEvents = append(obs.VolumeEvents, e.occurrence())
+			return true
+		}
 		if e.Type == corev1.EventTypeWarning {
 			obs.PodWarnings = append(obs.PodWarnings, e.occurrence())
 		}
