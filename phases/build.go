@@ -437,6 +437,7 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 			b.controllers(phaseSpan[i], tl.chain[requestPersisted], tl.chain[podCreated], tl.scaled)
 		case PhaseScheduling:
 			b.scheduling(phaseSpan[i])
+			b.volumeBinding(phaseSpan[i], tl.chain[podCreated], tl.chain[podScheduled])
 		case PhaseKubelet:
 			b.kubelet(phaseSpan[i], tl.chain[podScheduled])
 		case PhaseStatus:
@@ -886,9 +887,18 @@ func (b *builder) kubelet(parent int, bound point) {
 		sp.AddEvent(occurrenceEvent(o.Reason, o))
 	}
 	sortEvents(sp.Events())
-	if len(p.PodWarnings) > 0 && sp.Status != StatusError && b.outcome != OutcomeReady {
-		last := p.PodWarnings[len(p.PodWarnings)-1]
-		sp.Status, sp.StatusMessage = StatusError, last.Reason+": "+last.Message
+	if sp.Status != StatusError && b.outcome != OutcomeReady {
+		// The last failure the kubelet phase showed: a volume's, or the sandbox's.
+		var last *Occurrence
+		if len(p.PodWarnings) > 0 {
+			last = &p.PodWarnings[len(p.PodWarnings)-1]
+		}
+		if v := lastVolumeFailure(p); v != nil && (last == nil || v.Time.At >= last.Time.At) {
+			last = v
+		}
+		if last != nil {
+			sp.Status, sp.StatusMessage = StatusError, last.Reason+": "+last.Message
+		}
 	}
 	sandbox := resolve(p.SandboxReady)
 	if len(p.Containers) > 0 {
@@ -904,7 +914,7 @@ func (b *builder) kubelet(parent int, bound point) {
 	sbStart := bound
 	sb, sandboxDrawn := b.draw(spanHead{Name: SpanKubeletSandbox, Path: SpanKubeletSandbox, Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.drawn[parent].end))
 	for _, o := range p.PodWarnings {
-		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "FailedMount" || o.Reason == "NetworkNotReady" {
+		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "NetworkNotReady" {
 			s := &b.trace.Spans[sb]
 			s.AddEvent(occurrenceEvent(o.Reason, o))
 			if !sandbox.observed {
@@ -912,6 +922,15 @@ func (b *builder) kubelet(parent int, bound point) {
 			}
 		}
 	}
+	if v := lastVolumeFailure(p); v != nil && !sandbox.observed {
+		s := &b.trace.Spans[sb]
+		if s.Status != StatusError {
+			s.Status, s.StatusMessage = StatusError, v.Reason
+		}
+	}
+	sbEnd := sandboxDrawn.end
+	sbEnd.observed = sandbox.observed
+	b.volumes(sb, sandboxDrawn.start, sbEnd)
 	turn := sandboxDrawn.end
 	for i := range p.Containers {
 		var next *Container
@@ -1328,7 +1347,10 @@ func latestObserved(p *Pod) Instant {
 	}
 	times(p.AuditReceived, p.AuditPersisted, p.RootPersisted, p.ReplicaSetScaled, p.Created, p.Scheduled,
 		p.KubeletStarted, p.SandboxReady, p.Initialized, p.ContainersReady, p.Running, p.Ready, p.EndpointsReady, p.Deleted)
-	occs(p.SchedulingFailure, p.Preempted, p.PodWarnings)
+	occs(p.SchedulingFailure, p.Preempted, p.PodWarnings, p.VolumeEvents)
+	for i := range p.Claims {
+		times(p.Claims[i].Bound, p.Claims[i].SelectedNode)
+	}
 	for i := range p.Containers {
 		c := &p.Containers[i]
 		times(c.PullStarted, c.PullFinished, c.Created, c.Started, c.StartupDone, c.ReadyAt, c.Finished)

@@ -12,7 +12,16 @@ const (
 	SpanControllersJob         = "controllers.job"
 	SpanControllersCronJob     = "controllers.cronjob" // the schedule time → the Job created
 
+	// SpanSchedulingVolumeBinding is one PersistentVolumeClaim of the Pod bound while the Pod
+	// waited to be bound: the scheduler's VolumeBinding plugin holds the Pod in PreBind until the
+	// PV controller has bound the claim (WaitForFirstConsumer), and rejects it while an
+	// Immediate claim is unbound. Its end is the claim seen Bound (volumes.go).
+	SpanSchedulingVolumeBinding = "scheduling.volume_binding"
+
 	SpanKubeletSandbox = "kubelet.sandbox" // the Pod on its node → its sandbox ready (volumes, CNI)
+	// SpanKubeletVolumes is the part of the sandbox step the kubelet spent waiting for the Pod's
+	// volumes to attach and mount, drawn only where the API shows such a wait (volumes.go).
+	SpanKubeletVolumes = "kubelet.volumes"
 
 	SpanContainer        = "container"         // one app container: its turn → Ready
 	SpanContainerInit    = "container.init"    // one init container: its turn → terminated
@@ -40,6 +49,9 @@ const (
 	CategoryNone      Category = ""
 	CategoryImagePull Category = "image_pull"
 	CategoryReadiness Category = "readiness"
+	// CategoryVolumes is the kubelet's wait for volumes: the rollout row counts it as failing
+	// from the Pod's first failed mount on, as it counts pulls and readiness.
+	CategoryVolumes Category = "volumes"
 )
 
 // SpanInfo is what the catalogue knows of one span name.
@@ -59,7 +71,9 @@ var Catalogue = []SpanInfo{
 	{Name: SpanControllersStatefulSet, Phase: PhaseControllers},
 	{Name: SpanControllersDaemonSet, Phase: PhaseControllers},
 	{Name: SpanControllersJob, Phase: PhaseControllers},
+	{Name: SpanSchedulingVolumeBinding, Phase: PhaseScheduling},
 	{Name: SpanKubeletSandbox, Phase: PhaseKubelet},
+	{Name: SpanKubeletVolumes, Phase: PhaseKubelet, Category: CategoryVolumes},
 	{Name: SpanContainerInit, Phase: PhaseKubelet, Container: true},
 	{Name: SpanContainerSidecar, Phase: PhaseKubelet, Container: true},
 	{Name: SpanContainer, Phase: PhaseKubelet, Container: true},

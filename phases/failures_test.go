@@ -13,7 +13,7 @@ func TestFailureLabel(t *testing.T) {
 			t.Errorf("FailureLabel(%q) = %q, want itself", r, got)
 		}
 	}
-	for _, r := range []string{"", "Evicted", "pod failed", "crashloopbackoff", "FailedMount", "The node was low on resource: memory."} {
+	for _, r := range []string{"", "Evicted", "pod failed", "crashloopbackoff", "failedmount", "The node was low on resource: memory."} {
 		if got := FailureLabel(r); got != FailureReasonOther {
 			t.Errorf("FailureLabel(%q) = %q, want %q", r, got, FailureReasonOther)
 		}

@@ -114,10 +114,17 @@ type Pod struct {
 	Preempted         []Occurrence
 
 	// Kubelet.
-	KubeletStarted  Times        // status.startTime, first status written by the kubelet
-	SandboxReady    Times        // PodReadyToStartContainers=True
-	Initialized     Times        // Initialized=True
-	PodWarnings     []Occurrence // FailedMount, FailedCreatePodSandBox, NetworkNotReady…
+	KubeletStarted Times        // status.startTime, first status written by the kubelet
+	SandboxReady   Times        // PodReadyToStartContainers=True
+	Initialized    Times        // Initialized=True
+	PodWarnings    []Occurrence // FailedCreatePodSandBox, NetworkNotReady…
+	// VolumeEvents are the events about the Pod's volumes, in order: the attach/detach
+	// controller's SuccessfulAttachVolume and FailedAttachVolume, the kubelet's FailedMount
+	// and FailedMapVolume.
+	VolumeEvents []Occurrence
+	// Claims are the PersistentVolumeClaims the Pod's volumes name, as the claims' watch showed
+	// them.
+	Claims          []Claim
 	Containers      []Container
 	ContainersReady Times
 
@@ -135,6 +142,27 @@ type Pod struct {
 	End           time.Time
 	FailureReason string
 	StuckPhase    string
+}
+
+// Claim is what was observed of one PersistentVolumeClaim a Pod's volume names.
+type Claim struct {
+	Name   string
+	Volume string // the PersistentVolume it is bound to (spec.volumeName), once bound
+	// Seen is false when the claim was never seen (no watch of claims, or it does not exist):
+	// nothing below is known then.
+	Seen bool
+	// Phase is the claim's phase as last seen: Pending, Bound or Lost.
+	Phase string
+	// Created is the claim's creationTimestamp, with the receive time of its creation when
+	// the watch saw it created.
+	Created Times
+	// Bound is when the watch first showed the claim Bound; unknown (empty) for a claim
+	// already Bound when readyspan first saw it.
+	Bound Times
+	// SelectedNode is when the watch first showed the scheduler's
+	// volume.kubernetes.io/selected-node annotation on it: the scheduler picked a node and
+	// asked for the claim to be provisioned there (WaitForFirstConsumer, dynamic provisioning).
+	SelectedNode Times
 }
 
 // Container is what was observed about one container, init containers and sidecars included.

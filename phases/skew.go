@@ -195,6 +195,7 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 		p.ContainersReady = shiftAll(p.ContainersReady, d, kubeletSrcs...)
 		p.Ready = shiftAll(p.Ready, d, kubeletSrcs...)
 		p.PodWarnings = shiftOcc(p.PodWarnings, d, kubeletSrcs...)
+		p.VolumeEvents = shiftOcc(p.VolumeEvents, d, kubeletSrcs...)
 		p.Containers = append([]Container(nil), in.Containers...)
 		for i := range p.Containers {
 			c := &p.Containers[i]

@@ -203,6 +203,19 @@ func failureOf(p *Pod, outcome Outcome) (reason string, since time.Time) {
 			}
 		}
 	}
+	// A volume that does not mount or attach holds the Pod before its sandbox: its failures
+	// count from the first, and name the failure while the sandbox is not ready.
+	for _, o := range p.VolumeEvents {
+		if !IsVolumeFailure(o.Reason) || o.Time.At.IsZero() {
+			continue
+		}
+		if t := o.Time.Time(); since.IsZero() || t.Before(since) {
+			since = t
+		}
+		if reason == "" && !p.SandboxReady.Known() {
+			reason = o.Reason
+		}
+	}
 	if reason == "" {
 		return "", time.Time{}
 	}

@@ -39,8 +39,8 @@ func PodSegments(s *phases.Span, p *NewPod) []Segment {
 
 // segmentsOf splits one item's interval into Segments, in time order, covering it exactly:
 // time after Ready is minReadySeconds; a Pod without a trace is untraced; otherwise image pulls
-// and readiness first (within the kubelet and status phases; from the Pod's first container
-// failure on they are failing), then the rest of the kubelet
+// and readiness first (within the kubelet and status phases; from the Pod's first container or
+// volume failure on they, and the wait for volumes, are failing), then the rest of the kubelet
 // phase, status, controllers and scheduling, and what no phase covers (the phases' stamps are
 // coarser than the row's) untraced.
 func segmentsOf(it *item) []Segment {
@@ -88,9 +88,12 @@ func segmentsOf(it *item) []Segment {
 	status = subtract(subtract(status, pulls), readiness)
 	var failing []interval
 	if since := p.Trace.Summary.FailingSince; !since.IsZero() && p.Trace.Summary.FailureReason != "" {
+		// A volume that does not mount holds the Pod before any container: from the first
+		// failure on, that wait is failing too.
+		volumes := intersectAll(merge(spansIn(p.Trace, phases.CategoryVolumes)), rest)
 		after := []interval{{maxTime(since, seg.from), seg.to}}
-		failing = merge(concat(intersectAll(pulls, after), intersectAll(readiness, after)))
-		pulls, readiness = subtract(pulls, after), subtract(readiness, after)
+		failing = merge(concat(intersectAll(pulls, after), intersectAll(readiness, after), intersectAll(volumes, after)))
+		pulls, readiness, rest = subtract(pulls, after), subtract(readiness, after), subtract(rest, failing)
 	}
 	controllers := phase(phases.PhaseControllers)
 	scheduling := subtract(phase(phases.PhaseScheduling), merge(controllers))

@@ -51,6 +51,11 @@ func TestSegmentsOf(t *testing.T) {
 			spans:        []phases.Span{span("pod.startup", 0, 30), span("kubelet", 0, 30), span("container.image_pull", 1, 30)},
 			failingSince: 2,
 			want:         "[kubelet_other 0-1 image_pull 1-2 failing 2-30]"},
+		{name: "a volume that does not mount is failing from its first FailedMount", from: 0, to: 30,
+			spans: []phases.Span{span("pod.startup", 0, 30), span("scheduling", 0, 1), span("kubelet", 1, 30),
+				span("kubelet.sandbox", 1, 30), span("kubelet.volumes", 1, 30)},
+			failingSince: 2,
+			want:         "[scheduling 0-1 kubelet_other 1-2 failing 2-30]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &NewPod{UID: "u"}

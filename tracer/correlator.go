@@ -293,12 +293,18 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 		}
 		for _, e := range c.pendingEvents[p.UID] {
 			ps.addEvent(e)
+			ps.noteVolumeFailure(e, e.Recv.Time())
 		}
 		c.pendingCount -= len(c.pendingEvents[p.UID])
 		delete(c.pendingEvents, p.UID)
 	}
 	ps.update(p, d.watchTime())
 	c.countPhase(ps)
+	if phases.IsVolumeFailure(ps.failureReason) && condTrue(p, corev1.PodReadyToStartContainers) {
+		// The volumes mounted: the sandbox is made only once they are. A container's failure
+		// shown in the same version starts its own clock below.
+		ps.firstFailure, ps.failureReason = time.Time{}, ""
+	}
 	if f := failure(p); f != "" {
 		if ps.failureReason == "" {
 			ps.firstFailure, ps.failureReason = d.Recv, f
@@ -370,6 +376,7 @@ func (c *Correlator) handleEvent(d *Delta, e *event, seen bool) {
 	}
 	if ps := c.pods[uid]; ps != nil {
 		ps.addEvent(e)
+		ps.noteVolumeFailure(e, d.Recv)
 		c.check(ps, d.Recv)
 		return
 	}

@@ -62,6 +62,30 @@ func TestDeadlines(t *testing.T) {
 			})
 			return s.recv(3000).Add(20 * time.Second)
 		}, phases.OutcomeFailed},
+		{"a volume that does not mount: fail-after from the first FailedMount", func(s *sim) time.Time {
+			s.pod("a", nil, nil, web, 0)
+			s.bind("a", 50)
+			s.kubeletEvent("a", "", false, corev1.EventTypeWarning, "FailedMount", `MountVolume.SetUp failed for volume "cfg" : configmap "late-config" not found`, 200)
+			s.kubeletEvent("a", "", false, corev1.EventTypeWarning, "FailedMount", `MountVolume.SetUp failed for volume "cfg" : configmap "late-config" not found`, 8200)
+			return s.recv(200).Add(20 * time.Second)
+		}, phases.OutcomeFailed},
+		{"a volume mounted before fail-after: no failure, Ready", func(s *sim) time.Time {
+			s.pod("a", nil, nil, web, 0)
+			s.kubeletEvent("a", "", false, corev1.EventTypeWarning, "FailedMount", `MountVolume.SetUp failed for volume "cfg" : configmap "late-config" not found`, 200)
+			// The sandbox turns ready at 19200, before fail-after (20200); Ready only after it.
+			return s.recv(happy(s, "a", 18500, false, false) - 10).Add(2 * time.Second)
+		}, phases.OutcomeReady},
+		{"a pull failure in the version that shows the volumes mounted: fail-after from it", func(s *sim) time.Time {
+			s.pod("a", nil, nil, web, 0)
+			s.bind("a", 50)
+			s.kubeletEvent("a", "", false, corev1.EventTypeWarning, "FailedMount", `MountVolume.SetUp failed for volume "cfg" : configmap "late-config" not found`, 200)
+			s.update("a", 5000, func(p *corev1.Pod, now metav1.Time) {
+				setCond(p, corev1.PodReadyToStartContainers, corev1.ConditionTrue, now, "", "")
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: busybox,
+					State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}}}}
+			})
+			return s.recv(5000).Add(20 * time.Second)
+		}, phases.OutcomeFailed},
 		{"never Ready: stuck-after from creation", func(s *sim) time.Time {
 			s.pod("a", nil, nil, web, 0)
 			s.bind("a", 50)

@@ -289,6 +289,23 @@ var kinds = []*kind{
 		snapshot:      snapshotServices, verbs: readVerbs,
 	},
 	{
+		// The claims a Pod's volumes name: when each was bound (claims.go).
+		resource: ResourceClaims, stream: StreamClaims, kind: "PersistentVolumeClaim",
+		gvr:       corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"),
+		newObject: func() runtime.Object { return &corev1.PersistentVolumeClaim{} },
+		newList:   func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
+		listWatch: namespaced(func(c kubernetes.Interface, ns string) lister[*corev1.PersistentVolumeClaimList] {
+			return c.CoreV1().PersistentVolumeClaims(ns)
+		}),
+		transform:     func(o runtime.Object) { slimClaim(o.(*corev1.PersistentVolumeClaim)) },
+		keepsIdentity: true,
+		handle:        func(c *Correlator, d Delta) { c.handleClaim(&d, d.Object.(*corev1.PersistentVolumeClaim)) },
+		// The PV controller's and the scheduler's events about a claim (WaitForFirstConsumer,
+		// ProvisioningSucceeded…) state nothing the claim's own changes do not.
+		events:   func(*Correlator, *event) bool { return true },
+		snapshot: snapshotServices, verbs: readVerbs,
+	},
+	{
 		resource: ResourceStatefulSets, stream: StreamStatefulSets, kind: "StatefulSet",
 		gvr:       appsv1.SchemeGroupVersion.WithResource("statefulsets"),
 		newObject: func() runtime.Object { return &appsv1.StatefulSet{} },

@@ -25,7 +25,8 @@ type podState struct {
 	// their first version. A Pod has about a dozen: a list walked beats a map made per Pod.
 	events []*event
 	// firstFailure is when a persistent failure (ErrImagePull, CrashLoopBackOff…) was first
-	// seen in the Pod's status, for --fail-after.
+	// seen in the Pod's status, or a volume failure (FailedMount…) in an event about it before
+	// its sandbox was ready, for --fail-after.
 	firstFailure  time.Time
 	failureReason string
 	readyAt       time.Time // local time Ready was first seen, for the endpoints wait
@@ -370,6 +371,8 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		}
 	}
 
+	c.claimsOf(p, obs)
+
 	// Endpoints.
 	obs.HasService = c.hasService(ps)
 	if t, ok := c.endpointReady[p.UID]; ok {
@@ -503,6 +506,11 @@ func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 		return true
 	}
 	if c == nil {
+		// About the Pod, no container: its volumes', or a warning of the kubelet phase.
+		if volumeEventReasons[e.Reason] {
+			obs.VolumeEvents = append(obs.VolumeEvents, e.occurrence())
+			return true
+		}
 		if e.Type == corev1.EventTypeWarning {
 			obs.PodWarnings = append(obs.PodWarnings, e.occurrence())
 		}
@@ -570,6 +578,22 @@ func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 	return true
 }
 
+// volumeEventReasons are the events about a Pod's volumes (phases.Pod.VolumeEvents): the
+// attach/detach controller's attach, the kubelet's failed mounts (and its own attach, when the
+// controller's attach/detach is off).
+var volumeEventReasons = map[string]bool{
+	"SuccessfulAttachVolume": true, phases.VolumeFailedAttach: true,
+	phases.VolumeFailedMount: true, phases.VolumeFailedMap: true,
+}
+
+// volumeFailure is the volume failure an event about a Pod reports, "" for none.
+func volumeFailure(e *event) string {
+	if e.Type == corev1.EventTypeWarning && phases.IsVolumeFailure(e.Reason) {
+		return e.Reason
+	}
+	return ""
+}
+
 func occ(e *event, reason string) phases.Occurrence {
 	o := e.occurrence()
 	o.Reason = reason
@@ -584,4 +608,15 @@ func dropStatusOccurrences(os []phases.Occurrence) []phases.Occurrence {
 		}
 	}
 	return out
+}
+
+// noteVolumeFailure starts the --fail-after clock at a volume failure received at recv, while
+// the sandbox is not ready (the volumes are mounted before it is made) and no other failure
+// runs it. The failure lasts until the sandbox is ready (handlePod).
+func (ps *podState) noteVolumeFailure(e *event, recv time.Time) {
+	f := volumeFailure(e)
+	if f == "" || recv.IsZero() || ps.failureReason != "" || condTrue(ps.pod, corev1.PodReadyToStartContainers) {
+		return
+	}
+	ps.failureReason, ps.firstFailure = f, recv
 }

@@ -525,7 +525,7 @@ func slimContainers(cs []corev1.Container) {
 	}
 }
 
-// slimVolume keeps only the kind of a volume (the SLI excludes "stateful" kinds).
+// slimVolume keeps only the kind of a volume (the SLI excludes "stateful" kinds) and a claim's name.
 func slimVolume(v corev1.VolumeSource) corev1.VolumeSource {
 	var out corev1.VolumeSource
 	switch {
@@ -539,6 +539,11 @@ func slimVolume(v corev1.VolumeSource) corev1.VolumeSource {
 		out.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	case v.Projected != nil:
 		out.Projected = &corev1.ProjectedVolumeSource{}
+	case v.PersistentVolumeClaim != nil:
+		// Its claim, whose binding the Pod may wait for (claims.go).
+		out.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}
+	case v.Ephemeral != nil:
+		out.Ephemeral = &corev1.EphemeralVolumeSource{} // its claim is named after the Pod and the volume
 	default:
 		out.HostPath = &corev1.HostPathVolumeSource{} // any other kind: stateful
 	}

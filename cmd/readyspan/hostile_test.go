@@ -242,11 +242,12 @@ func serveCapture(t *testing.T, dir, ns string) *httptest.Server {
 		}
 		// A kind the capture holds no list of has none, as an apiserver answers.
 		for suffix, list := range map[string]string{
-			"/controllerrevisions": `"kind":"ControllerRevisionList","apiVersion":"apps/v1"`,
-			"/statefulsets":        `"kind":"StatefulSetList","apiVersion":"apps/v1"`,
-			"/daemonsets":          `"kind":"DaemonSetList","apiVersion":"apps/v1"`,
-			"/jobs":                `"kind":"JobList","apiVersion":"batch/v1"`,
-			"/cronjobs":            `"kind":"CronJobList","apiVersion":"batch/v1"`,
+			"/controllerrevisions":    `"kind":"ControllerRevisionList","apiVersion":"apps/v1"`,
+			"/statefulsets":           `"kind":"StatefulSetList","apiVersion":"apps/v1"`,
+			"/daemonsets":             `"kind":"DaemonSetList","apiVersion":"apps/v1"`,
+			"/jobs":                   `"kind":"JobList","apiVersion":"batch/v1"`,
+			"/cronjobs":               `"kind":"CronJobList","apiVersion":"batch/v1"`,
+			"/persistentvolumeclaims": `"kind":"PersistentVolumeClaimList","apiVersion":"v1"`,
 		} {
 			if strings.HasSuffix(r.URL.Path, suffix) {
 				fmt.Fprintf(w, `{%s,"metadata":{},"items":[]}`, list)

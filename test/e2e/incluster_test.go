@@ -148,6 +148,7 @@ func TestInClusterManifests(t *testing.T) {
 			"discovery.k8s.io/endpointslices": true,
 			"batch/jobs":                      true, // a Job Pod's trace starts at the Job
 			"batch/cronjobs":                  true, // a CronJob's Pods start at its schedule
+			"/persistentvolumeclaims":         true, // when a Pod's claims were bound
 		}
 		got := map[string]bool{}
 		for _, r := range role.Rules {
