@@ -52,6 +52,27 @@ const (
 	// (narrow.go): 1000 when nothing narrowed it. Absent for boundaries stamped precisely.
 	AttrUncertaintyStart = "readyspan.time.uncertainty.start_ms"
 	AttrUncertaintyEnd   = "readyspan.time.uncertainty.end_ms"
+	// AttrNominatedNode is status.nominatedNodeName as the Pod showed it before its bind, on the
+	// scheduling phase.
+	AttrNominatedNode = "readyspan.scheduling.nominated_node"
+	// AttrGatesRemovedBy is the field manager whose write removed the last scheduling gate, when
+	// its managedFields entry shows it, on scheduling.gated.
+	AttrGatesRemovedBy = "readyspan.scheduling.gates_removed_by"
+	// AttrNodeCreated and AttrNodeReady are the new Node's creation and Ready times (RFC 3339,
+	// UTC, as resolved from its creationTimestamp, its Ready condition and the watch), on
+	// scheduling.waiting_for_node; AttrAutoscaler names the autoscaler whose events the Pod
+	// carries (cluster-autoscaler, karpenter).
+	AttrNodeCreated = "readyspan.node.created"
+	AttrNodeReady   = "readyspan.node.ready"
+	AttrAutoscaler  = "readyspan.autoscaler"
+	// AttrPreemptedBy and AttrPreemptedByUID are on the root of a Pod the scheduler preempted:
+	// the preemptor as namespace/name (when known), and its UID.
+	AttrPreemptedBy    = "readyspan.preempted_by"
+	AttrPreemptedByUID = "readyspan.preempted_by.uid"
+	// AttrLink says what a link points to: "preemption_victim" (from a preemptor's scheduling
+	// to a Pod preempted for it), "preempted_by" (from a victim to its preemptor), and the
+	// rollout model's relations.
+	AttrLink = "readyspan.link"
 )
 
 // Options tune Build. The zero value is valid.
@@ -404,7 +425,7 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 			}
 			b.controllers(phaseSpan[i], tl.chain[requestPersisted], tl.chain[podCreated], tl.scaled)
 		case PhaseScheduling:
-			b.scheduling(phaseSpan[i])
+			b.scheduling(phaseSpan[i], drawn)
 		case PhaseKubelet:
 			b.kubelet(phaseSpan[i], tl.chain[podScheduled])
 		case PhaseStatus:
@@ -427,6 +448,18 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	}
 	if tl.failure != "" {
 		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrFailureReason, tl.failure})
+	}
+	if by := p.PreemptedBy; by != nil {
+		if by.Name != "" {
+			rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrPreemptedBy, by.Namespace + "/" + by.Name})
+		}
+		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrPreemptedByUID, by.UID})
+		rootSpan.AddLink(podLink(*by, linkPreemptedBy))
+	}
+	// A Pod is preempted whenever the scheduler needs its room, bound or not: the event goes on
+	// the root, not on a phase it may lie beyond.
+	for _, o := range p.Preempted {
+		rootSpan.AddEvent(occurrenceEvent("Preempted", o))
 	}
 	rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrAttempts, int64(tl.attempts)})
 	if len(tl.inconsistent) > 0 {
@@ -761,15 +794,160 @@ func (b *builder) controllers(parent int, persisted, created, scaled point) {
 	}
 }
 
-func (b *builder) scheduling(parent int) {
+// scheduling adds to the scheduling phase (drawn as phase) what it holds: the scheduler's
+// attempts and preemptions as events, the node it nominated, links to the Pods preempted for
+// this one, and the waits that were not the scheduler's: a scheduling gate, a new node.
+func (b *builder) scheduling(parent int, phase interval) {
+	p := b.pod
 	sp := &b.trace.Spans[parent]
-	for _, o := range b.pod.SchedulingFailure {
+	for _, o := range p.SchedulingFailure {
 		sp.AddEvent(occurrenceEvent("FailedScheduling", o))
 	}
-	for _, o := range b.pod.Preempted {
-		sp.AddEvent(occurrenceEvent("Preempted", o))
+	if p.NominatedNode != "" {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNominatedNode, p.NominatedNode})
+	}
+	for _, v := range p.Victims {
+		sp.AddLink(podLink(v, linkVictim))
+	}
+	from := phase.start
+	if p.Gated {
+		from = b.gated(parent, phase)
+	}
+	if !b.waitingForNode(parent, phase, from) {
+		for _, o := range p.Autoscaler {
+			sp.AddEvent(occurrenceEvent(o.Reason, o))
+		}
+	}
+	sortEvents(b.trace.Spans[parent].Events())
+}
+
+// Link relations (AttrLink) of the links between a preemptor's and its victims' traces.
+const (
+	linkVictim      = "preemption_victim"
+	linkPreemptedBy = "preempted_by"
+)
+
+// podLink links to the root of another Pod's trace.
+func podLink(ref PodRef, relation string) Link {
+	as := []Attr{{AttrLink, relation}, {AttrPodUID, ref.UID}}
+	if ref.Name != "" {
+		as = append(as, Attr{AttrPodName, ref.Name}, Attr{AttrNamespace, ref.Namespace})
+	}
+	return Link{TraceID: TraceIDFor(ref.UID), SpanID: SpanIDFor(ref.UID, RootSpanName), Attrs: as}
+}
+
+// gated draws scheduling.gated, from the Pod's creation to the removal of its last scheduling
+// gate, and returns where the scheduler could start: the removal as drawn. A removal nobody saw
+// (the watch missed the version without gates) ends at the scheduler's first attempt, or at
+// the phase's end, and says it was not observed.
+func (b *builder) gated(parent int, phase interval) point {
+	p := b.pod
+	end := resolve(p.GatesRemoved)
+	if !end.observed {
+		end = derived(phase.end.t)
+		if first, ok := firstAttempt(p); ok && first < end.t {
+			end = derived(first)
+		}
+	}
+	i, drawn := b.draw(spanHead{Name: SpanSchedulingGated, Path: SpanSchedulingGated, Service: ServiceScheduler}, parent, phase.start, end)
+	if by := p.GatesRemovedBy; by != "" {
+		b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrGatesRemovedBy, by})
+	}
+	return drawn.end
+}
+
+// firstAttempt is the earliest precise stamp of the scheduler's attempts: its first failure or
+// the bind.
+func firstAttempt(p *Pod) (Instant, bool) {
+	var first Instant
+	for _, o := range p.SchedulingFailure {
+		if o.Time.Source.rank() == 0 && (first == 0 || o.Time.At < first) {
+			first = o.Time.At
+		}
+	}
+	for _, s := range p.Scheduled {
+		if s.Source.rank() == 0 && (first == 0 || s.At < first) {
+			first = s.At
+		}
+	}
+	return first, first != 0
+}
+
+// waitingForNode draws scheduling.waiting_for_node when the Pod waited for a node to be added:
+// an autoscaler said it would add one (TriggeredScaleUp, Karpenter's Nominated), or the Pod was
+// bound to a Node created after it. The wait starts at the first sign that no node fitted (the
+// scheduler's first failed attempt after from, or the autoscaler's first event) and ends when the
+// new Node turned Ready; a Pod still waiting when its trace ended waits to the phase's end. It
+// reports whether it drew the span (which then holds the autoscaler's events).
+func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
+	p := b.pod
+	autoscaler, triggered := "", false
+	for _, o := range p.Autoscaler {
+		switch o.Reason {
+		case "TriggeredScaleUp":
+			autoscaler, triggered = "cluster-autoscaler", true
+		case "Nominated":
+			autoscaler, triggered = "karpenter", true
+		case "NotTriggerScaleUp":
+			if autoscaler == "" {
+				autoscaler = "cluster-autoscaler"
+			}
+		}
+	}
+	bound := resolve(p.Scheduled).observed
+	if p.NewNode == nil && (!triggered || bound) {
+		return false // no node was added for it, or it found room on one that was there
+	}
+	// The first sign, at or after from: a failed attempt, an autoscaler's event.
+	start := point{}
+	consider := func(o Occurrence) {
+		if o.Time.At == 0 || o.Time.At < from.t {
+			return
+		}
+		if !start.observed || o.Time.At < start.t {
+			start = point{t: o.Time.At, src: o.Time.Source, observed: true}
+		}
+	}
+	for _, o := range p.SchedulingFailure {
+		consider(o)
+	}
+	for _, o := range p.Autoscaler {
+		consider(o)
+	}
+	if !start.observed {
+		start = from
+	}
+	end := derived(phase.end.t)
+	var ready, created point
+	if n := p.NewNode; n != nil {
+		created, ready = resolve(n.Created), resolve(n.Ready)
+		if ready.observed {
+			end = ready
+		}
+	}
+	service := ServiceScheduler
+	if autoscaler != "" {
+		service = autoscaler
+	}
+	i := b.add(spanHead{Name: SpanSchedulingWaitingForNode, Path: SpanSchedulingWaitingForNode, Service: service}, parent, start, end)
+	sp := &b.trace.Spans[i]
+	if n := p.NewNode; n != nil {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNodeName, n.Name})
+		if created.observed {
+			sp.Attrs = append(sp.Attrs, Attr{AttrNodeCreated, created.t.Time().UTC().Format(time.RFC3339Nano)})
+		}
+		if ready.observed {
+			sp.Attrs = append(sp.Attrs, Attr{AttrNodeReady, ready.t.Time().UTC().Format(time.RFC3339Nano)})
+		}
+	}
+	if autoscaler != "" {
+		sp.Attrs = append(sp.Attrs, Attr{AttrAutoscaler, autoscaler})
+	}
+	for _, o := range p.Autoscaler {
+		sp.AddEvent(occurrenceEvent(o.Reason, o))
 	}
 	sortEvents(sp.Events())
+	return true
 }
 
 func occurrenceEvent(name string, o Occurrence) Event {
@@ -1118,6 +1296,13 @@ func failureMessage(p *Pod, outcome Outcome, phase string) string {
 		}
 		return "stuck in " + phase
 	case OutcomeDeleted:
+		if by := p.PreemptedBy; by != nil {
+			who := by.UID
+			if by.Name != "" {
+				who = by.Namespace + "/" + by.Name
+			}
+			return "preempted by " + who + " before Ready, in " + phase
+		}
 		return "deleted before Ready, in " + phase
 	}
 	if p.FailureReason != "" {
@@ -1241,7 +1426,11 @@ func latestObserved(p *Pod) Instant {
 	}
 	times(p.AuditReceived, p.AuditPersisted, p.RootPersisted, p.ReplicaSetScaled, p.Created, p.Scheduled,
 		p.KubeletStarted, p.SandboxReady, p.Initialized, p.ContainersReady, p.Running, p.Ready, p.EndpointsReady, p.Deleted)
-	occs(p.SchedulingFailure, p.Preempted, p.PodWarnings)
+	times(p.GatesRemoved, p.NominatedAt)
+	if p.NewNode != nil {
+		times(p.NewNode.Created, p.NewNode.Ready)
+	}
+	occs(p.SchedulingFailure, p.Preempted, p.PodWarnings, p.Autoscaler)
 	for i := range p.Containers {
 		c := &p.Containers[i]
 		times(c.PullStarted, c.PullFinished, c.Created, c.Started, c.StartupDone, c.ReadyAt, c.Finished)

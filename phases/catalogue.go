@@ -7,6 +7,13 @@ const (
 	SpanControllersDeployment = "controllers.deployment" // Deployment persisted → its ReplicaSet scaled
 	SpanControllersReplicaSet = "controllers.replicaset" // ReplicaSet scaled → the Pod created
 
+	// SpanSchedulingGated: the Pod created → its last scheduling gate removed (spec.schedulingGates):
+	// time the scheduler was not allowed to place it.
+	SpanSchedulingGated = "scheduling.gated"
+	// SpanSchedulingWaitingForNode: the Pod found no node (or an autoscaler said it would add one)
+	// → the new Node it was bound to turned Ready.
+	SpanSchedulingWaitingForNode = "scheduling.waiting_for_node"
+
 	SpanKubeletSandbox = "kubelet.sandbox" // the Pod on its node → its sandbox ready (volumes, CNI)
 
 	SpanContainer        = "container"         // one app container: its turn → Ready
@@ -50,6 +57,8 @@ type SpanInfo struct {
 var Catalogue = []SpanInfo{
 	{Name: SpanControllersDeployment, Phase: PhaseControllers},
 	{Name: SpanControllersReplicaSet, Phase: PhaseControllers},
+	{Name: SpanSchedulingGated, Phase: PhaseScheduling},
+	{Name: SpanSchedulingWaitingForNode, Phase: PhaseScheduling},
 	{Name: SpanKubeletSandbox, Phase: PhaseKubelet},
 	{Name: SpanContainerInit, Phase: PhaseKubelet, Container: true},
 	{Name: SpanContainerSidecar, Phase: PhaseKubelet, Container: true},

@@ -47,7 +47,7 @@ const (
 	AttrPreStop        = "readyspan.pod.termination.prestop"
 	AttrKilled         = "readyspan.pod.termination.killed"
 	AttrPodOutcome     = "readyspan.outcome"
-	AttrLinkRelation   = "readyspan.link"
+	AttrLinkRelation   = phases.AttrLink
 )
 
 // nameAttr is the OpenTelemetry attribute naming a workload of each kind.
