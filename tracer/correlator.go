@@ -312,6 +312,10 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 			}
 		}
 		if !isReady(p) {
+			if ps.awaitsPreempted() && !d.Recv.IsZero() {
+				c.check(ps, d.Recv) // the scheduler's event naming the preemptor follows the delete
+				return
+			}
 			c.finish(ps, phases.OutcomeDeleted, "", ps.deletedAt)
 			return
 		}
@@ -358,6 +362,9 @@ func (c *Correlator) handleEvent(d *Delta, e *event, seen bool) {
 			c.unparsed(e)
 		}
 		return
+	}
+	if e.Reason == "Preempted" {
+		c.preempted(e) // the preemptor's trace links to the victim, whatever the victim's state
 	}
 	uid := e.Regarding.UID
 	if _, done := c.done[uid]; done {
@@ -506,6 +513,14 @@ func (c *Correlator) check(ps *podState, now time.Time) {
 // checkNow exports the Pod's trace if it is complete at now. dueTime follows its branches.
 func (c *Correlator) checkNow(ps *podState, now time.Time) {
 	p := ps.pod
+	if !ps.deletedAt.IsZero() && !isReady(p) {
+		// Deleted before Ready, held for the Preempted event: finished once it is in, or
+		// after preemptedWait without it.
+		if !ps.awaitsPreempted() || now.IsZero() || now.Sub(ps.deletedAt) >= preemptedWait {
+			c.finish(ps, phases.OutcomeDeleted, "", ps.deletedAt)
+		}
+		return
+	}
 	if isReady(p) {
 		_, served := c.endpointReady[p.UID]
 		if served || !c.hasService(ps) {
