@@ -483,6 +483,8 @@ type builder struct {
 	outcome Outcome
 	// pulls are the image pulls drawn, in the order drawn, for the summary to count.
 	pulls []drawnPull
+	// waits are the scheduling waits drawn observed at both ends, for the summary.
+	waits []Wait
 	// failedPulls counts the failed pull attempts of every container, drawn or not.
 	failedPulls int
 	// attrBlock is where the spans' attribute slices are cut from (attrs).
@@ -850,10 +852,18 @@ func (b *builder) gated(parent int, phase interval) point {
 		}
 	}
 	i, drawn := b.draw(spanHead{Name: SpanSchedulingGated, Path: SpanSchedulingGated, Service: ServiceScheduler}, parent, phase.start, end)
+	b.waited(WaitGated, drawn)
 	if by := p.GatesRemovedBy; by != "" {
 		b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrGatesRemovedBy, by})
 	}
 	return drawn.end
+}
+
+// waited keeps a wait drawn for the summary, when both its ends were observed.
+func (b *builder) waited(kind string, drawn interval) {
+	if drawn.start.observed && drawn.end.observed {
+		b.waits = append(b.waits, Wait{Kind: kind, Duration: drawn.end.t.Sub(drawn.start.t)})
+	}
 }
 
 // firstAttempt is the earliest precise stamp of the scheduler's attempts: its first failure or
@@ -929,7 +939,8 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 	if autoscaler != "" {
 		service = autoscaler
 	}
-	i := b.add(spanHead{Name: SpanSchedulingWaitingForNode, Path: SpanSchedulingWaitingForNode, Service: service}, parent, start, end)
+	i, drawn := b.draw(spanHead{Name: SpanSchedulingWaitingForNode, Path: SpanSchedulingWaitingForNode, Service: service}, parent, start, end)
+	b.waited(WaitNode, drawn)
 	sp := &b.trace.Spans[i]
 	if n := p.NewNode; n != nil {
 		sp.Attrs = append(sp.Attrs, Attr{AttrNodeName, n.Name})

@@ -73,6 +73,9 @@ var schedulingWaitScenarios = []scenario{
 			if g.Attr(phases.AttrSourceEnd) != "watch" || g.Attr(phases.AttrGatesRemovedBy) != "gatekeeper" {
 				t.Errorf("gated end source %v, removed by %v; want watch, gatekeeper", g.Attr(phases.AttrSourceEnd), g.Attr(phases.AttrGatesRemovedBy))
 			}
+			if w := tr.Summary.SchedulingWaits; len(w) != 1 || w[0] != (phases.Wait{Kind: phases.WaitGated, Duration: 4200 * time.Millisecond}) {
+				t.Errorf("scheduling waits %v, want 4.2s gated", w)
+			}
 		},
 	},
 	{
@@ -99,6 +102,9 @@ var schedulingWaitScenarios = []scenario{
 				if got := w.Attr(k); got != v {
 					t.Errorf("%s=%v, want %v", k, got, v)
 				}
+			}
+			if ws := tr.Summary.SchedulingWaits; len(ws) != 1 || ws[0] != (phases.Wait{Kind: phases.WaitNode, Duration: 6088 * time.Millisecond}) {
+				t.Errorf("scheduling waits %v, want 6.088s for a node", ws)
 			}
 			if es := w.Events(); len(es) != 1 || es[0].Name != "TriggeredScaleUp" {
 				t.Errorf("waiting_for_node events %v, want the TriggeredScaleUp", es)
