@@ -51,7 +51,10 @@ func (c *Correlator) preempted(e *event) {
 			return
 		}
 	}
-	ps.victims = append(ps.victims, phases.PodRef{Namespace: e.Namespace, Name: e.Regarding.Name, UID: string(e.Regarding.UID)})
+	ref := phases.PodRef{Namespace: e.Namespace, Name: e.Regarding.Name, UID: string(e.Regarding.UID)}
+	// An Event's strings are anyone's who may write Events: bounded as the API bounds a Pod's.
+	ref.Namespace, ref.Name, ref.UID = ref.Namespace[:min(len(ref.Namespace), maxNodeName)], ref.Name[:min(len(ref.Name), maxNodeName)], ref.UID[:min(len(ref.UID), maxUID)]
+	ps.victims = append(ps.victims, ref)
 }
 
 // preemptorOf names the preemptor of a victim's trace when it is in flight here.
