@@ -305,6 +305,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 		ps.readyAt = d.Recv
 	}
 	if d.Type == Deleted || p.DeletionTimestamp != nil {
+		ps.gone = ps.gone || d.Type == Deleted
 		if ps.deletedAt.IsZero() {
 			ps.deletedAt = d.Recv
 			if d.Recv.IsZero() && p.DeletionTimestamp != nil {
@@ -715,7 +716,9 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	delete(c.byName, objectName{ps.pod.Namespace, ps.pod.Name})
 	delete(c.endpointReady, uid)
 	delete(c.inSlice, uid)
-	c.done[uid] = struct{}{}
+	if !ps.gone { // the Pod's deletion, still to come, forgets it
+		c.done[uid] = struct{}{}
+	}
 	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.pod)})
 	c.warnInconsistent(tr)
 	c.rollouts.podTrace(tr)

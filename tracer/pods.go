@@ -31,8 +31,11 @@ type podState struct {
 	failureReason string
 	readyAt       time.Time // local time Ready was first seen, for the endpoints wait
 	deletedAt     time.Time
-	completeAt    time.Time // when the trace was found complete, for Config.Settle
-	createdEvent  *event    // the replicaset controller's SuccessfulCreate for this Pod
+	// gone: the watch said the Pod is gone (its last delta), so nothing will take it out of the
+	// correlator's done set once its trace is exported.
+	gone         bool
+	completeAt   time.Time // when the trace was found complete, for Config.Settle
+	createdEvent *event    // the replicaset controller's SuccessfulCreate for this Pod
 	// due is when the clock alone could finish the trace; dueIndex is the Pod's place in the
 	// Correlator's heap of due times, -1 when it is not in it.
 	due      time.Time

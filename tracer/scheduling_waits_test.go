@@ -180,3 +180,68 @@ var schedulingWaitScenarios = []scenario{
 }
 
 func init() { scenarios = append(scenarios, schedulingWaitScenarios...) }
+
+// TestVictimWaitsForPreempted: a victim deleted before Ready is held until the scheduler's
+// Preempted event names its preemptor (here 2 s after the Pod was gone), at most preemptedWait,
+// and forgotten once exported: its deletion has come and gone.
+func TestVictimWaitsForPreempted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		eventMs int // 0: the event never comes
+		wantBy  bool
+		wantEnd int // ms the trace was exported at, by the stream's clock
+	}{
+		{"event after the delete", 3300, true, 3300},
+		{"no event", 0, false, 3014 + 3000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, "default")
+			s.pod("low", nil, nil, web, 0)
+			s.bind("low", 20)
+			s.kubeletStart("low", 50, 700)
+			s.pod("high", nil, nil, web, 2900)
+			high := s.pods["high"]
+			s.update("low", 3012, func(p *corev1.Pod, now metav1.Time) {
+				setCond(p, corev1.DisruptionTarget, corev1.ConditionTrue, secs(s.at(3012)), corev1.PodReasonPreemptionByScheduler, "default-scheduler: preempting to accommodate a higher priority pod")
+				p.DeletionTimestamp = ptr.To(secs(s.at(4012)))
+			})
+			s.delete("low", 3100)
+			if tc.eventMs > 0 {
+				s.schedulerEvent("low", "Preempted", "Preempting", "Normal", fmt.Sprintf("Preempted by pod %s on node %s", high.UID, s.node), tc.eventMs)
+			}
+			var got *phases.Trace
+			var exportedAt time.Time
+			var now time.Time
+			c := New(Config{}, SinkFunc(func(tr *phases.Trace) {
+				if tr.Pod.Name == "low" {
+					got, exportedAt = tr, now
+				}
+			}), nil, nil)
+			for _, d := range s.deltas {
+				for ; now.Before(d.Recv); now = now.Add(100 * time.Millisecond) {
+					if now.IsZero() {
+						now = s.t0
+					}
+					c.Tick(now)
+				}
+				now = d.Recv
+				c.Handle(d)
+			}
+			for stop := s.at(8000); now.Before(stop); now = now.Add(100 * time.Millisecond) {
+				c.Tick(now)
+			}
+			if got == nil {
+				t.Fatal("no trace for the victim")
+			}
+			if by := got.Root().Attr(phases.AttrPreemptedByUID); (by != nil) != tc.wantBy {
+				t.Errorf("preempted_by.uid %v, want it %v", by, tc.wantBy)
+			}
+			if d := exportedAt.Sub(s.at(tc.wantEnd)); d < 0 || d > 200*time.Millisecond {
+				t.Errorf("exported at %s, want %s", exportedAt.Format(time.StampMilli), s.at(tc.wantEnd).Format(time.StampMilli))
+			}
+			if _, ok := c.done[s.pods["low"].UID]; ok {
+				t.Error("the victim stays in the done set after its deletion")
+			}
+		})
+	}
+}
