@@ -797,8 +797,8 @@ func (b *builder) controllers(parent int, persisted, created, scaled point) {
 }
 
 // scheduling adds to the scheduling phase (drawn as phase) what it holds: the scheduler's
-// attempts and preemptions as events, the node it nominated, links to the Pods preempted for
-// this one, and the waits that were not the scheduler's: a scheduling gate, a new node.
+// failed attempts as events, the node it nominated, links to the Pods preempted for this one,
+// and the waits that were not the scheduler's: a scheduling gate, a new node.
 func (b *builder) scheduling(parent int, phase interval) {
 	p := b.pod
 	sp := &b.trace.Spans[parent]
