@@ -32,9 +32,20 @@ const watchLatency = time.Second
 
 // TestSchedulingGated: a Pod created with a scheduling gate, removed by the test after 4 s. The
 // scheduling phase holds scheduling.gated from the Pod's creation to the removal, which the
-// test brackets with its own clock; when the remover's managedFields entry records the write,
-// the end lies in that entry's second.
+// test brackets with its own clock. An Update that only removes the gate leaves managedFields as
+// they were; one that also sets a field (a label, as a queueing controller admitting the Pod
+// might) stamps the remover's entry, and then the end lies in that entry's second and the span
+// names the remover.
 func TestSchedulingGated(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		label bool
+	}{{"gate only", false}, {"gate and a label", true}} {
+		t.Run(tc.name, func(t *testing.T) { testSchedulingGated(t, tc.label) })
+	}
+}
+
+func testSchedulingGated(t *testing.T, label bool) {
 	e := Setup(t)
 	ns := e.Namespace(t, "e2e-gated")
 	p := sleeper("gated", BusyboxImage)
@@ -52,6 +63,9 @@ func TestSchedulingGated(t *testing.T) {
 		t.Fatalf("the gated Pod's PodScheduled condition is %+v, want reason SchedulingGated", c)
 	}
 	cur.Spec.SchedulingGates = nil
+	if label {
+		cur.Labels["queue.readyspan.dev/admitted"] = "true"
+	}
 	before := time.Now()
 	updated, err := e.Kube.CoreV1().Pods(ns).Update(ctx, cur, metav1.UpdateOptions{FieldManager: "readyspan-e2e-gatekeeper"})
 	after := time.Now()
@@ -65,6 +79,9 @@ func TestSchedulingGated(t *testing.T) {
 		}
 	}
 	t.Logf("gate removed between %s and %s; the remover's managedFields entry: %v", before.Format(time.StampMicro), after.Format(time.StampMicro), removerTime)
+	if label && removerTime == nil {
+		t.Errorf("the Update that set a label left no managedFields entry for its manager")
+	}
 	e.WaitPodsReady(t, ns, "app=gated", 1, 2*time.Minute)
 
 	tr := e.WaitTrace(t, string(pod.UID), 2*time.Minute, complete)
