@@ -560,7 +560,7 @@ func (c *Correlator) checkNow(ps *podState, now time.Time) {
 	}
 	created, _ := ps.created.Earliest()
 	if !created.Time().IsZero() && now.Sub(created.Time()) >= c.cfg.StuckAfter {
-		c.finish(ps, phases.OutcomeStuck, ps.failureReason, now)
+		c.finish(ps, phases.OutcomeStuck, stuckReason(ps), now)
 	}
 }
 

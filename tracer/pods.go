@@ -365,6 +365,23 @@ func failure(p *corev1.Pod) string {
 	return ""
 }
 
+// stuckReason is why a Pod stuck past --stuck-after was waiting: its containers' failure, or,
+// not yet bound, the PodScheduled condition's reason (SchedulingGated: a gate nobody removed;
+// Unschedulable: no node fits and none was added).
+func stuckReason(ps *podState) string {
+	if ps.failureReason != "" || ps.pod.Spec.NodeName != "" {
+		return ps.failureReason
+	}
+	if cond := condition(ps.pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse {
+		return cond.Reason[:min(len(cond.Reason), maxReason)]
+	}
+	return ""
+}
+
+// maxReason bounds a condition's reason kept (the API allows 1,024 bytes; the known ones are
+// a word).
+const maxReason = 128
+
 // observe assembles what was observed of the Pod for phases.Build.
 func (c *Correlator) observe(ps *podState) *phases.Pod {
 	p := ps.pod
@@ -411,7 +428,8 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	obs.ContainersReady = ps.condTimes(corev1.ContainersReady)
 	obs.Ready = ps.condTimes(corev1.PodReady)
 	obs.Running.Add(ps.seen.at(change{what: seenRunning}), phases.SourceWatch)
-	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" {
+	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" &&
+		cond.Reason != corev1.PodReasonSchedulingGated { // the apiserver's, at creation: no attempt
 		// The scheduler's own record of the last failed attempt, kept in case its events are lost.
 		obs.SchedulingFailure = append(obs.SchedulingFailure, phases.Occurrence{
 			Time: phases.Stamp{At: phases.InstantOf(cond.LastTransitionTime.Time), Source: phases.SourceStatus}, Reason: cond.Reason, Message: cond.Message, Count: 1,

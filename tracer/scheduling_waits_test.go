@@ -79,6 +79,30 @@ var schedulingWaitScenarios = []scenario{
 		},
 	},
 	{
+		// Nobody removed the gate: stuck, and the trace says the gate is why.
+		name: "scheduling-gated-stuck",
+		build: func(s *sim) int {
+			s.pod("gated", nil, nil, web, 0)
+			s.gate("gated")
+			return 11 * 60 * 1000
+		},
+		check: func(t *testing.T, ts []*phases.Trace) {
+			tr := ts[0]
+			wantOutcome(t, tr, phases.OutcomeStuck)
+			if got := tr.Root().StatusMessage; got != "stuck in scheduling: SchedulingGated" {
+				t.Errorf("status %q", got)
+			}
+			// The SchedulingGated condition is the apiserver's, not a failed attempt.
+			if n := tr.Summary.SchedulingAttempts; n != 0 || len(tr.Phase(phases.PhaseScheduling).Events()) != 0 {
+				t.Errorf("%d attempts, events %v; the scheduler never tried", n, tr.Phase(phases.PhaseScheduling).Events())
+			}
+			g := tr.Find(phases.SpanSchedulingGated)
+			if g == nil || !g.End.Equal(tr.Phase(phases.PhaseScheduling).End) || g.EndBound.Observed {
+				t.Errorf("scheduling.gated %v: want it to the trace's end, not observed", g)
+			}
+		},
+	},
+	{
 		name: "waiting-for-new-node",
 		build: func(s *sim) int {
 			s.pod("waiter", nil, nil, web, 0)
