@@ -331,6 +331,17 @@ func TestPreemption(t *testing.T) {
 		}
 		return p
 	}
+	// The preemptor holds the node's free CPU: give it back before the next test, not when the
+	// namespace's deletion gets to it.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		zero := int64(0)
+		_ = e.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		Eventually(t, time.Minute, "the preemption test's Pods gone", func() (bool, error) {
+			l, err := e.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			return err == nil && len(l.Items) == 0, err
+		})
+	})
 	victim := e.createPod(t, ns, pod("victim", ns+"-low", false))
 	Eventually(t, time.Minute, "the victim running", func() (bool, error) {
 		p, err := e.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
