@@ -366,7 +366,7 @@ var kinds = []*kind{
 		transform:     func(o runtime.Object) { slimNode(o.(*corev1.Node)) },
 		clusterScoped: true, keepsIdentity: true,
 		handle:   func(c *Correlator, d Delta) { c.handleNode(&d, d.Object.(*corev1.Node)) },
-		snapshot: snapshotNodes, verbs: []string{"list", "watch"},
+		snapshot: snapshotNodes, verbs: readVerbs,
 	},
 }
 
