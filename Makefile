@@ -52,7 +52,7 @@ bench: ## reconstruction and OTLP export throughput, and allocations
 # Every fuzz target, a short run each (FUZZTIME); seeds are committed in each package's
 # testdata/fuzz/<target>/ and run by plain `go test` too.
 FUZZTIME ?= 20s
-TRACER_FUZZ := FuzzParsePulledMessage FuzzParseEventName FuzzParseHex FuzzReadWatch FuzzReadList FuzzParseAuditLine FuzzStepOf FuzzEventMessages FuzzContainerFromFieldPath
+TRACER_FUZZ := FuzzParsePulledMessage FuzzParseEventName FuzzParseHex FuzzReadWatch FuzzReadList FuzzParseAuditLine FuzzStepOf FuzzEventMessages FuzzContainerFromFieldPath FuzzParsePreemptedMessage
 fuzz: ## a short run of every fuzz target
 	@set -e; for f in $(TRACER_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/; done
 	$(GO) test -run '^$$' -fuzz '^FuzzAttributes$$' -fuzztime $(FUZZTIME) ./exporters/otlp/

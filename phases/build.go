@@ -28,7 +28,9 @@ const (
 	// (self-healing), which the root also links to.
 	AttrReplacesPod = "readyspan.replaces.pod"
 	AttrReplacesWhy = "readyspan.replaces.why"
-	// AttrLinkRelation says what a link points to.
+	// AttrLinkRelation says what a link points to: "replaces" (a Pod's predecessor),
+	// "preemption_victim" (from a preemptor's scheduling to a Pod preempted for it),
+	// "preempted_by" (from a victim to its preemptor), and the rollout model's relations.
 	AttrLinkRelation    = "readyspan.link"
 	AttrContainerName   = "k8s.container.name"
 	AttrRestarts        = "k8s.container.restart_count"
@@ -66,6 +68,23 @@ const (
 	// (narrow.go): 1000 when nothing narrowed it. Absent for boundaries stamped precisely.
 	AttrUncertaintyStart = "readyspan.time.uncertainty.start_ms"
 	AttrUncertaintyEnd   = "readyspan.time.uncertainty.end_ms"
+	// AttrNominatedNode is status.nominatedNodeName as the Pod showed it before its bind, on the
+	// scheduling phase.
+	AttrNominatedNode = "readyspan.scheduling.nominated_node"
+	// AttrGatesRemovedBy is the field manager whose write removed the last scheduling gate, when
+	// its managedFields entry shows it, on scheduling.gated.
+	AttrGatesRemovedBy = "readyspan.scheduling.gates_removed_by"
+	// AttrNodeCreated and AttrNodeReady are the new Node's creation and Ready times (RFC 3339,
+	// UTC, as resolved from its creationTimestamp, its Ready condition and the watch), on
+	// scheduling.waiting_for_node; AttrAutoscaler names the autoscaler whose events the Pod
+	// carries (cluster-autoscaler, karpenter).
+	AttrNodeCreated = "readyspan.node.created"
+	AttrNodeReady   = "readyspan.node.ready"
+	AttrAutoscaler  = "readyspan.autoscaler"
+	// AttrPreemptedBy and AttrPreemptedByUID are on the root of a Pod the scheduler preempted:
+	// the preemptor as namespace/name (when known), and its UID.
+	AttrPreemptedBy    = "readyspan.preempted_by"
+	AttrPreemptedByUID = "readyspan.preempted_by.uid"
 )
 
 // Options tune Build. The zero value is valid.
@@ -416,8 +435,7 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	b.trace.Spans[rootIdx].Attrs = b.podAttrs(b.trace.Spans[rootIdx].Attrs, skew)
 	if r := p.Replaces; r != nil && r.UID != "" {
 		// The Pod this one replaces: its own trace, whose root span this one's follows from.
-		b.trace.Spans[rootIdx].AddLink(Link{TraceID: TraceIDFor(r.UID), SpanID: SpanIDFor(r.UID, RootSpanName),
-			Attrs: []Attr{{AttrLinkRelation, "replaces"}}})
+		b.trace.Spans[rootIdx].AddLink(podLink(PodRef{Namespace: p.Namespace, Name: r.Name, UID: r.UID}, "replaces"))
 	}
 	// Each phase is drawn and then its steps, depth first: the order the trace lists its spans
 	// in (finish), so that most traces need no reordering.
@@ -436,7 +454,7 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 			}
 			b.controllers(phaseSpan[i], tl.chain[requestPersisted], tl.chain[podCreated], tl.scaled)
 		case PhaseScheduling:
-			b.scheduling(phaseSpan[i])
+			b.scheduling(phaseSpan[i], drawn)
 			b.volumeBinding(phaseSpan[i], tl.chain[podCreated], tl.chain[podScheduled])
 		case PhaseKubelet:
 			b.kubelet(phaseSpan[i], tl.chain[podScheduled])
@@ -461,6 +479,18 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	if tl.failure != "" {
 		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrFailureReason, tl.failure})
 	}
+	if by := p.PreemptedBy; by != nil {
+		if by.Name != "" {
+			rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrPreemptedBy, by.Namespace + "/" + by.Name})
+		}
+		rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrPreemptedByUID, by.UID})
+		rootSpan.AddLink(podLink(*by, linkPreemptedBy))
+	}
+	// A Pod is preempted whenever the scheduler needs its room, bound or not: the event goes on
+	// the root, not on a phase it may lie beyond.
+	for _, o := range p.Preempted {
+		rootSpan.AddEvent(occurrenceEvent("Preempted", o))
+	}
 	rootSpan.Attrs = append(rootSpan.Attrs, Attr{AttrAttempts, int64(tl.attempts)})
 	if len(tl.inconsistent) > 0 {
 		// The spans are drawn with the boundaries clamped into order; the root says why (and
@@ -483,6 +513,8 @@ type builder struct {
 	outcome Outcome
 	// pulls are the image pulls drawn, in the order drawn, for the summary to count.
 	pulls []drawnPull
+	// waits are the scheduling waits drawn observed at both ends, for the summary.
+	waits []Wait
 	// failedPulls counts the failed pull attempts of every container, drawn or not.
 	failedPulls int
 	// attrBlock is where the spans' attribute slices are cut from (attrs).
@@ -849,15 +881,169 @@ func (b *builder) causeAttrs(i int) {
 	}
 }
 
-func (b *builder) scheduling(parent int) {
+// scheduling adds to the scheduling phase (drawn as phase) what it holds: the scheduler's
+// failed attempts as events, the node it nominated, links to the Pods preempted for this one,
+// and the waits that were not the scheduler's: a scheduling gate, a new node.
+func (b *builder) scheduling(parent int, phase interval) {
+	p := b.pod
 	sp := &b.trace.Spans[parent]
-	for _, o := range b.pod.SchedulingFailure {
+	for _, o := range p.SchedulingFailure {
 		sp.AddEvent(occurrenceEvent("FailedScheduling", o))
 	}
-	for _, o := range b.pod.Preempted {
-		sp.AddEvent(occurrenceEvent("Preempted", o))
+	if p.NominatedNode != "" {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNominatedNode, p.NominatedNode})
+	}
+	for _, v := range p.Victims {
+		sp.AddLink(podLink(v, linkVictim))
+	}
+	from := phase.start
+	if p.Gated {
+		from = b.gated(parent, phase)
+	}
+	if !b.waitingForNode(parent, phase, from) {
+		for _, o := range p.Autoscaler {
+			sp.AddEvent(occurrenceEvent(o.Reason, o))
+		}
+	}
+	sortEvents(b.trace.Spans[parent].Events())
+}
+
+// Link relations (AttrLinkRelation) of the links between a preemptor's and its victims' traces.
+const (
+	linkVictim      = "preemption_victim"
+	linkPreemptedBy = "preempted_by"
+)
+
+// podLink links to the root of another Pod's trace.
+func podLink(ref PodRef, relation string) Link {
+	as := []Attr{{AttrLinkRelation, relation}, {AttrPodUID, ref.UID}}
+	if ref.Name != "" {
+		as = append(as, Attr{AttrPodName, ref.Name}, Attr{AttrNamespace, ref.Namespace})
+	}
+	return Link{TraceID: TraceIDFor(ref.UID), SpanID: SpanIDFor(ref.UID, RootSpanName), Attrs: as}
+}
+
+// gated draws scheduling.gated, from the Pod's creation to the removal of its last scheduling
+// gate, and returns where the scheduler could start: the removal as drawn. A removal nobody saw
+// (the watch missed the version without gates) ends at the scheduler's first attempt, or at
+// the phase's end, and says it was not observed.
+func (b *builder) gated(parent int, phase interval) point {
+	p := b.pod
+	end := resolve(p.GatesRemoved)
+	if !end.observed {
+		end = derived(phase.end.t)
+		if first, ok := firstAttempt(p); ok && first < end.t {
+			end = derived(first)
+		}
+	}
+	i, drawn := b.draw(spanHead{Name: SpanSchedulingGated, Path: SpanSchedulingGated, Service: ServiceScheduler}, parent, phase.start, end)
+	b.waited(WaitGated, drawn)
+	if by := p.GatesRemovedBy; by != "" {
+		b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrGatesRemovedBy, by})
+	}
+	return drawn.end
+}
+
+// waited keeps a wait drawn for the summary, when both its ends were observed.
+func (b *builder) waited(kind string, drawn interval) {
+	if drawn.start.observed && drawn.end.observed {
+		b.waits = append(b.waits, Wait{Kind: kind, Duration: drawn.end.t.Sub(drawn.start.t)})
+	}
+}
+
+// firstAttempt is the earliest precise stamp of the scheduler's attempts: its first failure or
+// the bind.
+func firstAttempt(p *Pod) (Instant, bool) {
+	var first Instant
+	for _, o := range p.SchedulingFailure {
+		if o.Time.Source.rank() == 0 && (first == 0 || o.Time.At < first) {
+			first = o.Time.At
+		}
+	}
+	for _, s := range p.Scheduled {
+		if s.Source.rank() == 0 && (first == 0 || s.At < first) {
+			first = s.At
+		}
+	}
+	return first, first != 0
+}
+
+// waitingForNode draws scheduling.waiting_for_node when the Pod waited for a node to be added:
+// an autoscaler said it would add one (TriggeredScaleUp, Karpenter's Nominated), or the Pod was
+// bound to a Node created after it. The wait starts at the first sign that no node fitted (the
+// scheduler's first failed attempt after from, or the autoscaler's first event) and ends when the
+// new Node turned Ready; a Pod still waiting when its trace ended waits to the phase's end. It
+// reports whether it drew the span (which then holds the autoscaler's events).
+func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
+	p := b.pod
+	autoscaler, triggered := "", false
+	for _, o := range p.Autoscaler {
+		switch o.Reason {
+		case "TriggeredScaleUp":
+			autoscaler, triggered = "cluster-autoscaler", true
+		case "Nominated":
+			autoscaler, triggered = "karpenter", true
+		case "NotTriggerScaleUp":
+			if autoscaler == "" {
+				autoscaler = "cluster-autoscaler"
+			}
+		}
+	}
+	bound := resolve(p.Scheduled).observed
+	if p.NewNode == nil && (!triggered || bound) {
+		return false // no node was added for it, or it found room on one that was there
+	}
+	// The first sign, at or after from: a failed attempt, an autoscaler's event.
+	start := point{}
+	consider := func(o Occurrence) {
+		if o.Time.At == 0 || o.Time.At < from.t {
+			return
+		}
+		if !start.observed || o.Time.At < start.t {
+			start = point{t: o.Time.At, src: o.Time.Source, observed: true}
+		}
+	}
+	for _, o := range p.SchedulingFailure {
+		consider(o)
+	}
+	for _, o := range p.Autoscaler {
+		consider(o)
+	}
+	if !start.observed {
+		start = from
+	}
+	end := derived(phase.end.t)
+	var ready, created point
+	if n := p.NewNode; n != nil {
+		created, ready = resolve(n.Created), resolve(n.Ready)
+		if ready.observed {
+			end = ready
+		}
+	}
+	service := ServiceScheduler
+	if autoscaler != "" {
+		service = autoscaler
+	}
+	i, drawn := b.draw(spanHead{Name: SpanSchedulingWaitingForNode, Path: SpanSchedulingWaitingForNode, Service: service}, parent, start, end)
+	b.waited(WaitNode, drawn)
+	sp := &b.trace.Spans[i]
+	if n := p.NewNode; n != nil {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNodeName, n.Name})
+		if created.observed {
+			sp.Attrs = append(sp.Attrs, Attr{AttrNodeCreated, created.t.Time().UTC().Format(time.RFC3339Nano)})
+		}
+		if ready.observed {
+			sp.Attrs = append(sp.Attrs, Attr{AttrNodeReady, ready.t.Time().UTC().Format(time.RFC3339Nano)})
+		}
+	}
+	if autoscaler != "" {
+		sp.Attrs = append(sp.Attrs, Attr{AttrAutoscaler, autoscaler})
+	}
+	for _, o := range p.Autoscaler {
+		sp.AddEvent(occurrenceEvent(o.Reason, o))
 	}
 	sortEvents(sp.Events())
+	return true
 }
 
 func occurrenceEvent(name string, o Occurrence) Event {
@@ -1224,6 +1410,13 @@ func failureMessage(p *Pod, outcome Outcome, phase string) string {
 		}
 		return "stuck in " + phase
 	case OutcomeDeleted:
+		if by := p.PreemptedBy; by != nil {
+			who := by.UID
+			if by.Name != "" {
+				who = by.Namespace + "/" + by.Name
+			}
+			return "preempted by " + who + " before Ready, in " + phase
+		}
 		return "deleted before Ready, in " + phase
 	}
 	if p.FailureReason != "" {
@@ -1347,7 +1540,11 @@ func latestObserved(p *Pod) Instant {
 	}
 	times(p.AuditReceived, p.AuditPersisted, p.RootPersisted, p.ReplicaSetScaled, p.Created, p.Scheduled,
 		p.KubeletStarted, p.SandboxReady, p.Initialized, p.ContainersReady, p.Running, p.Ready, p.EndpointsReady, p.Deleted)
-	occs(p.SchedulingFailure, p.Preempted, p.PodWarnings, p.VolumeEvents)
+	times(p.GatesRemoved, p.NominatedAt)
+	if p.NewNode != nil {
+		times(p.NewNode.Created, p.NewNode.Ready)
+	}
+	occs(p.SchedulingFailure, p.Preempted, p.PodWarnings, p.VolumeEvents, p.Autoscaler)
 	for i := range p.Claims {
 		times(p.Claims[i].Bound, p.Claims[i].SelectedNode)
 	}

@@ -18,6 +18,13 @@ const (
 	// Immediate claim is unbound. Its end is the claim seen Bound (volumes.go).
 	SpanSchedulingVolumeBinding = "scheduling.volume_binding"
 
+	// SpanSchedulingGated: the Pod created → its last scheduling gate removed (spec.schedulingGates):
+	// time the scheduler was not allowed to place it.
+	SpanSchedulingGated = "scheduling.gated"
+	// SpanSchedulingWaitingForNode: the Pod found no node (or an autoscaler said it would add one)
+	// → the new Node it was bound to turned Ready.
+	SpanSchedulingWaitingForNode = "scheduling.waiting_for_node"
+
 	SpanKubeletSandbox = "kubelet.sandbox" // the Pod on its node → its sandbox ready (volumes, CNI)
 	// SpanKubeletVolumes is the part of the sandbox step the kubelet spent waiting for the Pod's
 	// volumes to attach and mount, drawn only where the API shows such a wait (volumes.go).
@@ -72,6 +79,8 @@ var Catalogue = []SpanInfo{
 	{Name: SpanControllersDaemonSet, Phase: PhaseControllers},
 	{Name: SpanControllersJob, Phase: PhaseControllers},
 	{Name: SpanSchedulingVolumeBinding, Phase: PhaseScheduling},
+	{Name: SpanSchedulingGated, Phase: PhaseScheduling},
+	{Name: SpanSchedulingWaitingForNode, Phase: PhaseScheduling},
 	{Name: SpanKubeletSandbox, Phase: PhaseKubelet},
 	{Name: SpanKubeletVolumes, Phase: PhaseKubelet, Category: CategoryVolumes},
 	{Name: SpanContainerInit, Phase: PhaseKubelet, Container: true},

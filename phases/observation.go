@@ -111,7 +111,30 @@ type Pod struct {
 	// Scheduling.
 	Scheduled         Times
 	SchedulingFailure []Occurrence
-	Preempted         []Occurrence
+	// Preempted are the scheduler's Preempted events about this Pod (it was a victim);
+	// PreemptedBy is the Pod they name as the preemptor, when readyspan could read it.
+	Preempted   []Occurrence
+	PreemptedBy *PodRef
+	// Gated: the Pod was first seen with spec.schedulingGates. GatesRemoved is when the last
+	// was removed: the watch event that first showed none, and the managedFields time of the
+	// manager whose write removed them, when that write changed its entry.
+	Gated          bool
+	GatesRemoved   Times
+	GatesRemovedBy string
+	// NominatedNode is status.nominatedNodeName as the Pod last showed it before its bind (the
+	// scheduler's choice after preempting, or an autoscaler's), and NominatedAt when it was
+	// first seen.
+	NominatedNode string
+	NominatedAt   Times
+	// Autoscaler are the node autoscalers' events about the Pod: cluster-autoscaler's
+	// TriggeredScaleUp and NotTriggerScaleUp, Karpenter's Nominated.
+	Autoscaler []Occurrence
+	// NewNode is the Node the Pod was bound to when that Node was created after the Pod: the
+	// Pod waited for it.
+	NewNode *NodeSeen
+	// Victims are the Pods the scheduler preempted to make room for this one (their Preempted
+	// events name it), at most MaxVictims.
+	Victims []PodRef
 
 	// Kubelet.
 	KubeletStarted Times        // status.startTime, first status written by the kubelet
@@ -163,6 +186,22 @@ type Claim struct {
 	// volume.kubernetes.io/selected-node annotation on it: the scheduler picked a node and
 	// asked for the claim to be provisioned there (WaitForFirstConsumer, dynamic provisioning).
 	SelectedNode Times
+}
+
+// MaxVictims bounds the victims a Pod's trace links to: the scheduler may preempt many Pods for
+// one, and each link is kept until the trace is exported.
+const MaxVictims = 32
+
+// PodRef names another Pod, whose trace a span links to.
+type PodRef struct {
+	Namespace, Name, UID string
+}
+
+// NodeSeen is what was observed of a Node: its creation and its Ready condition turning True.
+type NodeSeen struct {
+	Name    string
+	Created Times // creationTimestamp, and the receive time of the watch event that added it
+	Ready   Times // Ready's lastTransitionTime (the kubelet's clock), and the watch receive time
 }
 
 // Container is what was observed about one container, init containers and sidecars included.

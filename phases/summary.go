@@ -28,6 +28,10 @@ type Summary struct {
 	PullsPresent       int
 	PullsFailed        int
 	SchedulingAttempts int
+	// SchedulingWaits are the waits within the scheduling phase that were not the scheduler's
+	// (a scheduling gate, a new node), measured at both ends: the phase's length less them is
+	// the scheduler's own.
+	SchedulingWaits []Wait
 	// CurrentPhase is where the Pod was when the trace ended without Ready.
 	CurrentPhase string
 	// FailureReason is the failure current when the trace ended without Ready (as
@@ -54,6 +58,21 @@ func (t *Trace) TimeWarnings() []string {
 	}
 	return out
 }
+
+// Wait is one wait within the scheduling phase, by its kind (WaitGated, WaitNode).
+type Wait struct {
+	Kind     string
+	Duration time.Duration
+}
+
+// The kinds of wait (Wait.Kind): bounded, a metric's label.
+const (
+	WaitGated = "gated" // scheduling.gated
+	WaitNode  = "node"  // scheduling.waiting_for_node
+)
+
+// WaitKinds lists every Wait.Kind.
+var WaitKinds = []string{WaitGated, WaitNode}
 
 // drawnPull is an image pull drawn as a span: the summary counts it.
 type drawnPull struct {
@@ -91,6 +110,7 @@ func (b *builder) summarize(tl *timeline, opts Options) Summary {
 		}
 	}
 	b.sli(&sum, tl.created, opts)
+	sum.SchedulingWaits = b.waits
 	if len(tl.inconsistent) > 0 {
 		// Which stamp is wrong is unknown: no duration of this trace goes into a histogram.
 		sum.Inconsistencies = make([]string, len(tl.inconsistent))
@@ -100,6 +120,7 @@ func (b *builder) summarize(tl *timeline, opts Options) Summary {
 		}
 		sum.PhaseObserved = [len(sum.PhaseObserved)]bool{}
 		sum.Startup, sum.SLI, sum.SLIEligible = 0, 0, false
+		sum.SchedulingWaits = nil
 	}
 	return sum
 }

@@ -316,6 +316,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 		ps.readyAt = d.Recv
 	}
 	if d.Type == Deleted || p.DeletionTimestamp != nil {
+		ps.gone = ps.gone || d.Type == Deleted
 		if ps.deletedAt.IsZero() {
 			ps.deletedAt = d.Recv
 			if d.Recv.IsZero() && p.DeletionTimestamp != nil {
@@ -323,6 +324,10 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 			}
 		}
 		if !isReady(p) {
+			if ps.awaitsPreempted() && !d.Recv.IsZero() {
+				c.check(ps, d.Recv) // the scheduler's event naming the preemptor follows the delete
+				return
+			}
 			c.finish(ps, phases.OutcomeDeleted, "", ps.deletedAt)
 			return
 		}
@@ -369,6 +374,9 @@ func (c *Correlator) handleEvent(d *Delta, e *event, seen bool) {
 			c.unparsed(e)
 		}
 		return
+	}
+	if e.Reason == "Preempted" {
+		c.preempted(e) // the preemptor's trace links to the victim, whatever the victim's state
 	}
 	uid := e.Regarding.UID
 	if _, done := c.done[uid]; done {
@@ -518,6 +526,14 @@ func (c *Correlator) check(ps *podState, now time.Time) {
 // checkNow exports the Pod's trace if it is complete at now. dueTime follows its branches.
 func (c *Correlator) checkNow(ps *podState, now time.Time) {
 	p := ps.pod
+	if !ps.deletedAt.IsZero() && !isReady(p) {
+		// Deleted before Ready, held for the Preempted event: finished once it is in, or
+		// after preemptedWait without it.
+		if !ps.awaitsPreempted() || now.IsZero() || now.Sub(ps.deletedAt) >= preemptedWait {
+			c.finish(ps, phases.OutcomeDeleted, "", ps.deletedAt)
+		}
+		return
+	}
 	if isReady(p) {
 		_, served := c.endpointReady[p.UID]
 		if served || !c.hasService(ps) {
@@ -566,7 +582,7 @@ func (c *Correlator) checkNow(ps *podState, now time.Time) {
 	}
 	created, _ := ps.created.Earliest()
 	if !created.Time().IsZero() && now.Sub(created.Time()) >= c.cfg.StuckAfter {
-		c.finish(ps, phases.OutcomeStuck, ps.failureReason, now)
+		c.finish(ps, phases.OutcomeStuck, stuckReason(ps), now)
 	}
 }
 
@@ -722,7 +738,9 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	delete(c.byName, objectName{ps.pod.Namespace, ps.pod.Name})
 	delete(c.endpointReady, uid)
 	delete(c.inSlice, uid)
-	c.done[uid] = struct{}{}
+	if !ps.gone { // the Pod's deletion, still to come, forgets it
+		c.done[uid] = struct{}{}
+	}
 	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.pod)})
 	c.warnInconsistent(tr)
 	c.rollouts.podTrace(tr)

@@ -17,6 +17,9 @@ import (
 // branch by branch.
 func (c *Correlator) dueTime(ps *podState) time.Time {
 	p := ps.pod
+	if !ps.deletedAt.IsZero() && !isReady(p) && ps.awaitsPreempted() {
+		return ps.deletedAt.Add(preemptedWait)
+	}
 	if isReady(p) {
 		if _, served := c.endpointReady[p.UID]; served || !c.hasService(ps) {
 			if c.cfg.Settle > 0 && !ps.completeAt.IsZero() {

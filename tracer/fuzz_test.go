@@ -156,6 +156,9 @@ func FuzzEventMessages(f *testing.F) {
 		{"Deployment", "ScalingReplicaSet", "Scaled up replica set web-6d4f8c7b9 from 0 to 3"},
 		{"StatefulSet", "SuccessfulCreate", "create Pod db-0 in StatefulSet db successful"},
 		{"DaemonSet", "SuccessfulDelete", "Deleted pod: agent-x7k2p"},
+		{"Pod", "Preempted", "Preempted by pod 5f0d3c1e-7a2b-4c1d-9e8f-0a1b2c3d4e5f on node node-1"},
+		{"Pod", "TriggeredScaleUp", "pod triggered scale-up: [{pool-a 1->2 (max: 5)}]"},
+		{"Pod", "Nominated", "Pod should schedule on: nodeclaim/default-x7k2q"},
 	} {
 		f.Add(s[0], s[1], s[2], "spec.containers{web}")
 	}
@@ -177,6 +180,24 @@ func FuzzEventMessages(f *testing.F) {
 		}
 		if shape := messageShape(msg); strings.Count(shape, " ") > 4 {
 			t.Fatalf("shape of %q has more than 5 words: %q", msg, shape)
+		}
+	})
+}
+
+// FuzzParsePreemptedMessage: a UID read from the scheduler's Preempted message is bounded, one
+// word, and where the message says it is.
+func FuzzParsePreemptedMessage(f *testing.F) {
+	f.Add("Preempted by pod 5f0d3c1e-7a2b-4c1d-9e8f-0a1b2c3d4e5f on node node-1")
+	f.Add("Preempted by pod 5f0d3c1e on node n (in kube-scheduler memory).")
+	f.Add("Preempted by podgroup x on node n")
+	f.Add("Preempted by pod  on node ")
+	f.Fuzz(func(t *testing.T, msg string) {
+		uid, ok := ParsePreemptedMessage(msg)
+		if !ok {
+			return
+		}
+		if uid == "" || len(uid) > maxUID || strings.ContainsAny(uid, " \t\n") || !strings.HasPrefix(msg, "Preempted by pod "+uid+" on node ") {
+			t.Fatalf("%q read as preemptor %q", msg, uid)
 		}
 	})
 }

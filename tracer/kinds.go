@@ -47,6 +47,11 @@ type kind struct {
 	// before reading new fields.
 	transform func(obj runtime.Object)
 
+	// clusterScoped: the kind's objects belong to no namespace (Nodes). It is watched once, and
+	// only when readyspan watches every namespace: a namespaced install's RoleBindings cannot
+	// grant it, and the traces then go without what it tells.
+	clusterScoped bool
+
 	// keepsIdentity: the Watcher keeps each object's identity (lastSeen) so that a relist can
 	// say which were deleted while the watch was down. Not for Events: processEvent says why.
 	keepsIdentity bool
@@ -126,6 +131,7 @@ const (
 	snapshotServices
 	snapshotEvents
 	snapshotEndpointSlices
+	snapshotNodes // before the Pods bound to them
 	snapshotPods
 )
 
@@ -431,6 +437,22 @@ var kinds = []*kind{
 		get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
 			return c.BatchV1().CronJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		},
+	},
+	{
+		// Nodes: a Pod that waited for a node to be added waited for its creation and Ready
+		// (nodes.go).
+		resource: ResourceNodes, stream: StreamNodes, kind: "Node",
+		gvr:       corev1.SchemeGroupVersion.WithResource("nodes"),
+		newObject: func() runtime.Object { return &corev1.Node{} },
+		newList:   func() runtime.Object { return &corev1.NodeList{} },
+		listWatch: func(c kubernetes.Interface, _ string, _ WatchConfig) (listFunc, watchFunc) {
+			x := c.CoreV1().Nodes()
+			return listOf(x.List), x.Watch
+		},
+		transform:     func(o runtime.Object) { slimNode(o.(*corev1.Node)) },
+		clusterScoped: true, keepsIdentity: true,
+		handle:   func(c *Correlator, d Delta) { c.handleNode(&d, d.Object.(*corev1.Node)) },
+		snapshot: snapshotNodes, verbs: readVerbs,
 	},
 }
 

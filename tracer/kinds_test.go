@@ -68,17 +68,28 @@ func TestSnapshotOrder(t *testing.T) {
 }
 
 // TestWatcherWatchesTheRegistry checks that the Watcher runs one reflector per kind the registry
-// says is watched, per namespace, of that kind's objects.
+// says is watched, per namespace, of that kind's objects; a cluster-scoped kind once, and only
+// when every namespace is watched.
 func TestWatcherWatchesTheRegistry(t *testing.T) {
-	w := NewWatcher(fake.NewClientset(), WatchConfig{Namespaces: []string{"a", "b"}}, nil, nil)
-	var want []Resource
-	for range 2 {
-		for _, k := range kinds {
-			if k.listWatch != nil {
-				want = append(want, k.resource)
+	for _, namespaces := range [][]string{{"a", "b"}, nil} {
+		w := NewWatcher(fake.NewClientset(), WatchConfig{Namespaces: namespaces}, nil, nil)
+		var want []Resource
+		for range max(len(namespaces), 1) {
+			for _, k := range kinds {
+				if k.listWatch != nil && (!k.clusterScoped || len(namespaces) == 0) {
+					want = append(want, k.resource)
+				}
 			}
 		}
+		checkReflectors(t, w, want)
 	}
+	if !slices.ContainsFunc(kinds, func(k *kind) bool { return k.clusterScoped && k.resource == ResourceNodes }) {
+		t.Error("Nodes are not a cluster-scoped kind")
+	}
+}
+
+func checkReflectors(t *testing.T, w *Watcher, want []Resource) {
+	t.Helper()
 	var got []Resource
 	for _, rf := range w.watched {
 		got = append(got, rf.resource)
@@ -94,11 +105,11 @@ func TestWatcherWatchesTheRegistry(t *testing.T) {
 // TestUnknownStreamIsAnError checks that a stream the registry does not name is refused, not
 // read as another kind's (it once became Events).
 func TestUnknownStreamIsAnError(t *testing.T) {
-	w := readWatch(strings.NewReader(`{"type":"ADDED","object":{"metadata":{"uid":"u"}}}`+"\n"), "nodes", "watch.nodes.jsonl")
-	if len(w.deltas) != 0 || len(w.problems) != 1 || !strings.Contains(w.problems[0].Why, `unknown stream "nodes"`) {
+	w := readWatch(strings.NewReader(`{"type":"ADDED","object":{"metadata":{"uid":"u"}}}`+"\n"), "configmaps", "watch.configmaps.jsonl")
+	if len(w.deltas) != 0 || len(w.problems) != 1 || !strings.Contains(w.problems[0].Why, `unknown stream "configmaps"`) {
 		t.Errorf("deltas %v, problems %v; want one problem naming the stream", w.deltas, w.problems)
 	}
-	if _, _, err := readList([]byte(`{"items":[]}`), "nodes", "nodes.json"); err == nil || !strings.Contains(err.Error(), `unknown stream "nodes"`) {
+	if _, _, err := readList([]byte(`{"items":[]}`), "configmaps", "configmaps.json"); err == nil || !strings.Contains(err.Error(), `unknown stream "configmaps"`) {
 		t.Errorf("readList of an unknown stream: %v", err)
 	}
 }
@@ -150,7 +161,7 @@ func TestKindOfObject(t *testing.T) {
 			t.Errorf("%s: kindOfObject gives %v", k.stream, got)
 		}
 	}
-	if _, ok := kindOfObject(&corev1.Node{}); ok {
-		t.Error("a Node has an entry")
+	if _, ok := kindOfObject(&corev1.ConfigMap{}); ok {
+		t.Error("a ConfigMap has an entry")
 	}
 }

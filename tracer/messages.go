@@ -232,3 +232,23 @@ func messageShape(msg string) string {
 	}
 	return strings.Join(words, " ")
 }
+
+// ParsePreemptedMessage reads the preemptor's UID from the scheduler's Preempted event about a
+// victim (Kubernetes v1.37, pkg/scheduler/framework/preemption/executor.go):
+// `Preempted by pod <preemptor UID> on node <node>`, with ` (in kube-scheduler memory).` after it
+// when the victim was only waiting or in pre-bind. ok is false for another preemptor type (a Pod
+// group) or another wording.
+func ParsePreemptedMessage(msg string) (uid string, ok bool) {
+	rest, found := strings.CutPrefix(msg, "Preempted by pod ")
+	if !found {
+		return "", false
+	}
+	uid, _, found = strings.Cut(rest, " on node ")
+	if !found || uid == "" || len(uid) > maxUID || strings.ContainsAny(uid, " \t\n") {
+		return "", false
+	}
+	return uid, true
+}
+
+// maxUID bounds a UID read from a message: a UUID is 36 bytes.
+const maxUID = 64

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
 )
@@ -31,14 +32,27 @@ type podState struct {
 	failureReason string
 	readyAt       time.Time // local time Ready was first seen, for the endpoints wait
 	deletedAt     time.Time
-	completeAt    time.Time // when the trace was found complete, for Config.Settle
-	createdEvent  *event    // the replicaset controller's SuccessfulCreate for this Pod
+	// gone: the watch said the Pod is gone (its last delta), so nothing will take it out of the
+	// correlator's done set once its trace is exported.
+	gone         bool
+	completeAt   time.Time // when the trace was found complete, for Config.Settle
+	createdEvent *event    // the replicaset controller's SuccessfulCreate for this Pod
 	// due is when the clock alone could finish the trace; dueIndex is the Pod's place in the
 	// Correlator's heap of due times, -1 when it is not in it.
 	due      time.Time
 	dueIndex int
 	// phase is the phase the Pod is counted in for the in-flight gauges, "" when not counted.
 	phase string
+	// gates: the Pod was seen with scheduling gates (gated), then first without (removedSeen):
+	// when the watch showed it (gatesRemovedAt) and the managedFields time and manager of the
+	// write that removed them, when that write changed its manager's entry.
+	gates gateState
+	// nominated is status.nominatedNodeName as last seen before the bind, and when it was first
+	// seen.
+	nominated   string
+	nominatedAt phases.Instant
+	// victims are the Pods the scheduler preempted for this one (their Preempted events).
+	victims []phases.PodRef
 	// exported is set when its trace is exported, and it is no longer in flight.
 	exported bool
 }
@@ -122,11 +136,30 @@ func (ps *podState) mark(key change, at phases.Instant) {
 	ps.seen = append(ps.seen, seenChange{key, at})
 }
 
+// gateState is what was seen of a Pod's scheduling gates.
+type gateState struct {
+	gated, removedSeen bool
+	removedAt          phases.Instant // the receive time of the first version without gates
+	removedMeta        phases.Instant // the remover's managedFields time (1 s)
+	removedBy          string         // the remover's field manager
+}
+
+// maxNodeName bounds a node name kept from a Pod's status (the API allows 253 bytes).
+const maxNodeName = 253
+
 // update records which changes this version of the Pod shows for the first time.
 func (ps *podState) update(p *corev1.Pod, recv time.Time) {
+	prev := ps.pod
 	ps.pod = p
 	at := wallOf(recv) // once for the dozen changes this version may mark
-	if at.IsZero() {   // a change seen is never marked at the zero time
+	ps.gates.update(prev, p, at)
+	if n := p.Status.NominatedNodeName; n != "" && p.Spec.NodeName == "" {
+		if ps.nominated == "" {
+			ps.nominatedAt = at
+		}
+		ps.nominated = n[:min(len(n), maxNodeName)]
+	}
+	if at.IsZero() { // a change seen is never marked at the zero time
 		return
 	}
 	if p.Spec.NodeName != "" {
@@ -161,6 +194,52 @@ func (ps *podState) update(p *corev1.Pod, recv time.Time) {
 		}
 	}
 }
+
+// update follows the gates from one version of the Pod (prev) to the next (p), received at.
+func (g *gateState) update(prev, p *corev1.Pod, at phases.Instant) {
+	if len(p.Spec.SchedulingGates) > 0 {
+		g.gated = true
+		return
+	}
+	if !g.gated || g.removedSeen {
+		return
+	}
+	g.removedSeen, g.removedAt = true, at
+	if prev != p {
+		g.removedBy, g.removedMeta = changedManager(prev, p)
+	}
+}
+
+// changedManager is the field manager whose managedFields entry the write that made cur from
+// prev changed (a new entry or a later time), and that time; "" when none did. An Update changes
+// its manager's time only when it set a field: a write that only removed fields (a gate) leaves
+// every entry as it was, and then nothing says who made it or when.
+func changedManager(prev, cur *corev1.Pod) (string, phases.Instant) {
+	var by string
+	var at phases.Instant
+	for i := range cur.ManagedFields {
+		f := &cur.ManagedFields[i]
+		if f.Subresource != "" || f.Time == nil {
+			continue
+		}
+		var before *metav1.Time
+		for j := range prev.ManagedFields {
+			if g := &prev.ManagedFields[j]; g.Manager == f.Manager && g.Operation == f.Operation && g.Subresource == f.Subresource {
+				before = g.Time
+			}
+		}
+		if before != nil && !f.Time.After(before.Time) {
+			continue
+		}
+		if t := wallOf(f.Time.Time); t > at {
+			by, at = f.Manager, t
+		}
+	}
+	return by[:min(len(by), maxManager)], at
+}
+
+// maxManager bounds a field manager's name kept (the API allows 128 bytes).
+const maxManager = 128
 
 func (ps *podState) addEvent(e *event) {
 	for i, prev := range ps.events {
@@ -287,6 +366,23 @@ func failure(p *corev1.Pod) string {
 	return ""
 }
 
+// stuckReason is why a Pod stuck past --stuck-after was waiting: its containers' failure, or,
+// not yet bound, the PodScheduled condition's reason (SchedulingGated: a gate nobody removed;
+// Unschedulable: no node fits and none was added).
+func stuckReason(ps *podState) string {
+	if ps.failureReason != "" || ps.pod.Spec.NodeName != "" {
+		return ps.failureReason
+	}
+	if cond := condition(ps.pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse {
+		return cond.Reason[:min(len(cond.Reason), maxReason)]
+	}
+	return ""
+}
+
+// maxReason bounds a condition's reason kept (the API allows 1,024 bytes; the known ones are
+// a word).
+const maxReason = 128
+
 // observe assembles what was observed of the Pod for phases.Build.
 func (c *Correlator) observe(ps *podState) *phases.Pod {
 	p := ps.pod
@@ -305,6 +401,20 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		obs.RootPersisted = obs.Created
 	}
 
+	// Scheduling gates, the node nominated, the node the Pod waited for, its victims.
+	if g := &ps.gates; g.gated {
+		obs.Gated = true
+		obs.GatesRemoved.AddInstant(g.removedAt, phases.SourceWatch)
+		obs.GatesRemoved.AddInstant(g.removedMeta, phases.SourceMetadata)
+		obs.GatesRemovedBy = g.removedBy
+	}
+	if ps.nominated != "" {
+		obs.NominatedNode = ps.nominated
+		obs.NominatedAt.AddInstant(ps.nominatedAt, phases.SourceWatch)
+	}
+	obs.NewNode = c.newNode(ps)
+	obs.Victims = ps.victims
+
 	// Status: conditions, with the receive time of the version that first showed them.
 	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionTrue {
 		obs.Scheduled.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
@@ -319,7 +429,8 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	obs.ContainersReady = ps.condTimes(corev1.ContainersReady)
 	obs.Ready = ps.condTimes(corev1.PodReady)
 	obs.Running.Add(ps.seen.at(change{what: seenRunning}), phases.SourceWatch)
-	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" {
+	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" &&
+		cond.Reason != corev1.PodReasonSchedulingGated { // the apiserver's, at creation: no attempt
 		// The scheduler's own record of the last failed attempt, kept in case its events are lost.
 		obs.SchedulingFailure = append(obs.SchedulingFailure, phases.Occurrence{
 			Time: phases.Stamp{At: phases.InstantOf(cond.LastTransitionTime.Time), Source: phases.SourceStatus}, Reason: cond.Reason, Message: cond.Message, Count: 1,
@@ -358,6 +469,9 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		}
 	}
 	countFailedPulls(obs, idx, evs)
+	if obs.PreemptedBy != nil {
+		c.preemptorOf(obs.PreemptedBy)
+	}
 	// A failure the status shows but no event reported (events lost or expired).
 	for _, f := range statusFailures {
 		c := &obs.Containers[f.container]
@@ -503,6 +617,14 @@ func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 		return true
 	case "Preempted":
 		obs.Preempted = append(obs.Preempted, e.occurrence())
+		uid, ok := ParsePreemptedMessage(e.Message)
+		if ok && obs.PreemptedBy == nil {
+			obs.PreemptedBy = &phases.PodRef{UID: uid}
+		}
+		return ok
+	case "TriggeredScaleUp", "NotTriggerScaleUp", "Nominated":
+		// A node autoscaler's: cluster-autoscaler's, Karpenter's.
+		obs.Autoscaler = append(obs.Autoscaler, e.occurrence())
 		return true
 	}
 	if c == nil {

@@ -33,6 +33,11 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, ns string) ([]Delta, 
 		}
 		list, _ := k.listWatch(c, ns, WatchConfig{})
 		obj, err := list(ctx, metav1.ListOptions{})
+		if err != nil && k.clusterScoped {
+			// A namespaced grant cannot list it (kind.clusterScoped): the traces go without
+			// what it tells, as a namespaced watch's do.
+			continue
+		}
 		if err != nil {
 			return nil, &ListError{Resource: k.resource, Err: err}
 		}

@@ -82,10 +82,13 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	for _, ns := range namespaces {
+	for i, ns := range namespaces {
 		for _, k := range kinds {
 			if k.listWatch == nil {
 				continue // read from recordings only
+			}
+			if k.clusterScoped && (i > 0 || ns != metav1.NamespaceAll) {
+				continue // once, and only cluster-wide (kind.clusterScoped)
 			}
 			list, watchFn := k.listWatch(client, ns, cfg)
 			w.add(client, k, list, watchFn)

@@ -28,6 +28,7 @@ type Metrics struct {
 	imagePull     prometheus.Histogram
 	imagePulls    *prometheus.CounterVec
 	schedAttempts prometheus.Histogram
+	schedWaits    *prometheus.HistogramVec
 	podsInPhase   *prometheus.GaugeVec
 	podsStuck     *prometheus.CounterVec
 	podsFailed    *prometheus.CounterVec
@@ -67,6 +68,9 @@ func New(reg prometheus.Registerer, version string, workloads []string) *Metrics
 			Help: "Image pulls of traced Pods' containers by result: pulled (the image was fetched; once per container), present (already on the node; once per container), failed (each pull attempt that failed)."}, []string{"result"}),
 		schedAttempts: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "readyspan_scheduling_attempts",
 			Help: "Scheduling attempts per traced Pod (failed attempts plus the successful bind).", Buckets: []float64{1, 2, 3, 5, 10, 20, 50}}),
+		schedWaits: prometheus.NewHistogramVec(h("readyspan_scheduling_wait_duration_seconds",
+			"Waits within the scheduling phase that were not the scheduler's, by wait: gated (created to the last scheduling gate removed), node (no node fitted to the new Node the Pod was bound to turning Ready). The scheduling phase's length includes them."),
+			[]string{"wait"}),
 		podsInPhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readyspan_pods_in_phase",
 			Help: "Pods being traced right now, by the phase they are in."}, []string{"phase"}),
 		podsStuck: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_pods_stuck_total",
@@ -101,7 +105,7 @@ func New(reg prometheus.Registerer, version string, workloads []string) *Metrics
 			Help: "Pods being traced right now."}),
 		rollouts: newRolloutMetrics(workloads),
 	}
-	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts,
+	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts, m.schedWaits,
 		m.podsInPhase, m.podsStuck, m.podsFailed, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	reg.MustRegister(m.rollouts.collectors()...)
@@ -167,6 +171,9 @@ func (m *Metrics) Export(t *phases.Trace) {
 	m.imagePulls.WithLabelValues("failed").Add(float64(s.PullsFailed))
 	if s.SchedulingAttempts > 0 {
 		m.schedAttempts.Observe(float64(s.SchedulingAttempts))
+	}
+	for _, w := range s.SchedulingWaits {
+		observe(m.schedWaits.WithLabelValues(w.Kind), w.Duration, id)
 	}
 	switch s.Outcome {
 	case phases.OutcomeStuck:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +236,42 @@ func TestExportFailed(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.podsStuck.WithLabelValues(phases.PhaseKubelet)); got == 0 {
 		t.Error("the stuck traces were not counted as stuck")
+	}
+}
+
+// TestExportSchedulingWaits: a gated Pod's gate, observed at both ends, is a wait of its own; a
+// Pod without one observes none.
+func TestExportSchedulingWaits(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "v0.1.0", tracer.RolloutKinds())
+	m.Export(trace())
+	if n := testutil.CollectAndCount(m.schedWaits); n != 0 {
+		t.Fatalf("%d wait series for a Pod that waited for nothing", n)
+	}
+	t0 := time.Date(2026, 11, 30, 8, 41, 34, 0, time.UTC)
+	p := &phases.Pod{UID: "5f0d3c1e-0000-4000-8000-000000000001", Name: "gated", Namespace: "default", Root: phases.RootBarePod, Gated: true}
+	p.Created.Add(t0, phases.SourceWatch)
+	p.GatesRemoved.Add(t0.Add(4200*time.Millisecond), phases.SourceWatch)
+	p.Scheduled.Add(t0.Add(4300*time.Millisecond), phases.SourceEventTime)
+	p.Ready.Add(t0.Add(6*time.Second), phases.SourceWatch)
+	m.Export(phases.Build(p, phases.Options{}))
+	want := `
+# HELP readyspan_scheduling_wait_duration_seconds Waits within the scheduling phase that were not the scheduler's, by wait: gated (created to the last scheduling gate removed), node (no node fitted to the new Node the Pod was bound to turning Ready). The scheduling phase's length includes them.
+# TYPE readyspan_scheduling_wait_duration_seconds histogram
+`
+	var buf strings.Builder
+	buf.WriteString(want)
+	cum := 0
+	for _, b := range Buckets {
+		if b >= 4.2 {
+			cum = 1
+		}
+		buf.WriteString(`readyspan_scheduling_wait_duration_seconds_bucket{wait="gated",le="` + strconv.FormatFloat(b, 'g', -1, 64) + `"} ` + strconv.Itoa(cum) + "\n")
+	}
+	buf.WriteString(`readyspan_scheduling_wait_duration_seconds_bucket{wait="gated",le="+Inf"} 1` + "\n")
+	buf.WriteString(`readyspan_scheduling_wait_duration_seconds_sum{wait="gated"} 4.2` + "\n")
+	buf.WriteString(`readyspan_scheduling_wait_duration_seconds_count{wait="gated"} 1` + "\n")
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(buf.String()), "readyspan_scheduling_wait_duration_seconds"); err != nil {
+		t.Fatal(err)
 	}
 }

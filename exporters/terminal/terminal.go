@@ -59,6 +59,28 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 		if s.Status == phases.StatusError && i > 0 {
 			notes = append(notes, "ERROR "+safetext.Field(s.StatusMessage))
 		}
+		// Who the scheduling waits and the preemption were about, by the keys that name them.
+		for _, k := range [...]struct{ key, label string }{
+			{phases.AttrNominatedNode, "nominated "}, {phases.AttrGatesRemovedBy, "removed by "}, {phases.AttrAutoscaler, ""},
+		} {
+			if v, ok := s.Attr(k.key).(string); ok {
+				notes = append(notes, k.label+safetext.Field(v))
+			}
+		}
+		if v, ok := s.Attr(phases.AttrNodeName).(string); ok && s.Name == phases.SpanSchedulingWaitingForNode {
+			notes = append(notes, "node "+safetext.Field(v))
+		}
+		for _, l := range s.Links() {
+			if rel, ok := linkAttr(l, phases.AttrLinkRelation); ok && rel != "pod_trace" && rel != "rollout" {
+				who, _ := linkAttr(l, phases.AttrPodName)
+				if ns, ok := linkAttr(l, phases.AttrNamespace); ok {
+					who = ns + "/" + who
+				} else {
+					who, _ = linkAttr(l, phases.AttrPodUID)
+				}
+				notes = append(notes, safetext.Field(strings.ReplaceAll(rel, "_", " ")+" "+who))
+			}
+		}
 		for _, e := range s.Events() {
 			notes = append(notes, safetext.Field(e.Name))
 		}
@@ -66,6 +88,17 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 		fmt.Fprintf(w, "  %-34s %9s %10s |%s| %s %s\n", trim(name, 34), fmtDur(s.Start.Sub(root.Start)), durText(s), bar(s, root), src, strings.Join(dedupe(notes), ", "))
 	}
 	return nil
+}
+
+// linkAttr is a link's string attribute.
+func linkAttr(l phases.Link, key string) (string, bool) {
+	for _, a := range l.Attrs {
+		if a.Key == key {
+			v, ok := a.Value.(string)
+			return v, ok
+		}
+	}
+	return "", false
 }
 
 // trim cuts s to n runes (a name's column), ending in "…" when it cut.

@@ -149,6 +149,7 @@ func TestInClusterManifests(t *testing.T) {
 			"batch/jobs":                      true, // a Job Pod's trace starts at the Job
 			"batch/cronjobs":                  true, // a CronJob's Pods start at its schedule
 			"/persistentvolumeclaims":         true, // when a Pod's claims were bound
+			"/nodes":                          true, // a Pod's wait for a new node ends at its Ready
 		}
 		got := map[string]bool{}
 		for _, r := range role.Rules {
