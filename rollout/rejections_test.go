@@ -53,13 +53,15 @@ func TestBoundMessage(t *testing.T) {
 func TestBuildRejections(t *testing.T) {
 	t0 := time.Date(2026, 7, 21, 10, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	times := func(s float64) phases.Times { return phases.Times{{At: phases.InstantOf(at(s)), Source: phases.SourceEventName}} }
+	times := func(s float64) phases.Times {
+		return phases.Times{{At: phases.InstantOf(at(s)), Source: phases.SourceEventName}}
+	}
 	r := &Rollout{
 		Workload: Workload{Kind: Deployment, Name: "web", Namespace: "ns", UID: "3f0c8c4e-7f2a-4e8a-9a59-0d0f1c2b3a4d"},
 		Kind:     KindCreate, Generation: 1, Replicas: 2, Outcome: OutcomeComplete, Attempt: 1,
 		Resumes: TraceIDFor("3f0c8c4e-7f2a-4e8a-9a59-0d0f1c2b3a4d", 1),
 		Start:   times(0), Complete: times(50),
-		Steps:   []Step{{Time: times(0.1), Up: true, Target: "web-5d8f", From: 0, To: 2}},
+		Steps: []Step{{Time: times(0.1), Up: true, Target: "web-5d8f", From: 0, To: 2}},
 		Rejections: []Rejection{{Owner: "web-5d8f", Reason: "FailedCreate", Class: RejectQuota, Count: 7,
 			Message: `pods "web-5d8f-x" is forbidden: exceeded quota: pods`, First: at(0.2), Last: at(40), Cleared: at(45)}},
 	}

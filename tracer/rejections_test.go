@@ -2,6 +2,10 @@ package tracer
 
 import (
 	"encoding/json"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -254,4 +258,80 @@ func spanByID(t *rollout.Trace, id phases.SpanID) *phases.Span {
 		}
 	}
 	return nil
+}
+
+// Events are best effort (a recorder's queue full, a spam filter): the Deployment's
+// ReplicaFailure condition alone blocks the rollout, and its removal with the Pod made clears it.
+func TestReplicaFailureConditionBlocks(t *testing.T) {
+	s := newSim(t, "cond")
+	d := s.deploymentOf("web", 1, 0)
+	rs := s.replicaSet(d, "5d8f", 20)
+	const msg = `pods "web-5d8f-x2k4f" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`
+	s.deploymentAt(d, 100, func(d *appsv1.Deployment) {
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Conditions: []appsv1.DeploymentCondition{{
+			Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: msg,
+			LastTransitionTime: secs(s.at(100))}}}
+	})
+	// The quota raised 40 s later: the Pod made, the condition gone, the rollout complete.
+	s.pod("web-5d8f-ab12c", rs, nil, []container{{name: "app"}}, 40_000)
+	s.deploymentAt(d, 42_000, func(d *appsv1.Deployment) { completeStatus(d, secs(s.at(42_000))) })
+	deltas := s.deltas
+
+	stats := &countingStats{rejected: map[rollout.RejectionClass]int{}}
+	var traces []*rollout.Trace
+	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { traces = append(traces, r) })}, SinkFunc(func(*phases.Trace) {}), stats, nil)
+	var clock time.Time
+	for _, dl := range deltas {
+		for !clock.IsZero() && clock.Add(time.Second).Before(dl.Recv) {
+			clock = clock.Add(time.Second)
+			c.Tick(clock)
+		}
+		clock = dl.Recv
+		c.Tick(clock)
+		c.Handle(dl)
+	}
+	c.Tick(clock.Add(time.Minute))
+	if len(traces) != 2 {
+		t.Fatalf("%d rollout traces, want blocked then complete", len(traces))
+	}
+	b, done := traces[0], traces[1]
+	if b.Summary.Outcome != rollout.OutcomeBlocked || b.Rollout.Reason != "quota: "+msg {
+		t.Errorf("first: %s %q, want blocked by the condition's quota message", b.Summary.Outcome, b.Rollout.Reason)
+	}
+	if end := b.Root().End.Sub(s.at(100)); end < DefaultRolloutBlockedAfter || end > DefaultRolloutBlockedAfter+time.Second {
+		t.Errorf("blocked exported %s after the condition was seen", end)
+	}
+	if j := b.Rollout.Rejections; len(j) != 1 || j[0].Count != 0 || j[0].Owner != "" {
+		t.Errorf("rejections %+v: want one from the condition, which counts nothing and names no ReplicaSet", j)
+	}
+	if done.Summary.Outcome != rollout.OutcomeComplete || done.Rollout.Resumes != b.TraceID {
+		t.Errorf("second: %s resuming %s, want complete resuming the blocked trace", done.Summary.Outcome, done.Rollout.Resumes)
+	}
+	if j := done.Rollout.Rejections; len(j) != 1 || j[0].Cleared.IsZero() || j[0].Cleared.Before(s.at(40_000)) {
+		t.Errorf("rejections %+v: want cleared by the Pod made at 40 s", j)
+	}
+	if len(stats.rejected) != 0 {
+		t.Errorf("counted %v from a condition: only Events' occurrences count", stats.rejected)
+	}
+}
+
+// The controllers' FailedCreate messages quote the apiserver's error after a prefix of their own
+// (v1.37: controller_utils.go's "Error creating: %v" for ReplicaSets, Jobs and DaemonSets,
+// stateful_pod_control.go's "Create Pod %s in StatefulSet %s failed error: %s"), and the
+// recorder's after ten distinct messages.
+func TestRejectionMessage(t *testing.T) {
+	const quota = `pods "web-0" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3`
+	for _, in := range []string{
+		"Error creating: " + quota,
+		"(combined from similar events): Error creating: " + quota,
+		"Create Pod web-0 in StatefulSet web failed error: " + quota,
+		"create Pod web-0 in StatefulSet web failed error: " + quota,
+	} {
+		if got := rejectionMessage(in); got != quota {
+			t.Errorf("rejectionMessage(%q) = %q", in, got)
+		}
+	}
+	if got := rejectionMessage(strings.Repeat("x", 5000)); len(got) > rollout.MaxRejectionMessage {
+		t.Errorf("a 5,000-byte message kept as %d bytes", len(got))
+	}
 }

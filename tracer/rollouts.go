@@ -157,7 +157,11 @@ func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
 	recv := d.watchTime()
 	if d.Type == Deleted {
 		if w := r.workloads[uid]; w != nil && w.cur != nil {
-			r.finish(w, rollout.OutcomeFailed, "the "+v.ref.Kind+" was deleted", stampAt(d.Recv), time.Time{}, phases.TraceID{})
+			if w.cur.blockedExported && w.cur.blocked() != nil {
+				r.finish(w, "", "", phases.Stamp{}, time.Time{}, phases.TraceID{}) // reported blocked; still was
+			} else {
+				r.finish(w, rollout.OutcomeFailed, "the "+v.ref.Kind+" was deleted", stampAt(d.Recv), time.Time{}, phases.TraceID{})
+			}
 		}
 		delete(r.workloads, uid)
 		return
