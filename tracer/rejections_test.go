@@ -335,3 +335,33 @@ func TestRejectionMessage(t *testing.T) {
 		t.Errorf("a 5,000-byte message kept as %d bytes", len(got))
 	}
 }
+
+// A rollout reported blocked stays followed while it is blocked, past the stuck deadline: the
+// gauge (and RolloutBlocked) hold, and nothing is exported again until it goes on.
+func TestBlockedOutlivesTheStuckDeadline(t *testing.T) {
+	deltas, err := LoadRecording(filepath.Join("testdata", "real-node", "rejections-webhook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*rollout.Trace
+	prog := &progressStats{}
+	c := New(Config{RolloutStuckAfter: 2 * time.Minute, Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })},
+		SinkFunc(func(*phases.Trace) {}), prog, nil)
+	last := feed(c, deltas)
+	for at := last; at.Before(last.Add(10 * time.Minute)); at = at.Add(time.Second) {
+		c.Tick(at)
+	}
+	if len(rs) != 1 || rs[0].Summary.Outcome != rollout.OutcomeBlocked {
+		t.Fatalf("%d traces, want the one blocked", len(rs))
+	}
+	if n := prog.last.Blocked["Deployment/admission_webhook"]; n != 1 {
+		t.Errorf("10 minutes on, past the 2-minute stuck deadline, blocked gauge %v, want Deployment/admission_webhook 1", prog.last.Blocked)
+	}
+}
+
+type progressStats struct {
+	noStats
+	last rollout.Progress
+}
+
+func (p *progressStats) RolloutProgress(pr rollout.Progress) { p.last = pr }

@@ -568,11 +568,12 @@ func (r *rollouts) membersInOrder(a *activeRollout, until time.Time) (news, olds
 
 // failOrBlock ends a rollout that the controller gave up on (ProgressDeadlineExceeded) or that
 // passed the stuck deadline: as failed, or, while its Pod creates are refused, as blocked, which
-// names the cause. One exported as blocked already and still blocked is not exported again.
+// names the cause. One exported as blocked already and still blocked goes on being followed:
+// it is blocked still (the gauge, and the alert on it, must not clear), and it resumes once the
+// controller is let through, whatever the deadlines said meanwhile.
 func (r *rollouts) failOrBlock(w *workloadState, reason string, end phases.Stamp) {
 	if b := w.cur.latestBlocked(); b != nil {
 		if w.cur.blockedExported {
-			r.finish(w, "", "", end, time.Time{}, phases.TraceID{})
 			return
 		}
 		r.finish(w, rollout.OutcomeBlocked, b.Words(), end, time.Time{}, phases.TraceID{})
