@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -254,4 +257,46 @@ func (e *Env) waitAlertResolved(t *testing.T, class string) {
 		}
 		return err == nil, err
 	})
+}
+
+// TestAdmissionWebhook: the local cluster's webhook server, called by the real apiserver over
+// TLS, injects its sidecar into a Pod labelled readyspan.dev/inject=sidecar after its delay
+// (50 ms by default), and logs the request with the Pod's namespace and name and its own
+// handling time; the Pod starts with both containers.
+func TestAdmissionWebhook(t *testing.T) {
+	e := Setup(t)
+	ns := e.Namespace(t, "e2e-webhook")
+	p := sleeper("injected", BusyboxImage)
+	p.Labels["readyspan.dev/inject"] = "sidecar"
+	created := e.createPod(t, ns, p)
+	var names []string
+	for _, c := range created.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if len(names) != 2 || names[1] != "readyspan-sidecar" {
+		t.Fatalf("containers %v, want the Pod's own and readyspan-sidecar", names)
+	}
+	e.WaitPodsReady(t, ns, "app=injected", 1, 2*time.Minute)
+
+	var rec struct {
+		Hook, Namespace, Name string
+		Patched, Allowed      bool
+		HandlingMs            float64
+	}
+	Eventually(t, 10*time.Second, "the webhook's log line for the Pod", func() (bool, error) {
+		data, err := os.ReadFile(filepath.Join(e.State, "logs", "webhook.log"))
+		if err != nil {
+			return false, err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Namespace == ns && rec.Name == "injected" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no line for %s/injected", ns)
+	})
+	if rec.Hook != "mutate" || !rec.Patched || !rec.Allowed || rec.HandlingMs < 50 || rec.HandlingMs > 1000 {
+		t.Errorf("webhook log %+v: want mutate, patched, allowed, handled in 50 ms (its delay) and more", rec)
+	}
+	t.Logf("the webhook handled the Pod's admission in %.3f ms", rec.HandlingMs)
 }
