@@ -14,6 +14,9 @@ const (
 	StepSpanName      = "rollout.step"
 	PodSpanName       = "rollout.pod"
 	TerminateSpanName = "rollout.pod.terminate"
+	// BlockedSpanName is a rejection of the controller's Pod creates, from its first
+	// occurrence until a Pod was made again.
+	BlockedSpanName = "rollout.blocked"
 )
 
 // Attribute keys (OpenTelemetry's k8s.* where one exists, readyspan.rollout.* otherwise).
@@ -93,8 +96,8 @@ type Summary struct {
 
 // Build turns an observed rollout into its trace. It does not modify r.
 func Build(r *Rollout) *Trace {
-	key := rolloutKey(r.Workload.UID, r.Generation)
-	t := &Trace{TraceID: TraceIDFor(r.Workload.UID, r.Generation), Rollout: r}
+	key := rolloutKey(r.Workload.UID, r.Generation, r.Attempt)
+	t := &Trace{TraceID: AttemptTraceIDFor(r.Workload.UID, r.Generation, r.Attempt), Rollout: r}
 	start, startOK := r.Start.Resolve()
 	end, endOK := r.Complete.Resolve()
 	items := timelineOf(r)
@@ -135,8 +138,12 @@ func Build(r *Rollout) *Trace {
 	switch r.Outcome {
 	case OutcomeComplete:
 		root.Status = phases.StatusOK
-	case OutcomeFailed:
+	case OutcomeFailed, OutcomeBlocked:
 		root.Status, root.StatusMessage = phases.StatusError, r.Reason
+	}
+	if r.Resumes != (phases.TraceID{}) {
+		root.AddLink(phases.Link{TraceID: r.Resumes, SpanID: phases.SpanIDFor(rolloutKey(r.Workload.UID, r.Generation, 0), RootSpanName),
+			Attrs: []phases.Attr{{Key: AttrLinkRelation, Value: "resumes_blocked"}}})
 	}
 	if r.Outcome == OutcomeSuperseded && r.SupersededBy != (phases.TraceID{}) {
 		root.AddLink(phases.Link{TraceID: r.SupersededBy,
@@ -145,6 +152,7 @@ func Build(r *Rollout) *Trace {
 	t.Spans = append(t.Spans, root)
 
 	stepSpan := stepSpans(t, items, cp, span, root.SpanID)
+	rejectionSpans(t, span, root.SpanID, stepSpan, end.Time())
 	parentOf := func(step int) phases.SpanID {
 		if step >= 0 {
 			return stepSpan[step]
@@ -302,6 +310,18 @@ func rootAttrs(r *Rollout, sum *Summary, start, end phases.Stamp) []phases.Attr 
 	}
 	if r.Reason != "" {
 		as = append(as, phases.Attr{Key: AttrReason, Value: r.Reason})
+	}
+	if len(r.Rejections) > 0 {
+		var n int64
+		for _, j := range r.Rejections {
+			n += int64(j.Count)
+		}
+		as = append(as, phases.Attr{Key: AttrRejectionCount, Value: n})
+		if j := r.Blocked(); j != nil {
+			as = append(as, phases.Attr{Key: AttrRejectionClass, Value: string(j.Class)})
+		} else {
+			as = append(as, phases.Attr{Key: AttrRejectionClass, Value: string(r.Rejections[len(r.Rejections)-1].Class)})
+		}
 	}
 	for i, c := range Categories {
 		as = append(as, phases.Attr{Key: AttrCriticalPrefix + c.Name + "_ms", Value: sum.Critical[i].Milliseconds()})

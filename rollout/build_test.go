@@ -211,7 +211,7 @@ func TestBuildDeterministic(t *testing.T) {
 				t.Fatal("two builds of the same rollout differ")
 			}
 			r := f.make()
-			if a.TraceID != TraceIDFor(r.Workload.UID, r.Generation) || a.Root().SpanID != RootSpanIDFor(r.Workload.UID, r.Generation) {
+			if a.TraceID != TraceIDFor(r.Workload.UID, r.Generation) || a.Root().SpanID != RootSpanIDFor(r.Workload.UID, r.Generation, 0) {
 				t.Errorf("trace %s root %s, want TraceIDFor and RootSpanIDFor of the workload and generation", a.TraceID, a.Root().SpanID)
 			}
 			r.Generation++

@@ -438,11 +438,19 @@ func sentence(r *Rollout, sum *Summary) string {
 		if r.Reason != "" {
 			fmt.Fprintf(&b, " (%s)", r.Reason)
 		}
+	case OutcomeBlocked:
+		fmt.Fprintf(&b, ", blocked")
+		if r.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", r.Reason)
+		}
 	case OutcomeSuperseded, OutcomePaused, OutcomeInProgress:
 		fmt.Fprintf(&b, ", %s", r.Outcome)
 	}
 	if f := failingWords(r); f != "" {
 		b.WriteString(", " + f)
+	}
+	if w := blockedWords(r); w != "" && r.Outcome != OutcomeBlocked {
+		b.WriteString(", " + w)
 	}
 	b.WriteString("; ")
 	b.WriteString(waves(r, sum))
@@ -578,4 +586,22 @@ func failingWords(r *Rollout) string {
 		}
 	}
 	return fmt.Sprintf("%d %s failing (%s)", n, plural(n, "Pod", "Pods"), strings.Join(reasons, ", "))
+}
+
+// blockedWords names the time a rollout that went on spent with its creates refused:
+// "blocked 41 s by quota".
+func blockedWords(r *Rollout) string {
+	var blocked time.Duration
+	var class RejectionClass
+	for _, j := range r.Rejections {
+		if j.Cleared.IsZero() {
+			continue
+		}
+		blocked += j.Cleared.Sub(j.First)
+		class = j.Class
+	}
+	if blocked <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("blocked %s by %s", fmtSeconds(blocked), class)
 }

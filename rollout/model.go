@@ -33,12 +33,16 @@ const (
 	OutcomeFailed     Outcome = "failed"     // ProgressDeadlineExceeded, or stuck past the stuck deadline
 	OutcomeSuperseded Outcome = "superseded" // a newer rollout of the same workload began first
 	OutcomePaused     Outcome = "paused"     // the Deployment was paused
+	// OutcomeBlocked: the apiserver kept refusing the controller's Pod creates (quota, an
+	// admission webhook, PodSecurity) and none was made for the blocked deadline; the
+	// rejection is the Reason.
+	OutcomeBlocked Outcome = "blocked"
 	// OutcomeInProgress is for one-shot reconstructions (explain, the end of a replay).
 	OutcomeInProgress Outcome = "in-progress"
 )
 
 // Outcomes lists every Outcome (bounded metric label values).
-var Outcomes = []Outcome{OutcomeComplete, OutcomeFailed, OutcomeSuperseded, OutcomePaused, OutcomeInProgress}
+var Outcomes = []Outcome{OutcomeComplete, OutcomeFailed, OutcomeSuperseded, OutcomePaused, OutcomeBlocked, OutcomeInProgress}
 
 // Workload kinds.
 const (
@@ -136,24 +140,41 @@ type Rollout struct {
 	Outcome      Outcome
 	Reason       string
 	SupersededBy phases.TraceID // set with OutcomeSuperseded
-	Steps        []Step
-	NewPods      []NewPod
-	OldPods      []OldPod
+	// Rejections are the refusals of the controller's Pod creates while it ran, oldest first.
+	Rejections []Rejection
+	// Resumes is the trace this one continues: a rollout exported as blocked that went on once
+	// its creates were let through is exported again, whole, under a trace of its own
+	// (Attempt 1) that links to the blocked one.
+	Resumes phases.TraceID
+	Attempt int
+	Steps   []Step
+	NewPods []NewPod
+	OldPods []OldPod
 }
 
 // TraceIDFor derives a rollout's trace ID from its workload's UID and the generation that
 // started it, so a restarted or standby readyspan produces the same ID.
 func TraceIDFor(workloadUID string, generation int64) phases.TraceID {
-	return phases.TraceIDFor(workloadUID + "/rollout/" + strconv.FormatInt(generation, 10))
+	return phases.TraceIDFor(rolloutKey(workloadUID, generation, 0))
+}
+
+// AttemptTraceIDFor is the trace ID of a rollout's export after it resumed from blocked
+// (attempt 1); attempt 0 is TraceIDFor.
+func AttemptTraceIDFor(workloadUID string, generation int64, attempt int) phases.TraceID {
+	return phases.TraceIDFor(rolloutKey(workloadUID, generation, attempt))
 }
 
 // RootSpanIDFor is the span ID of a rollout's root span (Pod traces link to it).
-func RootSpanIDFor(workloadUID string, generation int64) phases.SpanID {
-	return phases.SpanIDFor(rolloutKey(workloadUID, generation), RootSpanName)
+func RootSpanIDFor(workloadUID string, generation int64, attempt int) phases.SpanID {
+	return phases.SpanIDFor(rolloutKey(workloadUID, generation, attempt), RootSpanName)
 }
 
-func rolloutKey(workloadUID string, generation int64) string {
-	return workloadUID + "/rollout/" + strconv.FormatInt(generation, 10)
+func rolloutKey(workloadUID string, generation int64, attempt int) string {
+	k := workloadUID + "/rollout/" + strconv.FormatInt(generation, 10)
+	if attempt > 0 {
+		k += "/resumed/" + strconv.Itoa(attempt)
+	}
+	return k
 }
 
 // Progress is the state of the rollouts in progress, for gauges.
@@ -164,4 +185,13 @@ type Progress struct {
 	PastDeadline map[string]int
 	// LongestWithoutStep is, by workload kind, the longest time since a rollout's last step.
 	LongestWithoutStep map[string]time.Duration
+	// Blocked counts rollouts whose Pod creates are being refused, none made since, by
+	// "workload kind/rejection class" ("Deployment/quota").
+	Blocked map[string]int
+}
+
+// RejectedCreates counts the controllers' refused Pod creates (FailedCreate occurrences), by
+// RejectionClass. A Stats that implements it gets each as it is seen.
+type RejectedCreates interface {
+	PodCreatesRejected(class RejectionClass, n int)
 }

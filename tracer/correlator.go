@@ -56,6 +56,9 @@ type Config struct {
 	// RolloutStuckAfter: a rollout without the controller's verdict this long is exported as
 	// failed.
 	RolloutStuckAfter time.Duration
+	// RolloutBlockedAfter: a rollout whose Pod creates have been refused this long, with none
+	// made since, is exported as blocked.
+	RolloutBlockedAfter time.Duration
 }
 
 func (c *Config) defaults() {
@@ -73,6 +76,9 @@ func (c *Config) defaults() {
 	}
 	if c.RolloutStuckAfter <= 0 {
 		c.RolloutStuckAfter = DefaultRolloutStuckAfter
+	}
+	if c.RolloutBlockedAfter <= 0 {
+		c.RolloutBlockedAfter = DefaultRolloutBlockedAfter
 	}
 }
 

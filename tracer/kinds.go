@@ -196,9 +196,10 @@ var kinds = []*kind{
 			c.retryPendingScale()
 		},
 		// The replicaset controller's SuccessfulCreate stamps the Pod's creation.
-		rollout:  func(r *rollouts, d Delta) { r.handleReplicaSet(&d, d.Object.(*appsv1.ReplicaSet)) },
-		events:   func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
-		snapshot: snapshotReplicaSets, verbs: readVerbs,
+		rollout:       func(r *rollouts, d Delta) { r.handleReplicaSet(&d, d.Object.(*appsv1.ReplicaSet)) },
+		events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
+		rolloutEvents: func(r *rollouts, e *event) bool { return r.handleRejection(e) }, // FailedCreate
+		snapshot:      snapshotReplicaSets, verbs: readVerbs,
 	},
 	{
 		resource: ResourceDeployments, stream: StreamDeployments, kind: "Deployment",
@@ -404,7 +405,8 @@ var kinds = []*kind{
 		audit:  &auditedWrites{verbs: []string{"create"}},
 		handle: func(c *Correlator, d Delta) { c.handleJob(&d, d.Object.(*batchv1.Job)) },
 		// The job controller's SuccessfulCreate is the replicaset controller's: "Created pod: NAME".
-		events: func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
+		events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
+		rolloutEvents: func(r *rollouts, e *event) bool { return r.handleRejection(e) }, // FailedCreate: counted
 		root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, _ *corev1.Pod) {
 			c.jobRoot(owner, obs)
 		},

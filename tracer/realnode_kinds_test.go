@@ -186,7 +186,7 @@ func checkReplaces(t *testing.T, tr *phases.Trace, old, oldName, why string) {
 	checkAttrs(t, tr.Pod.Name, root, map[string]any{phases.AttrReplacesPod: oldName, phases.AttrReplacesWhy: why})
 	var ls []phases.Link
 	for _, l := range root.Links() {
-		if len(l.Attrs) == 1 && l.Attrs[0] == (phases.Attr{Key: phases.AttrLinkRelation, Value: "replaces"}) {
+		if len(l.Attrs) > 0 && l.Attrs[0] == (phases.Attr{Key: phases.AttrLinkRelation, Value: "replaces"}) {
 			ls = append(ls, l)
 		}
 	}

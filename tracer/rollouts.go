@@ -92,6 +92,12 @@ type activeRollout struct {
 	// by the first Pod trace that links.
 	traceID    phases.TraceID
 	rootSpanID phases.SpanID
+	// rejections are the refusals of the controller's Pod creates since the rollout began
+	// (rejections.go); blockedExported says the rollout was exported as blocked, and attempt
+	// is then 1: what follows is exported under a trace of its own.
+	rejections      []rejectionState
+	blockedExported bool
+	attempt         int
 }
 
 // rolloutLinkAttrs are the attributes of a Pod trace's link to its rollout, shared by every
@@ -120,14 +126,20 @@ type rollouts struct {
 	ownedRS   map[types.UID]map[types.UID]bool
 	now       time.Time
 	lastPrune time.Time
+	// rejectionCounts is the count last seen of each FailedCreate Event, so each occurrence
+	// counts once; rejected receives them.
+	rejectionCounts map[types.UID]int32
+	rejected        rollout.RejectedCreates
 }
 
 func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(resource, namespace, name string, before time.Time) *AuditEntry) *rollouts {
 	r := &rollouts{cfg: cfg, sink: sink, audit: audit,
 		workloads: map[types.UID]*workloadState{}, active: map[*workloadState]struct{}{}, rsOwner: map[types.UID]types.UID{},
 		rsCreated: map[objectName]time.Time{}, pods: map[types.UID]*wlPod{},
-		byOwner: map[types.UID]map[types.UID]*wlPod{}, ownedRS: map[types.UID]map[types.UID]bool{}}
+		byOwner: map[types.UID]map[types.UID]*wlPod{}, ownedRS: map[types.UID]map[types.UID]bool{},
+		rejectionCounts: map[types.UID]int32{}}
 	r.stats, _ = stats.(RolloutStats)
+	r.rejected, _ = stats.(rollout.RejectedCreates)
 	return r
 }
 
@@ -145,7 +157,11 @@ func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
 	recv := d.watchTime()
 	if d.Type == Deleted {
 		if w := r.workloads[uid]; w != nil && w.cur != nil {
-			r.finish(w, rollout.OutcomeFailed, "the "+v.ref.Kind+" was deleted", stampAt(d.Recv), time.Time{}, phases.TraceID{})
+			if w.cur.blockedExported && w.cur.blocked() != nil {
+				r.finish(w, "", "", phases.Stamp{}, time.Time{}, phases.TraceID{}) // reported blocked; still was
+			} else {
+				r.finish(w, rollout.OutcomeFailed, "the "+v.ref.Kind+" was deleted", stampAt(d.Recv), time.Time{}, phases.TraceID{})
+			}
 		}
 		delete(r.workloads, uid)
 		return
@@ -180,12 +196,15 @@ func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
 		a.obs.Revision = v.revision
 	}
 	a.statusDone = v.done
+	if v.ref.Kind == rollout.Deployment {
+		a.replicaFailure(v.replicaFailure, recv)
+	}
 	switch {
 	case v.paused && v.ref.Kind == rollout.Deployment:
 		r.finish(w, rollout.OutcomePaused, "paused", stampAt(recv), time.Time{}, phases.TraceID{})
 		return
 	case v.failure != "":
-		r.finish(w, rollout.OutcomeFailed, v.failure, stampAt(recv), time.Time{}, phases.TraceID{})
+		r.failOrBlock(w, v.failure, stampAt(recv))
 		return
 	case v.done && !a.verdict.Known():
 		a.verdict.Add(recv, phases.SourceWatch)
@@ -326,6 +345,15 @@ func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
 			r.byOwner[owner.UID] = map[types.UID]*wlPod{}
 		}
 		r.byOwner[owner.UID][p.UID] = wp
+		if w, _ := r.workloadOf(wp); w != nil && w.cur != nil && d.Type == Added {
+			// The controller made a Pod: what refused its creates before no longer holds.
+			at := d.watchTime()
+			if at.IsZero() {
+				c, _ := wp.created.Resolve()
+				at = c.Time()
+			}
+			w.cur.podCreated(owner.Name, at)
+		}
 	}
 	wp.node = p.Spec.NodeName
 	if c := condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !wp.ready.Known() {
@@ -365,6 +393,9 @@ func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
 // handleEvent records a controller's scaling step; known is false for a message in a format
 // readyspan does not know.
 func (r *rollouts) handleEvent(e *event) (known bool) {
+	if e.Reason == failedCreate {
+		return r.handleRejection(e) // a StatefulSet's or DaemonSet's create refused
+	}
 	st, ok, known := stepOf(e)
 	if !ok || !known {
 		return known
@@ -422,8 +453,8 @@ func (r *rollouts) podTrace(tr *phases.Trace) {
 		return
 	}
 	if w.cur.traceID == (phases.TraceID{}) { // once per rollout: a hash, not a Pod's work
-		w.cur.traceID = rollout.TraceIDFor(string(uid), w.cur.obs.Generation)
-		w.cur.rootSpanID = rollout.RootSpanIDFor(string(uid), w.cur.obs.Generation)
+		w.cur.traceID = rollout.AttemptTraceIDFor(string(uid), w.cur.obs.Generation, w.cur.attempt)
+		w.cur.rootSpanID = rollout.RootSpanIDFor(string(uid), w.cur.obs.Generation, w.cur.attempt)
 	}
 	root := &tr.Spans[0]
 	root.AddLink(phases.Link{TraceID: w.cur.traceID, SpanID: w.cur.rootSpanID, Attrs: rolloutLinkAttrs})
@@ -440,10 +471,12 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 	if !now.IsZero() && now.After(r.now) {
 		r.now = now
 	}
+	if b := a.blocked(); b != nil && !a.blockedExported && !now.IsZero() && now.Sub(b.firstSeen) >= r.cfg.RolloutBlockedAfter {
+		r.exportBlocked(w, now)
+	}
 	if !a.verdict.Known() {
 		if s, ok := a.obs.Start.Resolve(); ok && !now.IsZero() && now.Sub(s.Time()) >= r.cfg.RolloutStuckAfter {
-			r.finish(w, rollout.OutcomeFailed, fmt.Sprintf("stuck: not rolled out after %s", r.cfg.RolloutStuckAfter),
-				stampAt(now), time.Time{}, phases.TraceID{})
+			r.failOrBlock(w, fmt.Sprintf("stuck: not rolled out after %s", r.cfg.RolloutStuckAfter), stampAt(now))
 		}
 		return
 	}
@@ -533,15 +566,59 @@ func (r *rollouts) membersInOrder(a *activeRollout, until time.Time) (news, olds
 	return news, olds
 }
 
-// finish exports the rollout in progress with the outcome. end is when it ended (zero: the
-// latest thing seen); until bounds its members when a newer rollout takes over from then.
+// failOrBlock ends a rollout that the controller gave up on (ProgressDeadlineExceeded) or that
+// passed the stuck deadline: as failed, or, while its Pod creates are refused, as blocked, which
+// names the cause. One exported as blocked already and still blocked goes on being followed:
+// it is blocked still (the gauge, and the alert on it, must not clear), and it resumes once the
+// controller is let through, whatever the deadlines said meanwhile.
+func (r *rollouts) failOrBlock(w *workloadState, reason string, end phases.Stamp) {
+	if b := w.cur.latestBlocked(); b != nil {
+		if w.cur.blockedExported {
+			return
+		}
+		r.finish(w, rollout.OutcomeBlocked, b.Words(), end, time.Time{}, phases.TraceID{})
+		return
+	}
+	r.finish(w, rollout.OutcomeFailed, reason, end, time.Time{}, phases.TraceID{})
+}
+
+// exportBlocked exports the rollout in progress as blocked and keeps tracing it: once its
+// creates are let through it goes on, and its end is exported under a second trace (attempt 1)
+// that keeps the blocked time and links to this one.
+func (r *rollouts) exportBlocked(w *workloadState, now time.Time) {
+	a := w.cur
+	a.blockedExported = true
+	if r.sink != nil {
+		r.sink.ExportRollout(rollout.Build(r.observed(w, a, rollout.OutcomeBlocked, a.latestBlocked().Words(), stampAt(now), time.Time{}, phases.TraceID{})))
+	}
+	a.attempt = 1
+	a.traceID, a.rootSpanID = phases.TraceID{}, phases.SpanID{} // the Pods made from now on link to the next trace
+}
+
+// finish exports the rollout in progress with the outcome (none: end it without an export).
+// end is when it ended (zero: the latest thing seen); until bounds its members when a newer
+// rollout takes over from then.
 func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason string, end phases.Stamp, until time.Time, supersededBy phases.TraceID) {
 	a := w.cur
 	w.cur = nil
 	delete(r.active, w)
-	if a == nil || r.sink == nil {
+	if a == nil || r.sink == nil || outcome == "" {
 		return
 	}
+	obs := r.observed(w, a, outcome, reason, end, until, supersededBy)
+	r.sink.ExportRollout(rollout.Build(obs))
+	// The new Pods' traces were kept for this rollout's Pod spans only: a later rollout meets
+	// these Pods as old ones, which need their deletion, not their startup. Held on, every
+	// running Pod would keep its whole trace in memory.
+	for i := range obs.NewPods {
+		if p := r.pods[types.UID(obs.NewPods[i].UID)]; p != nil {
+			p.trace = nil
+		}
+	}
+}
+
+// observed is the rollout in progress as it stands, with the outcome, for Build.
+func (r *rollouts) observed(w *workloadState, a *activeRollout, outcome rollout.Outcome, reason string, end phases.Stamp, until time.Time, supersededBy phases.TraceID) *rollout.Rollout {
 	obs := a.obs
 	obs.Outcome, obs.SupersededBy = outcome, supersededBy
 	if outcome != rollout.OutcomeComplete {
@@ -580,13 +657,12 @@ func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason stri
 	if (obs.Kind == rollout.KindUpdate || obs.Kind == rollout.KindRestart) && r.rolledBack(&obs, news) {
 		obs.Kind = rollout.KindRollback
 	}
-	r.sink.ExportRollout(rollout.Build(&obs))
-	// The new Pods' traces were kept for this rollout's Pod spans only: a later rollout meets
-	// these Pods as old ones, which need their deletion, not their startup. Held on, every
-	// running Pod would keep its whole trace in memory.
-	for _, p := range news {
-		p.trace = nil
+	obs.Rejections = a.rejectionsOf()
+	obs.Attempt = a.attempt
+	if a.attempt > 0 {
+		obs.Resumes = rollout.TraceIDFor(obs.Workload.UID, obs.Generation)
 	}
+	return &obs
 }
 
 // auditOf finds the client's write that started the rollout in the audit log, if readyspan
@@ -733,7 +809,8 @@ func (r *rollouts) tick(now time.Time) {
 	if now.After(r.now) {
 		r.now = now
 	}
-	prog := rollout.Progress{InProgress: map[string]int{}, PastDeadline: map[string]int{}, LongestWithoutStep: map[string]time.Duration{}}
+	prog := rollout.Progress{InProgress: map[string]int{}, PastDeadline: map[string]int{}, LongestWithoutStep: map[string]time.Duration{},
+		Blocked: map[string]int{}}
 	for w := range r.active {
 		r.check(w, now)
 		a := w.cur
@@ -748,6 +825,9 @@ func (r *rollouts) tick(now time.Time) {
 		}
 		if idle := now.Sub(a.lastStep); idle > prog.LongestWithoutStep[k] {
 			prog.LongestWithoutStep[k] = idle
+		}
+		if b := a.latestBlocked(); b != nil {
+			prog.Blocked[k+"/"+string(b.Class)]++
 		}
 	}
 	if r.stats != nil {
@@ -827,6 +907,14 @@ func (r *rollouts) flush(now time.Time) {
 			// Done by its status, at a time no stamp gives: the rollout ends where the last of
 			// what was observed of it ends (rollout.Build derives it).
 			r.finish(w, rollout.OutcomeComplete, "", phases.Stamp{}, time.Time{}, phases.TraceID{})
+			continue
+		}
+		if b := w.cur.latestBlocked(); b != nil {
+			if w.cur.blockedExported {
+				r.finish(w, "", "", phases.Stamp{}, time.Time{}, phases.TraceID{}) // exported as blocked already
+				continue
+			}
+			r.finish(w, rollout.OutcomeBlocked, b.Words(), stampAt(now), time.Time{}, phases.TraceID{})
 			continue
 		}
 		r.finish(w, rollout.OutcomeInProgress, "", stampAt(now), time.Time{}, phases.TraceID{})

@@ -129,7 +129,7 @@ func TestReplacementNotFromTheScaleUp(t *testing.T) {
 	root := b.Root()
 	var replaced []phases.Link
 	for _, l := range root.Links() {
-		if len(l.Attrs) == 1 && l.Attrs[0] == (phases.Attr{Key: phases.AttrLinkRelation, Value: "replaces"}) {
+		if len(l.Attrs) > 0 && l.Attrs[0] == (phases.Attr{Key: phases.AttrLinkRelation, Value: "replaces"}) {
 			replaced = append(replaced, l)
 		}
 	}

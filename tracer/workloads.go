@@ -42,7 +42,10 @@ type workloadView struct {
 	done    bool
 	doneAt  time.Time // when the status says it completed (1 s), where it says
 	failure string
-	created time.Time
+	// replicaFailure is the Deployment's ReplicaFailure condition (its new ReplicaSet's Pod
+	// creates refused), when True.
+	replicaFailure *deploymentCondition
+	created        time.Time
 	// changed is the newest managedFields time of a client's write (1 s, apiserver clock).
 	changed time.Time
 	client  string
@@ -89,6 +92,7 @@ func deploymentView(d *appsv1.Deployment) workloadView {
 	if v.done && progressing != nil {
 		v.doneAt = progressing.LastUpdateTime.Time
 	}
+	v.replicaFailure = replicaFailureOf(s.Conditions)
 	if progressing != nil && progressing.Status == corev1.ConditionFalse && progressing.Reason == "ProgressDeadlineExceeded" {
 		v.failure = "ProgressDeadlineExceeded: " + progressing.Message
 	}

@@ -113,7 +113,7 @@ type CriticalView struct {
 
 // RowView is one row of a rollout's Gantt: a step, a new Pod or an old one.
 type RowView struct {
-	Type     string  `json:"type"` // step, pod, old
+	Type     string  `json:"type"` // step, pod, old, blocked (a rejection of the controller's Pod creates)
 	Label    string  `json:"label"`
 	UID      string  `json:"uid,omitempty"`
 	Node     string  `json:"node,omitempty"`
@@ -326,6 +326,12 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 				row.Type = "old"
 				row.Killed = attrBool(c, rollout.AttrKilled)
 				row.Segments = rowSegments(rollout.PodSegments(c, nil), root.Start)
+			case rollout.BlockedSpanName:
+				n, _ := c.Attr(rollout.AttrRejectionCount).(int64)
+				row.Type = "blocked"
+				row.Label = attrString(c, rollout.AttrRejectionClass) + " ×" + strconv.FormatInt(n, 10)
+				row.Message = attrString(c, rollout.AttrRejectionClass) + ": " + attrString(c, rollout.AttrRejectionMessage)
+				row.Segments = []Segment{{Cat: "blocked", StartMs: row.StartMs, EndMs: row.EndMs}}
 			default:
 				continue
 			}

@@ -301,6 +301,7 @@ type traceFlags struct {
 	failAfter         time.Duration
 	backfill          bool
 	rolloutStuckAfter time.Duration
+	rolloutBlocked    time.Duration
 }
 
 func (t *traceFlags) register(fs *pflag.FlagSet) {
@@ -308,11 +309,12 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.failAfter, "fail-after", tracer.DefaultFailAfter, "export a Pod whose failure (ErrImagePull, CrashLoopBackOff…) persists this long as failed")
 	fs.BoolVar(&t.backfill, "backfill", false, "also trace Pods that were already Ready when readyspan started")
 	fs.DurationVar(&t.rolloutStuckAfter, "rollout-stuck-after", tracer.DefaultRolloutStuckAfter, "export a rollout without the controller's verdict this long after it began as failed")
+	fs.DurationVar(&t.rolloutBlocked, "rollout-blocked-after", tracer.DefaultRolloutBlockedAfter, "export a rollout whose Pod creates the apiserver has refused this long (quota, admission, PodSecurity), none made since, as blocked")
 }
 
 func (t *traceFlags) config() tracer.Config {
 	return tracer.Config{StuckAfter: t.stuckAfter, FailAfter: t.failAfter, Backfill: t.backfill, Settle: 2 * time.Second,
-		RolloutStuckAfter: t.rolloutStuckAfter}
+		RolloutStuckAfter: t.rolloutStuckAfter, RolloutBlockedAfter: t.rolloutBlocked}
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {

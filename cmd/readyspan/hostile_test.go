@@ -276,3 +276,36 @@ current-context: x
 	}
 	return p
 }
+
+// A webhook's refusal is the webhook author's text, quoted by the apiserver into every
+// FailedCreate and the Deployment's ReplicaFailure condition: the real capture of a denying
+// webhook, its message made hostile, replays to a blocked rollout whose Gantt chart (sentence,
+// error, rejection row) shows it escaped.
+func TestHostileRejectionNeverReachesTheTerminal(t *testing.T) {
+	src := filepath.Join("..", "..", "tracer", "testdata", "real-node", "rejections-webhook")
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.ReplaceAll(string(b), "Pods labelled readyspan.dev/deny are denied", hostileMessage)
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"replay", dir}, &stdout, &stderr); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	assertTerminalSafe(t, "replay of a hostile rejection", stdout.Bytes())
+	assertTerminalSafe(t, "replay's stderr", stderr.Bytes())
+	out := stdout.String()
+	if !strings.Contains(out, "blocked (admission_webhook: admission webhook") || !strings.Contains(out, "OVERWRITE") {
+		t.Errorf("the blocked rollout and its escaped message are not shown:\n%s", out)
+	}
+}

@@ -351,3 +351,36 @@ func TestFailuresAreNamedInEveryView(t *testing.T) {
 		t.Errorf("the report's list gives the errors %v", got)
 	}
 }
+
+// A blocked rollout says so, with the same class, count and reason, in every view of the real
+// quota capture: the JSON lines (OTLP's attributes), the text Gantt, and the HTML report's data
+// (the web UI's JSON).
+func TestBlockedInEveryView(t *testing.T) {
+	dir := filepath.Join("..", "..", "tracer", "testdata", "real-node", "rejections-quota")
+	const reason = `quota: pods \"web-7d6c4d58c8-8wskn\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`
+	js := string(runOut(t, "replay", "-o", "json", dir))
+	for _, want := range []string{
+		`"readyspan.rollout.outcome":"blocked"`, `"readyspan.rollout.reason":"` + reason + `"`,
+		`"name":"rollout.blocked"`, `"readyspan.rollout.rejection.class":"quota","readyspan.rollout.rejection.count":12`,
+		`"readyspan.rollout.rejection.count":13`, `"readyspan.link":"resumes_blocked"`,
+	} {
+		if !strings.Contains(js, want) {
+			t.Errorf("JSON lines lack %s", want)
+		}
+	}
+	text := string(runOut(t, "replay", dir))
+	for _, want := range []string{
+		"rollout create (generation 1, revision 1)  blocked", ", blocked (" + strings.ReplaceAll(reason, `\"`, `"`) + ")",
+		"⊘ quota ×12", "⊘ quota ×13", "blocked 65.3 s by quota",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the text Gantt lacks %q", want)
+		}
+	}
+	html := string(runOut(t, "replay", "-o", "html", dir))
+	for _, want := range []string{`"outcome":"blocked"`, `"reason":"` + reason + `"`, `"type":"blocked","label":"quota ×12"`, `"cat":"blocked"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the HTML report's data lacks %s", want)
+		}
+	}
+}

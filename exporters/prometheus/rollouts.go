@@ -20,13 +20,15 @@ type rolloutMetrics struct {
 	pastDeadline       *prometheus.GaugeVec
 	longestWithoutStep *prometheus.GaugeVec
 	workloads          []string // the workload label's values
+	blocked            *prometheus.GaugeVec
+	rejected           *prometheus.CounterVec
 }
 
 func newRolloutMetrics(workloads []string) rolloutMetrics {
 	return rolloutMetrics{
 		workloads: workloads,
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readyspan_rollout_duration_seconds",
-			Help:    "Rollouts from the change to the controller's verdict (all updated and available, old Pods gone), by workload kind, rollout kind and outcome (complete, failed, superseded, paused).",
+			Help:    "Rollouts from the change to the controller's verdict (all updated and available, old Pods gone), by workload kind, rollout kind and outcome (complete, failed, superseded, paused, blocked).",
 			Buckets: RolloutBuckets}, []string{"workload", "kind", "outcome"}),
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readyspan_rollout_steps",
 			Help:    "Scale-up waves per finished rollout (a Deployment's ScalingReplicaSet scale-ups of its new ReplicaSet; a StatefulSet's or DaemonSet's Pod creations), by workload kind.",
@@ -37,11 +39,15 @@ func newRolloutMetrics(workloads []string) rolloutMetrics {
 			Help: "Rollouts in progress longer than their Deployment's progressDeadlineSeconds without the controller's verdict, by workload kind."}, []string{"workload"}),
 		longestWithoutStep: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readyspan_rollout_longest_without_step_seconds",
 			Help: "Of the rollouts in progress, the longest time since one's last scaling step (or its start), by workload kind; 0 with none in progress."}, []string{"workload"}),
+		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readyspan_rollouts_blocked",
+			Help: "Rollouts in progress whose Pod creates the apiserver is refusing (FailedCreate), none made since, by workload kind and rejection class (quota, admission_webhook, pod_security, other)."}, []string{"workload", "class"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_pod_creates_rejected_total",
+			Help: "Pod creates of a controller (ReplicaSet, StatefulSet, DaemonSet, Job) the apiserver refused, each occurrence of a FailedCreate Event once, by class (quota, admission_webhook, pod_security, other)."}, []string{"class"}),
 	}
 }
 
 func (r rolloutMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.duration, r.steps, r.inProgress, r.pastDeadline, r.longestWithoutStep}
+	return []prometheus.Collector{r.duration, r.steps, r.inProgress, r.pastDeadline, r.longestWithoutStep, r.blocked, r.rejected}
 }
 
 // init creates every gauge series, so an alert sees 0 rather than nothing, and the duration
@@ -57,6 +63,12 @@ func (r rolloutMetrics) init() {
 		}
 		r.pastDeadline.WithLabelValues(w)
 		r.longestWithoutStep.WithLabelValues(w)
+		for _, c := range rollout.RejectionClasses {
+			r.blocked.WithLabelValues(w, string(c))
+		}
+	}
+	for _, c := range rollout.RejectionClasses {
+		r.rejected.WithLabelValues(string(c))
 	}
 }
 
@@ -64,7 +76,8 @@ func (r rolloutMetrics) init() {
 func (m *Metrics) ExportRollout(t *rollout.Trace) {
 	s := &t.Summary
 	observe(m.rollouts.duration.WithLabelValues(s.WorkloadKind, string(s.Kind), string(s.Outcome)), s.Duration, t.TraceID.String())
-	if s.Outcome != rollout.OutcomeInProgress {
+	if s.Outcome != rollout.OutcomeInProgress && s.Outcome != rollout.OutcomeBlocked {
+		// A blocked rollout goes on, and is exported again when it ends: its waves count then.
 		m.rollouts.steps.WithLabelValues(s.WorkloadKind).Observe(float64(s.Waves))
 	}
 }
@@ -77,5 +90,13 @@ func (m *Metrics) RolloutProgress(p rollout.Progress) {
 		}
 		m.rollouts.pastDeadline.WithLabelValues(w).Set(float64(p.PastDeadline[w]))
 		m.rollouts.longestWithoutStep.WithLabelValues(w).Set(p.LongestWithoutStep[w].Round(time.Millisecond).Seconds())
+		for _, c := range rollout.RejectionClasses {
+			m.rollouts.blocked.WithLabelValues(w, string(c)).Set(float64(p.Blocked[w+"/"+string(c)]))
+		}
 	}
+}
+
+// PodCreatesRejected counts refused Pod creates (rollout.RejectedCreates).
+func (m *Metrics) PodCreatesRejected(class rollout.RejectionClass, n int) {
+	m.rollouts.rejected.WithLabelValues(string(rollout.RejectionLabel(class))).Add(float64(n))
 }

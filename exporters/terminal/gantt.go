@@ -20,7 +20,7 @@ var ganttLegend = []struct {
 	words string
 }{
 	{'c', "controllers"}, {'s', "scheduling"}, {'p', "image pull"}, {'k', "kubelet (sandbox, create, start)"}, {'r', "readiness"},
-	{'t', "status"}, {'m', "minReadySeconds"}, {'=', "Pod without a trace"}, {'x', "terminating"}, {'f', "failing"}, {'|', "step"},
+	{'t', "status"}, {'m', "minReadySeconds"}, {'=', "Pod without a trace"}, {'x', "terminating"}, {'f', "failing"}, {'⊘', "Pod creates refused"}, {'|', "step"},
 }
 
 // Gantt writes a rollout as a terminal Gantt chart: the summary sentence first, then one row
@@ -65,6 +65,13 @@ func Gantt(w io.Writer, t *rollout.Trace) error {
 	pods := func(parent *phases.Span, indent int) {
 		for _, c := range children[parent.SpanID] {
 			switch c.Name {
+			case rollout.BlockedSpanName:
+				n, _ := c.Attr(rollout.AttrRejectionCount).(int64)
+				label := fmt.Sprintf("⊘ %s ×%d", attrString(c, rollout.AttrRejectionClass), n)
+				row(indent, label, c, blockedBar(c, root))
+				if c.Status != phases.StatusError { // an error's row names it already
+					fmt.Fprintf(w, "      %s: %s\n", attrString(c, rollout.AttrRejectionReason), attrString(c, rollout.AttrRejectionMessage))
+				}
 			case rollout.PodSpanName:
 				row(indent, "+ "+attrString(c, phases.AttrPodName), c, segmentBar(rollout.PodSegments(c, newPods[rawAttr(c, phases.AttrPodUID)]), root))
 			case rollout.TerminateSpanName:
@@ -123,6 +130,15 @@ func cell(at time.Time, root *phases.Span) int {
 	}
 	c := int(float64(at.Sub(root.Start)) / float64(total) * ganttWidth)
 	return min(max(c, 0), ganttWidth-1)
+}
+
+// blockedBar draws a rejection's time: from its first refused create until a Pod was made again.
+func blockedBar(s, root *phases.Span) string {
+	b := []rune(strings.Repeat(" ", ganttWidth))
+	for i := cell(s.Start, root); i <= cell(s.End, root); i++ {
+		b[i] = '⊘'
+	}
+	return string(b)
 }
 
 func stepBar(s, root *phases.Span) string {

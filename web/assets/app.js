@@ -21,7 +21,8 @@
   var SEGMENTS = [
     ['controllers', 'controllers reacting'], ['scheduling', 'scheduling'], ['kubelet', 'kubelet (sandbox, create, start)'], ['image_pull', 'image pull'],
     ['readiness', 'readiness'], ['failing', 'failing containers'], ['status', 'status'], ['min_ready', 'minReadySeconds'],
-    ['untraced', 'Pod without a trace'], ['terminating', 'old Pod terminating'], ['unobserved', 'old Pods terminating (not observed)']
+    ['untraced', 'Pod without a trace'], ['terminating', 'old Pod terminating'], ['unobserved', 'old Pods terminating (not observed)'],
+    ['blocked', 'Pod creates refused (quota, admission, PodSecurity)']
   ];
   var SEGMENT_WORDS = {};
   SEGMENTS.forEach(function (s) { SEGMENT_WORDS[s[0]] = s[1]; });
@@ -458,7 +459,7 @@
       var s = '<g class="' + cls + '" data-i="' + i + '"' + (r.uid ? ' data-uid="' + esc(r.uid) + '"' : '') + ' transform="translate(0,' + y + ')">';
       s += '<rect class="band" x="0" y="0" width="' + L.width + '" height="' + ROW + '"></rect>';
       var indent = r.type === 'step' ? 4 : 16;
-      var prefix = r.type === 'pod' ? '+ ' : r.type === 'old' ? '− ' : '';
+      var prefix = r.type === 'pod' ? '+ ' : r.type === 'old' ? '− ' : r.type === 'blocked' ? '⊘ ' : '';
       if (r.critical) s += '<text class="mark" x="' + (indent - 12 < 0 ? 0 : indent - 12) + '" y="14">★</text>';
       s += '<text class="label' + (r.type === 'step' ? ' step' : '') + '" x="' + (indent + (r.critical && r.type === 'step' ? 10 : 0)) + '" y="14">' +
         esc(clip(short(prefix + r.label + (r.killed ? ' (killed)' : ''), 300), L.label - indent - 4)) + '</text>';
@@ -506,7 +507,7 @@
     }
 
     function describe(r) {
-      var kind = r.type === 'step' ? 'step' : r.type === 'old' ? 'old Pod, terminating' : 'new Pod';
+      var kind = r.type === 'step' ? 'step' : r.type === 'old' ? 'old Pod, terminating' : r.type === 'blocked' ? 'Pod creates refused' : 'new Pod';
       var t = (r.type === 'step' ? r.label : r.label + ' (' + kind + ')') + '\n+' + fmtMs(r.startMs) + ' for ' + fmtLen(r.endMs - r.startMs, r.durText) +
         (r.endUnknown ? ' (end not observed)' : '') + (r.critical ? '\non the critical path' : '');
       if (r.node) t += '\nnode ' + r.node;

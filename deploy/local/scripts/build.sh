@@ -31,6 +31,7 @@ components=(
   "containerd-shim-runc-v2|tools/containerd|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2|v2.4.2|tags"
   "localregistry|tools/registry|./cmd/localregistry|src|"
   "pause|tools/registry|./cmd/pause|src|"
+  "localwebhook|tools/webhook|.|src|"
   "prometheus|tools/prometheus|github.com/prometheus/prometheus/cmd/prometheus|v0.316.0|"
   "promtool|tools/prometheus|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|"
   "jaeger|tools/jaeger|github.com/jaegertracing/jaeger/cmd/jaeger|v1.76.0|"

@@ -106,10 +106,11 @@ if [ -f "$RUN/run-containerd.created" ]; then # the shims' socket directory, if 
   rm -f "$RUN/run-containerd.created"
 fi
 
-step "control plane, registry, jaeger"
+step "control plane, webhook, registry, jaeger"
 stop kube-scheduler 10
 stop kube-controller-manager 10
 stop kube-apiserver 15
+stop webhook 5
 stop etcd 10
 stop registry 5
 # Last: the apiserver flushes its spans to Jaeger on the way out (and waits when it is gone).

@@ -44,6 +44,7 @@ OTLP_CAPTURE_PORT=4319      # make e2e: the tests' OTLP witness (test/e2e/otlpca
 JAEGER_HEALTH=127.0.0.1:13133
 PROMETHEUS=127.0.0.1:9090
 READYSPAN_METRICS=127.0.0.1:8080
+WEBHOOK=127.0.0.1:9443      # the admission webhook server (localwebhook), called by the apiserver
 
 # Images in the local registry (built offline by `localregistry images`).
 BUSYBOX_IMAGE=$REGISTRY/readyspan/busybox:v1
@@ -171,6 +172,7 @@ render() {
     -e "s|@KUBE_PROXY_METRICS_PORT@|$KUBE_PROXY_METRICS_PORT|g" -e "s|@JAEGER_QUERY@|$JAEGER_QUERY|g" \
     -e "s|@JAEGER_HEALTH@|$JAEGER_HEALTH|g" -e "s|@JAEGER_OTLP_GRPC_PORT@|$JAEGER_OTLP_GRPC_PORT|g" \
     -e "s|@JAEGER_OTLP_HTTP_PORT@|$JAEGER_OTLP_HTTP_PORT|g" -e "s|@READYSPAN_METRICS@|$READYSPAN_METRICS|g" \
+    -e "s|@WEBHOOK@|$WEBHOOK|g" \
     "$LOCAL/config/$1" >"$2"
 }
 

@@ -1,13 +1,8 @@
 #!/usr/bin/env bash
 # Creates the local cluster's PKI under .local/pki and its kubeconfigs (admin: .local/kubeconfig,
-# components: .local/etc/*.kubeconfig), unless they exist. Called by up.sh.
+# components: .local/etc/*.kubeconfig), unless they exist, and the admission webhook server's
+# certificate (webhook.crt) when it is missing. Called by up.sh.
 source "$(dirname "$0")/lib.sh"
-
-[ -f "$PKI/ca.crt" ] && [ -f "$KUBECONFIG_FILE" ] && exit 0
-rm -rf "$PKI" && mkdir -p "$PKI" && cd "$PKI"
-
-openssl genrsa -out ca.key 2048 2>/dev/null
-openssl req -x509 -new -nodes -key ca.key -subj "/CN=readyspan-local-ca" -days 3650 -out ca.crt 2>/dev/null
 
 # cert NAME CN [O] [SAN]: a key and a certificate signed by the CA; serving too when SAN is set.
 cert() {
@@ -31,6 +26,18 @@ cert() {
   rm -f "$name.csr" "$name.ext"
 }
 
+# The admission webhook server's serving certificate: added to a PKI made before it existed.
+if [ -f "$PKI/ca.crt" ] && [ -f "$KUBECONFIG_FILE" ]; then
+  cd "$PKI"
+  [ -f webhook.crt ] || cert webhook readyspan-local-webhook "" "DNS:localhost,IP:127.0.0.1"
+  exit 0
+fi
+rm -rf "$PKI" && mkdir -p "$PKI" && cd "$PKI"
+
+openssl genrsa -out ca.key 2048 2>/dev/null
+openssl req -x509 -new -nodes -key ca.key -subj "/CN=readyspan-local-ca" -days 3650 -out ca.crt 2>/dev/null
+
+cert webhook readyspan-local-webhook "" "DNS:localhost,IP:127.0.0.1"
 cert apiserver kube-apiserver "" "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1,IP:$NODE_IP"
 cert admin admin system:masters
 cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters

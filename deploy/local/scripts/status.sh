@@ -13,6 +13,7 @@ rows=(
   "apiserver-relay|$NODE_IP:$APISERVER_PORT -> 127.0.0.1:$APISERVER_PORT"
   "kube-controller-manager|https://127.0.0.1:$KCM_PORT"
   "kube-scheduler|https://127.0.0.1:$SCHEDULER_PORT"
+  "webhook|https://$WEBHOOK (admission: readyspan.dev/inject, readyspan.dev/deny)"
   "node-namespace|private mount namespace of containerd and the kubelet"
   "containerd|unix://${RUN#"$ROOT"/}/containerd.sock"
   "kubelet|https://$NODE_IP:$KUBELET_PORT (node $NODE_NAME)"

@@ -10,6 +10,7 @@
 #              ETCD_ARGS, APISERVER_ARGS, KCM_ARGS, SCHEDULER_ARGS  extra flags for etcd,
 #                              kube-apiserver, kube-controller-manager and kube-scheduler
 #                              (make scale uses them)
+#              WEBHOOK_ARGS    extra flags for the admission webhook server (localwebhook)
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "error: the local cluster needs root (network, cgroups, mounts)" >&2; exit 1; }
@@ -21,7 +22,7 @@ fi
 lock_cluster
 
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
-  localregistry pause jaeger prometheus)
+  localregistry pause localwebhook jaeger prometheus)
 missing=()
 for c in "${components[@]}"; do [ -x "$BIN/$c" ] || missing+=("$c"); done
 [ ${#missing[@]} -eq 0 ] || { echo "error: not built: ${missing[*]} (run make cluster-build)" >&2; exit 1; }
@@ -135,6 +136,18 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --tracing-config-file="$ETC/apiserver-tracing.yaml" \
   --allow-privileged=true --profiling=false --v=2 ${APISERVER_ARGS:-}
 wait_for kube-apiserver 90 api /readyz
+
+step "admission webhook ($WEBHOOK)"
+# A real webhook server on the host, registered by URL: only Pods labelled readyspan.dev/inject
+# or readyspan.dev/deny are sent to it (the configurations' objectSelectors). WEBHOOK_ARGS: its
+# delays (--inject-delay, --deny-delay).
+# shellcheck disable=SC2086 # WEBHOOK_ARGS is words
+start webhook "$BIN/localwebhook" --addr "$WEBHOOK" --cert "$PKI/webhook.crt" --key "$PKI/webhook.key" \
+  --sidecar-image "$BUSYBOX_IMAGE" ${WEBHOOK_ARGS:-}
+wait_for webhook 10 curl -sf --max-time 2 --cacert "$PKI/ca.crt" "https://$WEBHOOK/healthz"
+render webhooks.yaml "$ETC/webhooks.yaml"
+sed -i "s|@CA_BUNDLE@|$(base64 -w0 "$PKI/ca.crt")|" "$ETC/webhooks.yaml"
+wait_for kube-apiserver 30 kubectl apply -f "$ETC/webhooks.yaml"
 
 step "apiserver relay ($NODE_IP:$APISERVER_PORT)"
 start apiserver-relay socat "TCP-LISTEN:$APISERVER_PORT,bind=$NODE_IP,reuseaddr,fork" "TCP:127.0.0.1:$APISERVER_PORT"
