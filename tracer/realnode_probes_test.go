@@ -130,9 +130,10 @@ func TestRealNodeProbesHooks(t *testing.T) {
 		if !ok || !ok2 {
 			t.Fatalf("the capture lacks the hook's ExecSync or the next CreateContainer: %v", calls)
 		}
+		started, _ := nth(calls, "StartContainer", time.Time{}, 0)
 		ps := find(t, tr, "container/hooked/post_start")
-		// Started is emitted after StartContainer returned, just before the hook's exec.
-		within(t, "post_start start", ps.Start, hook.start().Add(-5*time.Millisecond), hook.start().Add(eventSlack))
+		// Started is emitted after StartContainer returned, before the hook's exec.
+		within(t, "post_start start", ps.Start, started.end().Add(-eventSlack), hook.start().Add(eventSlack))
 		// The kubelet turns to the next container as soon as the hook returns: its first
 		// event (Pulled) ends the hook, before that container's CreateContainer.
 		within(t, "post_start end", ps.End, hook.end().Add(-eventSlack), next.start().Add(eventSlack))
@@ -148,8 +149,9 @@ func TestRealNodeProbesHooks(t *testing.T) {
 		if !ok {
 			t.Fatalf("no ExecSync: %v", calls)
 		}
+		started, _ := nth(calls, "StartContainer", time.Time{}, 0)
 		ps := find(t, tr, "container/hooked/post_start")
-		within(t, "post_start start", ps.Start, hook.start().Add(-5*time.Millisecond), hook.start().Add(eventSlack))
+		within(t, "post_start start", ps.Start, started.end().Add(-eventSlack), hook.start().Add(eventSlack))
 		// Nothing stamps its end: the first status with the container running bounds it.
 		within(t, "post_start end (a watch time)", ps.End, hook.end(), hook.end().Add(watchBound))
 		if ps.Attr(phases.AttrSourceEnd) != phases.SourceWatch.String() {

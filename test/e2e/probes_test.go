@@ -126,14 +126,15 @@ func TestProbesAndHooks(t *testing.T) {
 		pod := pods["poststart"]
 		tr := traces[string(pod.UID)]
 		checkStartupTrace(t, tr, pod, "ready", false)
-		cri := criOf(t, pod, criExecSync, criCreateContainer)
+		cri := criOf(t, pod, criExecSync, criCreateContainer, criStartContainer)
 		hookCall := cri[criExecSync][0]
 		next := callAfter(cri, criCreateContainer, hookCall.EndTime())
 		if next == nil {
 			t.Fatalf("no CreateContainer after the hook (%v)", spanCounts(cri))
 		}
 		ps := containerSpan(t, tr, "hooked", "container.post_start")
-		within(t, "post_start start (Started)", ps.StartTime(), hookCall.StartTime().Add(-kubeletSpanTolerance), hookCall.StartTime().Add(eventSlack))
+		// Started is emitted after StartContainer returned, before the hook's exec.
+		within(t, "post_start start (Started)", ps.StartTime(), cri[criStartContainer][0].EndTime().Add(-eventSlack), hookCall.StartTime().Add(eventSlack))
 		within(t, "post_start end (the next container's first event)", ps.EndTime(), hookCall.EndTime().Add(-eventSlack), next.StartTime().Add(eventSlack))
 		if a := containerSpan(t, tr, "after", "container"); a.StartTimeUS != ps.StartTimeUS+ps.DurationUS {
 			t.Errorf("container after starts at %s, not where the hook ended (%s)", a.StartTime().Format(time.StampMicro), ps.EndTime().Format(time.StampMicro))
