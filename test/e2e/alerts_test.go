@@ -35,8 +35,12 @@ func TestFailedStartupAlerts(t *testing.T) {
 			return p
 		}},
 		{"PodCrashLooping", "CrashLoopBackOff", func() *corev1.Pod {
+			// It exits at once; its readiness probe never passes, so it is never Ready in the
+			// moment it runs.
 			p := sleeper("crash-loop", BusyboxImage)
 			p.Spec.Containers[0].Command = []string{"sh", "-c", "exit 1"}
+			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+				ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}, PeriodSeconds: 1}
 			return p
 		}},
 		{"PodContainerConfigError", "CreateContainerConfigError", func() *corev1.Pod {
