@@ -66,7 +66,7 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 		registerRingMetrics(reg, ui)
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d.metrics = promexp.New(reg, o.Version, tracer.RolloutKinds())
+	d.metrics = promexp.New(reg, o.Version, tracer.RolloutKinds(), o.Metrics)
 
 	otlpCfg := o.OTLP
 	if o.Shard.Sharded() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/readyspan/readyspan/access"
 	"github.com/readyspan/readyspan/exporters/otlp"
+	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/shard"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/web"
@@ -31,6 +32,8 @@ type Options struct {
 	// MetricsAddr serves /metrics, /healthz, /readyz, the UI and, with Pprof, Go's profiles.
 	MetricsAddr string
 	Pprof       bool
+	// Metrics are the opt-in labels of the Pod histograms and their cap.
+	Metrics promexp.Options
 	// Access says who may read MetricsAddr.
 	Access access.Config
 	// OTLP is the trace backend and the bounds of what is queued for it.
@@ -71,6 +74,9 @@ func (o *Options) Validate() error {
 	}
 	if o.OTLP.QueueTraces <= 0 || o.OTLP.QueueBytes <= 0 {
 		return fmt.Errorf("--otlp-queue-traces and --otlp-queue-bytes must be positive, got %d and %d", o.OTLP.QueueTraces, o.OTLP.QueueBytes)
+	}
+	if err := o.Metrics.Validate(); err != nil {
+		return err
 	}
 	if o.Trace.MaxInFlight < 0 {
 		return fmt.Errorf("--max-in-flight must not be negative, got %d", o.Trace.MaxInFlight)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/readyspan/readyspan/exporters/otlp"
+	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/leader"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -78,6 +79,8 @@ func TestOptionsValidate(t *testing.T) {
 			o.UI = UIOptions{Enabled: true, MaxRollouts: 1, MaxPods: 1, MaxMiB: 1, TraceURL: "javascript:x//{trace_id}"}
 		}, "--trace-ui-url"},
 		{"election without a Lease", func(o *Options) { o.Leader = LeaderOptions{Elect: true} }, "--leader-elect"},
+		{"per-team labels", func(o *Options) { o.Metrics = promexp.Options{PodLabels: []string{"namespace"}, LabelLimit: 5} }, ""},
+		{"an unknown metrics label", func(o *Options) { o.Metrics = promexp.Options{PodLabels: []string{"node"}, LabelLimit: 5} }, "--metrics-pod-labels"},
 	} {
 		o := ok
 		tc.change(&o)

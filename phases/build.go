@@ -34,6 +34,7 @@ const (
 	AttrLinkRelation    = "readyspan.link"
 	AttrContainerName   = "k8s.container.name"
 	AttrRestarts        = "k8s.container.restart_count"
+	AttrRestartReason   = "readyspan.restart.reason"
 	AttrImageName       = "container.image.name"
 	AttrImageSize       = "container.image.size"
 	AttrImageCache      = "readyspan.image.cache"
@@ -1167,9 +1168,11 @@ func orEnd(p point, t Instant) point {
 type containerSteps struct {
 	pullStarted, pullFinished point // Pulling, Pulled
 	created, started          point
+	postStartDone             point // the postStart hook returned (see hookEnd)
 	startupDone               point // the startup probe passed
 	readyAt                   point // the readiness probe passed
 	finished                  point // an init container exited
+	restarted                 point // the latest run after a restart started
 }
 
 // resolveSteps resolves a container's steps. An init container's exit is narrowed by the next
@@ -1179,14 +1182,38 @@ func resolveSteps(c *Container, following *Container) containerSteps {
 		pullStarted: resolve(c.PullStarted), pullFinished: resolve(c.PullFinished),
 		created: resolve(c.Created), started: resolve(c.Started),
 		startupDone: resolve(c.StartupDone), readyAt: resolve(c.ReadyAt), finished: resolve(c.Finished),
+		restarted: resolve(c.Restarted),
+	}
+	var next point
+	if following != nil {
+		next = firstStep(following)
 	}
 	if c.Init && !c.Sidecar && following != nil {
 		// It exited just before the next container's first event.
-		next := firstStep(following)
 		st.finished = narrow(st.finished, []point{st.started, st.created}, []point{next}, placeAtNext)
 		st.finished = earlierBound(st.finished, next)
 	}
+	if c.HasPostStart && st.started.observed {
+		st.postStartDone = hookEnd(c, &st, next)
+	}
 	return st
+}
+
+// hookEnd is when a container's postStart hook returned. The kubelet runs the hook right after
+// Started and turns to nothing else until it returns: not to the next container (whose first
+// event follows within milliseconds), not to the status (it reports the container running only
+// afterwards). So the end is the earliest of what shows it: the kubelet's FailedPostStartHook
+// event, the next container's first event, the first status with the container running, or,
+// later still, the probes' results. Each is an upper bound; the kubelet states the end of a hook
+// that succeeded nowhere in the API, so for the last container it is a watch time.
+func hookEnd(c *Container, st *containerSteps, next point) point {
+	end := resolve(c.PostStartDone)
+	for _, p := range []point{next, st.startupDone, st.readyAt} {
+		if p.observed && p.t >= st.started.t && (!end.observed || p.t < end.t) {
+			end = p
+		}
+	}
+	return end
 }
 
 // containerSpan is a container being drawn: what was observed, its resolved steps, and the
@@ -1218,7 +1245,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 
 	// The container's own span runs from its turn to its last observed step.
 	cEnd := turn
-	for _, pt := range []point{st.pullStarted, st.pullFinished, st.created, st.started, st.startupDone, st.readyAt, st.finished} {
+	for _, pt := range []point{st.pullStarted, st.pullFinished, st.created, st.started, st.postStartDone, st.startupDone, st.readyAt, st.finished} {
 		cEnd = later(cEnd, pt)
 	}
 	// One that neither got ready nor exited, and failed or belongs to a Pod that did not get
@@ -1247,6 +1274,7 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 
 	afterPull := b.pull(ctr, turn)
 	b.steps(ctr, afterPull)
+	b.restarts(ctr)
 	b.probes(ctr)
 	if c.Init && !c.Sidecar {
 		// An init container runs to completion before the kubelet turns to the next one.
@@ -1259,7 +1287,11 @@ func (b *builder) container(parent int, c *Container, following *Container, turn
 		}
 		return turn
 	}
-	// The kubelet does not wait for an app container or a sidecar beyond starting it.
+	// The kubelet does not wait for an app container or a sidecar beyond starting it and
+	// running its postStart hook.
+	if c.HasPostStart && st.postStartDone.observed {
+		return st.postStartDone
+	}
 	if next := later(st.started, st.created); next.observed {
 		return next
 	}
@@ -1331,14 +1363,80 @@ func (b *builder) steps(ctr *containerSpan, afterPull point) {
 	b.step(ctr, SpanCreate, afterPull, st.created)
 	b.step(ctr, SpanStart, st.created, st.started)
 	if ctr.c.HasPostStart && st.started.observed {
-		// The hook runs synchronously after Started; its end shows as the container's
-		// running state or the next container's turn, whichever was observed first.
-		hookEnd := later(st.startupDone, st.readyAt)
-		if !hookEnd.observed {
-			hookEnd = derived(st.started.t)
+		// The hook runs synchronously after Started, until hookEnd.
+		end := st.postStartDone
+		if !end.observed {
+			end = derived(ctr.podEnd) // still running when the trace ended
 		}
-		b.step(ctr, SpanPostStart, st.started, hookEnd)
+		i := b.add(spanHead{Name: SpanPostStart, Path: ctr.path + "/post_start", Service: ServiceKubelet}, ctr.span, st.started, end)
+		sp := &b.trace.Spans[i]
+		sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name})
+		for _, o := range ctr.c.Failures {
+			if o.Reason == "FailedPostStartHook" {
+				sp.AddEvent(occurrenceEvent(o.Reason, o))
+				sp.Status, sp.StatusMessage = StatusError, o.Reason
+				break // the first run's hook; later runs' failures are on the restart
+			}
+		}
 	}
+}
+
+// restarts adds the restarts of a container the kubelet killed and started again (a failed
+// liveness or startup probe, a failed postStart hook): from the first kill, as its Killing event
+// states it, to the start of its latest run, or to the trace's end if it did not run again. The
+// span names why, and counts the restarts; each Killing is an event on it.
+func (b *builder) restarts(ctr *containerSpan) {
+	c, st := ctr.c, &ctr.steps
+	if c.Restarts == 0 {
+		return
+	}
+	var kills []Occurrence
+	for _, o := range c.Failures {
+		if o.Reason == "Killing" {
+			kills = append(kills, o)
+		}
+	}
+	if len(kills) == 0 {
+		return
+	}
+	first := point{t: kills[0].Time.At, src: kills[0].Time.Source, observed: !kills[0].Time.At.IsZero()}
+	for _, k := range kills[1:] {
+		if !k.Time.At.IsZero() && (!first.observed || k.Time.At < first.t) {
+			first = point{t: k.Time.At, src: k.Time.Source, observed: true}
+		}
+	}
+	if !first.observed {
+		return
+	}
+	end := st.restarted
+	if !end.observed || end.t < first.t {
+		end = derived(ctr.podEnd)
+	}
+	i := b.add(spanHead{Name: SpanRestart, Path: ctr.path + "/restart", Service: ServiceKubelet}, ctr.span, first, end)
+	sp := &b.trace.Spans[i]
+	sp.Attrs = append(sp.Attrs, Attr{AttrContainerName, ctr.name}, Attr{AttrRestarts, int64(c.Restarts)},
+		Attr{AttrRestartReason, restartReason(kills[0].Message)})
+	for _, k := range kills {
+		sp.AddEvent(occurrenceEvent("Killing", k))
+	}
+	if !st.restarted.observed && b.outcome != OutcomeReady && b.outcome != OutcomeInProgress {
+		sp.Status, sp.StatusMessage = StatusError, "not running again"
+	}
+}
+
+// restartReason is why the kubelet killed a container, from its Killing message: `Container %s
+// failed liveness probe, will be restarted`, `… failed startup probe, …`, `FailedPostStartHook`;
+// "killed" for another message, which its Killing event on the span carries whole.
+func restartReason(msg string) string {
+	switch {
+	case strings.Contains(msg, " failed liveness probe"):
+		return "liveness probe failed"
+	case strings.Contains(msg, " failed startup probe"):
+		return "startup probe failed"
+	case msg == "FailedPostStartHook":
+		return "postStart hook failed"
+	}
+	return "killed"
 }
 
 // probes adds the startup probe, until it passed, and the readiness probe, until it passed or,
@@ -1354,6 +1452,9 @@ func (b *builder) probes(ctr *containerSpan) {
 	rs := st.started
 	if c.HasStartupProbe {
 		rs = later(st.started, st.startupDone) // readiness is probed once startup passed
+	}
+	if st.restarted.observed && st.readyAt.observed && st.restarted.t <= st.readyAt.t {
+		rs = later(rs, st.restarted) // the run that got ready is the latest
 	}
 	switch {
 	case st.readyAt.observed:
@@ -1550,7 +1651,7 @@ func latestObserved(p *Pod) Instant {
 	}
 	for i := range p.Containers {
 		c := &p.Containers[i]
-		times(c.PullStarted, c.PullFinished, c.Created, c.Started, c.StartupDone, c.ReadyAt, c.Finished)
+		times(c.PullStarted, c.PullFinished, c.Created, c.Started, c.PostStartDone, c.StartupDone, c.ReadyAt, c.Finished)
 		occs(c.PullFailures, c.Failures, c.Unhealthy)
 	}
 	return last

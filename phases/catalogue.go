@@ -40,7 +40,8 @@ const (
 	SpanStart             = "container.start"
 	SpanPostStart         = "container.post_start"
 	SpanStartupProbe      = "container.startup_probe"
-	SpanRun               = "container.run" // an init container running to completion
+	SpanRestart           = "container.restart" // the kubelet killed it (probe, hook) → its latest run started
+	SpanRun               = "container.run"     // an init container running to completion
 	SpanReadiness         = "container.readiness"
 
 	SpanStatusRunning   = "status.running"
@@ -92,6 +93,7 @@ var Catalogue = []SpanInfo{
 	{Name: SpanStart, Phase: PhaseKubelet},
 	{Name: SpanPostStart, Phase: PhaseKubelet},
 	{Name: SpanStartupProbe, Phase: PhaseKubelet},
+	{Name: SpanRestart, Phase: PhaseKubelet},
 	{Name: SpanRun, Phase: PhaseKubelet},
 	{Name: SpanReadiness, Phase: PhaseKubelet, Category: CategoryReadiness},
 	{Name: SpanStatusRunning, Phase: PhaseStatus},

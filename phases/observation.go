@@ -77,7 +77,10 @@ type Pod struct {
 	Node       string
 	Deployment string
 	ReplicaSet string
-	Root       Root
+	// Workload names what the Pod belongs to, for the metrics' opt-in workload label: the
+	// Deployment of its ReplicaSet, else its controller's name; "" for a bare Pod.
+	Workload string
+	Root     Root
 	// Client is who sent the request that started the chain: the field manager of the
 	// Deployment change (kubectl-client-side-apply, kubectl, helm…), or the Pod's creator.
 	Client string
@@ -231,12 +234,20 @@ type Container struct {
 
 	Created Times
 	Started Times
+	// PostStartDone is when the postStart hook returned: the kubelet's FailedPostStartHook
+	// event for a hook that failed, and the first status showing the container running or
+	// terminated, which the kubelet writes only after the hook returned (an upper bound).
+	PostStartDone Times
 	// StartupDone is when the startup probe passed (status started=true).
 	StartupDone Times
 	ReadyAt     Times
 	Finished    Times // init containers: terminated with exit 0
 
 	Restarts int32
+	// Restarted is when the latest run after a restart started: its running state's startedAt
+	// and the first watch that showed it running. The kills that caused restarts are Killing
+	// occurrences in Failures.
+	Restarted Times
 	// Failures holds CrashLoopBackOff, RunContainerError, failed hooks; Unhealthy holds probe
 	// failures.
 	Failures  []Occurrence

@@ -117,7 +117,7 @@ func kubeletBehind(p *Pod, sched time.Duration) time.Duration {
 	}
 	for i := range p.Containers {
 		c := &p.Containers[i]
-		for _, t := range [...]Times{c.PullStarted, c.PullFinished, c.Created, c.Started, c.StartupDone, c.ReadyAt} {
+		for _, t := range [...]Times{c.PullStarted, c.PullFinished, c.Created, c.Started, c.PostStartDone, c.StartupDone, c.ReadyAt, c.Restarted} {
 			before(t)
 		}
 	}
@@ -199,7 +199,7 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 		p.Containers = append([]Container(nil), in.Containers...)
 		for i := range p.Containers {
 			c := &p.Containers[i]
-			for _, t := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started, &c.StartupDone, &c.ReadyAt, &c.Finished} {
+			for _, t := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started, &c.PostStartDone, &c.StartupDone, &c.ReadyAt, &c.Finished, &c.Restarted} {
 				*t = shiftAll(*t, d, kubeletSrcs...)
 			}
 			c.PullFailures = shiftOcc(c.PullFailures, d, kubeletSrcs...)
@@ -222,7 +222,7 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 		p.Containers = append([]Container(nil), in.Containers...)
 		for i := range p.Containers {
 			c := &p.Containers[i]
-			for _, t := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started, &c.StartupDone, &c.ReadyAt, &c.Finished} {
+			for _, t := range []*Times{&c.PullStarted, &c.PullFinished, &c.Created, &c.Started, &c.PostStartDone, &c.StartupDone, &c.ReadyAt, &c.Finished, &c.Restarted} {
 				*t = passOver(*t, kubeletSrcs...)
 			}
 		}

@@ -3,9 +3,11 @@ package tracer
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -112,6 +114,7 @@ const (
 	seenStarted            // a container's startup probe passed
 	seenReady              // a container ready
 	seenDone               // a container exited 0
+	seenRerun              // a container running again after a restart (of: name#restartCount)
 )
 
 func newPodState(p *corev1.Pod) *podState {
@@ -182,6 +185,9 @@ func (ps *podState) update(p *corev1.Pod, recv time.Time) {
 			if cs.State.Running != nil || cs.State.Terminated != nil {
 				ps.mark(change{seenCtrRun, cs.Name}, at)
 			}
+			if cs.State.Running != nil && cs.RestartCount > 0 {
+				ps.mark(change{seenRerun, rerunKey(cs.Name, cs.RestartCount)}, at)
+			}
 			if cs.Started != nil && *cs.Started {
 				ps.mark(change{seenStarted, cs.Name}, at)
 			}
@@ -240,6 +246,20 @@ func changedManager(prev, cur *corev1.Pod) (string, phases.Instant) {
 
 // maxManager bounds a field manager's name kept (the API allows 128 bytes).
 const maxManager = 128
+
+// rerunKey is the seen-change key of a container's run after its n-th restart.
+func rerunKey(name string, n int32) string { return name + "#" + strconv.Itoa(int(n)) }
+
+// latestRerun is when a watch first showed the container's latest run after a restart, at most
+// its restart count now (0 if none was seen running).
+func (ps *podState) latestRerun(name string, restarts int32) time.Time {
+	for n := restarts; n > 0; n-- {
+		if at := ps.seen.at(change{seenRerun, rerunKey(name, n)}); !at.IsZero() {
+			return at
+		}
+	}
+	return time.Time{}
+}
 
 func (ps *podState) addEvent(e *event) {
 	for i, prev := range ps.events {
@@ -400,6 +420,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	if obs.Root == phases.RootBarePod {
 		obs.RootPersisted = obs.Created
 	}
+	obs.Workload = workloadOf(&p.ObjectMeta, obs.Deployment)
 
 	// Scheduling gates, the node nominated, the node the Pod waited for, its victims.
 	if g := &ps.gates; g.gated {
@@ -498,6 +519,26 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	return obs
 }
 
+// workloadOf names the workload a Pod belongs to (phases.Pod.Workload): the Deployment the
+// correlator found, else, for a ReplicaSet's Pod, the ReplicaSet's name without the
+// pod-template-hash the deployment controller appends (its Deployment's name, known from the Pod
+// alone, before or without the ReplicaSet), else its controller's name; "" for a bare Pod.
+func workloadOf(m *metav1.ObjectMeta, deployment string) string {
+	if deployment != "" {
+		return deployment
+	}
+	owner := controllerOf(m)
+	if owner == nil {
+		return ""
+	}
+	if hash := m.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; owner.Kind == "ReplicaSet" && hash != "" {
+		if name, ok := strings.CutSuffix(owner.Name, "-"+hash); ok && name != "" {
+			return name
+		}
+	}
+	return owner.Name
+}
+
 // eventsInOrder puts the Pod's events in the order they happened, by when they first happened
 // (resolved once, when each was added) and then by resourceVersion, and returns them. They are
 // sorted where they are kept: they mostly arrive in that order, and nothing else reads it.
@@ -577,7 +618,21 @@ func (ps *podState) containerStatus(c *phases.Container, cs *corev1.ContainerSta
 		}
 	}
 	if cs.RestartCount == 0 {
-		c.Started.Add(ps.seen.at(change{seenCtrRun, cs.Name}), phases.SourceWatch)
+		if c.HasPostStart {
+			// The kubelet reports a container running (or terminated) only once its postStart
+			// hook has returned: the first such status bounds the hook's end, not the start.
+			c.PostStartDone.Add(ps.seen.at(change{seenCtrRun, cs.Name}), phases.SourceWatch)
+		} else {
+			c.Started.Add(ps.seen.at(change{seenCtrRun, cs.Name}), phases.SourceWatch)
+		}
+	}
+	if cs.RestartCount > 0 {
+		// The latest run after a restart: its start as the runtime states it while it runs,
+		// and the first watch that showed it running, kept after it stopped again.
+		if r := cs.State.Running; r != nil {
+			c.Restarted.Add(r.StartedAt.Time, phases.SourceStatus)
+		}
+		c.Restarted.Add(ps.latestRerun(cs.Name, cs.RestartCount), phases.SourceWatch)
 	}
 	c.Finished.Add(ps.seen.at(change{seenDone, cs.Name}), phases.SourceWatch)
 	if cs.Ready {
@@ -690,10 +745,16 @@ func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 		}
 	case "Unhealthy", "ProbeWarning":
 		c.Unhealthy = append(c.Unhealthy, e.occurrence())
-	case "FailedPostStartHook", "ErrImageNeverPull", "InspectFailed":
+	case "FailedPostStartHook":
+		// Emitted as soon as the hook returned an error, before the container is killed.
+		e.firstStamps(&c.PostStartDone)
+		c.Failures = append(c.Failures, e.occurrence())
+	case "ErrImageNeverPull", "InspectFailed":
 		c.Failures = append(c.Failures, e.occurrence())
 	case "Killing":
-		if strings.Contains(e.Message, "failed") {
+		// A kill that restarts the container: a failed probe (`Container app failed liveness
+		// probe, will be restarted`) or hook (`FailedPostStartHook`); not a Pod being stopped.
+		if strings.Contains(e.Message, "failed") || e.Message == "FailedPostStartHook" {
 			c.Failures = append(c.Failures, e.occurrence())
 		}
 	}

@@ -238,7 +238,7 @@ func TestRealNodeFailedPulls(t *testing.T) {
 			}
 
 			reg := prometheus.NewRegistry()
-			m := promexp.New(reg, "test", RolloutKinds())
+			m := promexp.New(reg, "test", RolloutKinds(), promexp.Options{})
 			got := map[string]int{}
 			for _, tr := range replayDir(t, dir) {
 				m.Export(tr)

@@ -55,6 +55,8 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"run", "extra"}, "run takes no arguments"},
 		{[]string{"run", "--shard", "2", "--total-shards", "2"}, "--shard must be in [0, 2) for --total-shards=2, got 2"},
 		{[]string{"run", "--total-shards", "0"}, "--total-shards must be at least 1"},
+		{[]string{"run", "--metrics-pod-labels", "namespace,pod"}, `--metrics-pod-labels: unknown label "pod" (allowed: namespace, workload)`},
+		{[]string{"run", "--metrics-pod-labels", "workload", "--metrics-label-limit", "0"}, "--metrics-label-limit must be at least 1"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer

@@ -11,6 +11,7 @@ import (
 
 	"github.com/readyspan/readyspan/daemon"
 	"github.com/readyspan/readyspan/exporters/otlp"
+	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/shard"
 	"github.com/readyspan/readyspan/tracer"
 )
@@ -38,6 +39,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	uf.register(fs)
 	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	var podLabels stringList
+	fs.Var(&podLabels, "metrics-pod-labels", "labels to add to the Pod histograms, comma-separated: namespace, workload (off by default; each capped by --metrics-label-limit)")
+	fs.IntVar(&o.Metrics.LabelLimit, "metrics-label-limit", promexp.DefaultLabelLimit, "with --metrics-pod-labels: most values each label takes (namespaces; workloads); later ones are recorded as \"other\" and counted in readyspan_metrics_label_overflow_total")
 	fs.BoolVar(&o.Pprof, "pprof", false, "serve Go's profiles (net/http/pprof) at /debug/pprof/ on --metrics-addr, behind the same access rules as /metrics")
 	// The OTLP queue's bounds: what readyspan keeps while the backend is down or slow.
 	queueTraces := fs.Int("otlp-queue-traces", otlp.DefaultQueueTraces, "most traces kept for the OTLP backend while it is down or slow; past it the oldest are dropped and counted")
@@ -65,6 +69,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.Shard, err = shard.New(*shardIndex, *totalShards); err != nil {
 		return err
 	}
+	o.Metrics.PodLabels = podLabels
 	o.Watch = tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}
 	o.Trace = tf.config()
 	o.Trace.MaxInFlight = *maxInFlight

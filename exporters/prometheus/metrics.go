@@ -1,6 +1,7 @@
 // Package prometheus turns finished traces into histograms and counts readyspan's own health.
 // Labels are bounded: phase, outcome, result, resource, reason, cause — never a Pod, node or image
-// name.
+// name. The Pod histograms can also carry the namespace and the workload (Options), each capped,
+// with "other" past the cap.
 package prometheus
 
 import (
@@ -23,8 +24,10 @@ var DropReasons = []string{"queue_full", "export_failed", "shutdown", "in_flight
 // exporter's stats interfaces and is a trace sink.
 type Metrics struct {
 	phaseDuration *prometheus.HistogramVec
-	startup       prometheus.Histogram
-	startupSLI    prometheus.Histogram
+	startup       *prometheus.HistogramVec
+	startupSLI    *prometheus.HistogramVec
+	podLabels     *podLabeler
+	labelOverflow *prometheus.CounterVec
 	imagePull     prometheus.Histogram
 	imagePulls    *prometheus.CounterVec
 	schedAttempts prometheus.Histogram
@@ -49,19 +52,25 @@ type Metrics struct {
 }
 
 // New registers readyspan's metrics with reg. workloads are the kinds of workload readyspan
-// traces rollouts of (tracer.RolloutKinds), the values of the rollout metrics' workload label.
-func New(reg prometheus.Registerer, version string, workloads []string) *Metrics {
+// traces rollouts of (tracer.RolloutKinds), the values of the rollout metrics' workload label;
+// o adds the opt-in labels (Options.Validate must have accepted it).
+func New(reg prometheus.Registerer, version string, workloads []string, o Options) *Metrics {
 	h := func(name, help string) prometheus.HistogramOpts {
 		return prometheus.HistogramOpts{Name: name, Help: help, Buckets: Buckets}
 	}
+	overflow := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_metrics_label_overflow_total",
+		Help: "Traces whose namespace or workload label (--metrics-pod-labels) read \"other\" because the label had reached --metrics-label-limit values, by label."}, []string{"label"})
+	pl := newPodLabeler(o, overflow)
 	m := &Metrics{
 		phaseDuration: prometheus.NewHistogramVec(h("readyspan_phase_duration_seconds",
 			"Length of each startup phase (submit, apiserver, controllers, scheduling, kubelet, status) of traced Pods, by how the startup ended. Phases readyspan could not measure at both ends are not observed."),
-			[]string{"phase", "outcome"}),
-		startup: prometheus.NewHistogram(h("readyspan_pod_startup_duration_seconds",
-			"Pod created to Ready (and ready in its Services' endpoints), for Pods that became Ready.")),
-		startupSLI: prometheus.NewHistogram(h("readyspan_pod_startup_sli_duration_seconds",
-			"SIG-scalability pod startup SLI: Pod created to all containers started, excluding image pulls and init containers; stateless Pods scheduled at the first attempt.")),
+			append([]string{"phase", "outcome"}, pl.names...)),
+		startup: prometheus.NewHistogramVec(h("readyspan_pod_startup_duration_seconds",
+			"Pod created to Ready (and ready in its Services' endpoints), for Pods that became Ready."), pl.names),
+		startupSLI: prometheus.NewHistogramVec(h("readyspan_pod_startup_sli_duration_seconds",
+			"SIG-scalability pod startup SLI: Pod created to all containers started, excluding image pulls and init containers; stateless Pods scheduled at the first attempt."), pl.names),
+		podLabels:     pl,
+		labelOverflow: overflow,
 		imagePull: prometheus.NewHistogram(h("readyspan_image_pull_duration_seconds",
 			"Cold image pulls, Pulling to Pulled (including time queued behind other pulls on the node).")),
 		imagePulls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_image_pulls_total",
@@ -105,7 +114,7 @@ func New(reg prometheus.Registerer, version string, workloads []string) *Metrics
 			Help: "Pods being traced right now."}),
 		rollouts: newRolloutMetrics(workloads),
 	}
-	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.imagePull, m.imagePulls, m.schedAttempts, m.schedWaits,
+	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.labelOverflow, m.imagePull, m.imagePulls, m.schedAttempts, m.schedWaits,
 		m.podsInPhase, m.podsStuck, m.podsFailed, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	reg.MustRegister(m.rollouts.collectors()...)
@@ -152,16 +161,26 @@ func (m *Metrics) Export(t *phases.Trace) {
 			m.inconsistent.WithLabelValues(cause).Inc()
 		}
 	}
+	// The opt-in labels are taken only for a trace a histogram records: one that records none
+	// takes no place under the labels' caps.
+	var extra []string
+	if slices.Contains(s.PhaseObserved[:], true) || (s.Outcome == phases.OutcomeReady && (s.Startup > 0 || s.SLIEligible)) {
+		var ns, workload string
+		if t.Pod != nil {
+			ns, workload = t.Pod.Namespace, t.Pod.Workload
+		}
+		extra = m.podLabels.values(ns, workload)
+	}
 	for i, name := range phases.Phases {
 		if s.PhaseObserved[i] {
-			observe(m.phaseDuration.WithLabelValues(name, outcome), s.PhaseDurations[i], id)
+			observe(m.phaseDuration.WithLabelValues(append([]string{name, outcome}, extra...)...), s.PhaseDurations[i], id)
 		}
 	}
 	if s.Outcome == phases.OutcomeReady && s.Startup > 0 {
-		observe(m.startup, s.Startup, id)
+		observe(m.startup.WithLabelValues(extra...), s.Startup, id)
 	}
 	if s.SLIEligible && s.Outcome == phases.OutcomeReady {
-		observe(m.startupSLI, s.SLI, id)
+		observe(m.startupSLI.WithLabelValues(extra...), s.SLI, id)
 	}
 	for _, d := range s.ColdPulls {
 		observe(m.imagePull, d, id)
