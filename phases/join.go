@@ -129,8 +129,35 @@ func (t *Trace) Join(traces []ComponentTrace) int {
 	if len(j.added) == 0 {
 		return 0
 	}
+	if j.volumes {
+		t.Spans = dropDrawn(t.Spans, SpanKubeletVolumes)
+	}
 	t.Spans = mergeByStart(t.Spans, j.added)
 	return len(j.added)
+}
+
+// dropDrawn removes the spans named name that were drawn from the API (not copied from a
+// component), their children moved up to their parent: the component's order states the step
+// exactly, where the API only bounds it.
+func dropDrawn(spans []Span, name string) []Span {
+	parent := map[SpanID]SpanID{}
+	out := spans[:0:0]
+	for _, s := range spans {
+		if s.Name == name && s.StartBound.Source != SourceComponentSpan {
+			parent[s.SpanID] = s.ParentSpanID
+			continue
+		}
+		out = append(out, s)
+	}
+	if len(parent) == 0 {
+		return spans
+	}
+	for i := range out {
+		for p, ok := parent[out[i].ParentSpanID]; ok; p, ok = parent[p] {
+			out[i].ParentSpanID = p
+		}
+	}
+	return out
 }
 
 type joiner struct {
@@ -138,6 +165,7 @@ type joiner struct {
 	seed    spanIDSeed
 	added   []Span
 	created time.Time // the start of the request that created the Pod, if joined
+	volumes bool      // kubelet.volumes derived from the kubelet's spans
 }
 
 // requestRole is what an apiserver request was: its root span, and its handler's subresource
@@ -249,6 +277,7 @@ func (j *joiner) sync(ct ComponentTrace) {
 		}
 		path := SpanKubeletVolumes + "@" + hex.EncodeToString(sp.SpanID[:])
 		b := Bound{Source: SourceComponentSpan, Observed: true}
+		j.volumes = true
 		j.added = append(j.added, Span{
 			Name: SpanKubeletVolumes, Path: path, Service: ServiceKubelet,
 			SpanID: j.seed.spanID(path), ParentSpanID: kubelet.SpanID,
