@@ -9,6 +9,7 @@ import (
 
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/leader"
+	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
@@ -78,6 +79,11 @@ func TestOptionsValidate(t *testing.T) {
 			o.UI = UIOptions{Enabled: true, MaxRollouts: 1, MaxPods: 1, MaxMiB: 1, TraceURL: "javascript:x//{trace_id}"}
 		}, "--trace-ui-url"},
 		{"election without a Lease", func(o *Options) { o.Leader = LeaderOptions{Elect: true} }, "--leader-elect"},
+		{"OTLP input", func(o *Options) { o.Receive.Addr = "127.0.0.1:4321" }, ""},
+		{"OTLP input without a port", func(o *Options) { o.Receive.Addr = "127.0.0.1" }, "--otlp-receive"},
+		{"OTLP input on the metrics address", func(o *Options) { o.Receive.Addr = ":8080" }, "--metrics-addr must differ"},
+		{"OTLP input waiting less than nothing", func(o *Options) { o.Receive = ReceiveOptions{Config: otlpin.Config{Addr: ":4321"}, Wait: -1} }, "--otlp-receive-wait"},
+		{"OTLP input certificate without key", func(o *Options) { o.Receive.Config = otlpin.Config{Addr: ":4321", CertFile: "c"} }, "go together"},
 	} {
 		o := ok
 		tc.change(&o)
