@@ -314,3 +314,77 @@ func phaseFor(name string) string {
 	}
 	return ""
 }
+
+// stageTrace is a finished trace of a Pod on a node: its root and six phases.
+func stageTrace(uid string, t0 time.Time) *phases.Trace {
+	tr := &phases.Trace{Pod: &phases.Pod{UID: uid, Name: uid, Namespace: "ns", Node: "n", Root: phases.RootBarePod}}
+	tr.Pod.KubeletStarted.Add(t0, phases.SourceStatus)
+	root := phases.Span{Name: phases.RootSpanName, SpanID: phases.SpanIDFor(uid, "r"), Start: t0, End: t0.Add(5 * time.Second)}
+	tr.Spans = append(tr.Spans, root)
+	for _, p := range phases.Phases {
+		tr.Spans = append(tr.Spans, phases.Span{Name: p, SpanID: phases.SpanIDFor(uid, p), ParentSpanID: root.SpanID, Start: t0, End: t0.Add(time.Second)})
+	}
+	return tr
+}
+
+// kubeletSync is a kubelet trace of the Pod: syncPod and a CRI call beneath it.
+func kubeletSync(trace byte, uid string, t0 time.Time) []phases.ComponentSpan {
+	var tid phases.TraceID
+	tid[0] = trace
+	sync := phases.ComponentSpan{Service: phases.ServiceKubelet, TraceID: tid, SpanID: phases.SpanID{1}, Name: "syncPod", Start: t0, End: t0.Add(time.Second),
+		Attrs: []phases.Attr{{Key: phases.AttrPodUID, Value: uid}}}
+	cri := phases.ComponentSpan{Service: phases.ServiceKubelet, TraceID: tid, SpanID: phases.SpanID{2}, Parent: phases.SpanID{1},
+		Name: "runtime.v1.RuntimeService/RunPodSandbox", Start: t0.Add(100 * time.Millisecond), End: t0.Add(200 * time.Millisecond)}
+	return []phases.ComponentSpan{cri, sync}
+}
+
+// A finished trace waits for the spans it expects from the components that send: it goes on as
+// soon as they are held, or at the wait's end without them, marked; a component that sends
+// nothing is not waited for.
+func TestJoinStageWaits(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC)
+	store := otlpin.NewStore(time.Hour, 0, nil)
+	var out []*phases.Trace
+	stage := newJoinStage(store, 10*time.Second, func(tr *phases.Trace) { out = append(out, tr) }, nil, nil)
+	now := t0
+	stage.now = func() time.Time { return now }
+
+	// Nothing sends yet: a trace goes at once.
+	stage.pod(stageTrace("a", t0))
+	stage.step(false)
+	if len(out) != 1 || out[0].Root().Attr(phases.AttrComponentsMissing) != nil {
+		t.Fatalf("with no component sending: %d traces out, want the one, unmarked", len(out))
+	}
+	// The kubelet sends (another Pod's syncPod): b waits for its own.
+	store.Add(kubeletSync(9, "other", t0))
+	stage.pod(stageTrace("b", t0))
+	stage.pod(stageTrace("c", t0))
+	now = now.Add(time.Second)
+	stage.step(false)
+	if len(out) != 1 {
+		t.Fatalf("%d traces out before their kubelet spans arrived, want 1", len(out))
+	}
+	store.Add(kubeletSync(1, "b", t0))
+	now = now.Add(time.Second)
+	stage.step(false)
+	synced := 0
+	for _, sp := range out[len(out)-1].Spans {
+		if sp.Name == phases.SpanKubeletSyncPod {
+			synced++
+		}
+	}
+	if len(out) != 2 || out[1].Pod.UID != "b" || synced != 1 {
+		t.Fatalf("b: %d traces out, want b joined as soon as its syncPod arrived", len(out))
+	}
+	now = now.Add(8 * time.Second)
+	stage.step(false)
+	if len(out) != 3 || out[2].Pod.UID != "c" {
+		t.Fatalf("c: %d traces out at the end of the wait, want 3", len(out))
+	}
+	if v := out[2].Root().Attr(phases.AttrComponentsMissing); v != phases.ServiceKubelet {
+		t.Errorf("c marked missing %v, want %q", v, phases.ServiceKubelet)
+	}
+	if v := out[1].Root().Attr(phases.AttrComponentsMissing); v != nil {
+		t.Errorf("b marked missing %v", v)
+	}
+}
