@@ -348,15 +348,32 @@ func TestJoinStageWaits(t *testing.T) {
 	stage := newJoinStage(store, 10*time.Second, func(tr *phases.Trace) { out = append(out, tr) }, nil, nil)
 	now := t0
 	stage.now = func() time.Time { return now }
+	store.SetNow(stage.now)
 
-	// Nothing sends yet: a trace goes at once.
+	// Just started, nothing heard from yet: a trace waits for every component, for the wait.
 	stage.pod(stageTrace("a", t0))
 	stage.step(false)
-	if len(out) != 1 || out[0].Root().Attr(phases.AttrComponentsMissing) != nil {
-		t.Fatalf("with no component sending: %d traces out, want the one, unmarked", len(out))
+	if len(out) != 0 {
+		t.Fatalf("%d traces out at once after the start, want none: the components have not had time to send", len(out))
 	}
+	now = now.Add(10 * time.Second)
+	stage.step(false)
+	if len(out) != 1 || out[0].Root().Attr(phases.AttrComponentsMissing) != "containerd,kube-apiserver,kubelet" {
+		t.Fatalf("after the wait: %d traces out, missing %v", len(out), out[0].Root().Attr(phases.AttrComponentsMissing))
+	}
+	// Past the start, a component that sends nothing is not waited for.
+	now = now.Add(time.Hour)
+	stage.pod(stageTrace("z", t0))
+	stage.step(false)
+	if len(out) != 2 || out[1].Root().Attr(phases.AttrComponentsMissing) != nil {
+		t.Fatalf("with no component sending: %d traces out, want z at once, unmarked", len(out)-1)
+	}
+	out = out[1:]
 	// The kubelet sends (another Pod's syncPod): b waits for its own.
 	store.Add(kubeletSync(9, "other", t0))
+	if store.Sending(phases.ServiceAPIServer, sendingWindow) {
+		t.Fatal("the apiserver sends, says the store")
+	}
 	stage.pod(stageTrace("b", t0))
 	stage.pod(stageTrace("c", t0))
 	now = now.Add(time.Second)

@@ -72,6 +72,7 @@ type Store struct {
 	spans     int
 	expired   time.Time // last expiry scan
 	lastSeen  map[string]time.Time
+	started   time.Time
 
 	m *metrics
 }
@@ -91,7 +92,6 @@ type held struct {
 	read     bool      // its root is a read request
 	rooted   bool      // its root span arrived
 	create   bool      // an apiserver request that created a Pod
-	kubelet  int       // spans from the kubelet
 	runtime  int       // spans from containerd
 	pods     []string
 	uids     []string
@@ -111,8 +111,18 @@ func NewStore(hold time.Duration, maxBytes int64, reg prometheus.Registerer) *St
 		byPod: map[string][]phases.TraceID{}, byUID: map[string][]phases.TraceID{},
 		lastSeen: map[string]time.Time{},
 	}
+	s.started = s.now()
 	s.m = newMetrics(reg, s)
 	return s
+}
+
+// SetNow replaces the store's clock, and starts the store anew by it: a test or a replay that
+// feeds spans at times of its own.
+func (s *Store) SetNow(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+	s.started = now()
 }
 
 // Add takes the spans of one request, in the order received.
@@ -206,7 +216,6 @@ func (s *Store) addSpan(id phases.TraceID, h *held, sp *phases.ComponentSpan) {
 	case phases.ServiceContainerd:
 		h.runtime++
 	case phases.ServiceKubelet:
-		h.kubelet++
 		if uid := sp.Attr(phases.AttrPodUID); uid != "" {
 			h.relevant = true
 			if !contains(h.uids, uid) {
@@ -323,7 +332,7 @@ func (s *Store) Take(q Query) []phases.ComponentTrace {
 // Presence is which of the spans a Pod's trace expects the store holds.
 type Presence struct {
 	Create  bool // the apiserver's request that created the Pod, complete
-	Sync    bool // a kubelet syncPod of the Pod that made calls beneath it, complete
+	Sync    bool // the kubelet's syncPod that started the Pod (phases.StartedPod), complete
 	Runtime bool // containerd's spans in such a kubelet trace
 }
 
@@ -333,7 +342,7 @@ func (s *Store) Present(q Query) Presence {
 	defer s.mu.Unlock()
 	var p Presence
 	for _, id := range s.byUID[q.UID] {
-		if h := s.traces[id]; h != nil && h.rooted && h.kubelet > 1 {
+		if h := s.traces[id]; h != nil && h.rooted && phases.StartedPod(h.spans) {
 			p.Sync = true
 			p.Runtime = p.Runtime || h.runtime > 0
 		}
@@ -346,13 +355,19 @@ func (s *Store) Present(q Query) Presence {
 	return p
 }
 
-// Sending reports whether the component sent a span within the last window: a trace waits
-// only for the components that send at all.
+// startupGrace is how long after the store started a component it has not heard from yet
+// counts as sending: the components export every 5 s, so a readyspan that just started has not
+// heard from them, and the first Pods it finishes would not wait for their spans.
+const startupGrace = 15 * time.Second
+
+// Sending reports whether the component sent a span within the last window (or the store
+// started less than startupGrace ago): a trace waits only for the components that send at all.
 func (s *Store) Sending(component string, window time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
 	t, ok := s.lastSeen[component]
-	return ok && s.now().Sub(t) <= window
+	return ok && now.Sub(t) <= window || now.Sub(s.started) < startupGrace
 }
 
 // Held is how many spans and bytes the store holds.

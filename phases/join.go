@@ -286,6 +286,23 @@ func (j *joiner) sync(ct ComponentTrace) {
 	}
 }
 
+// StartedPod reports whether a kubelet trace holds the syncPod that started a Pod: one with a
+// RunPodSandbox call beneath it (the trace a Pod's trace waits for).
+func StartedPod(ct ComponentTrace) bool {
+	syncs := map[SpanID]bool{}
+	for i := range ct {
+		if ct[i].Service == ServiceKubelet && ct[i].Name == compSyncPod {
+			syncs[ct[i].SpanID] = true
+		}
+	}
+	for i := range ct {
+		if ct[i].Service == ServiceKubelet && syncs[ct[i].Parent] && compNames[ServiceKubelet][ct[i].Name] == SpanCRIRunPodSandbox {
+			return true
+		}
+	}
+	return false
+}
+
 // copyTree copies the spans of ct that are named (the roots given in named, under anchor) or
 // catalogued (compNames) and lie beneath a named one, each under its nearest copied ancestor.
 func (j *joiner) copyTree(ct ComponentTrace, named map[SpanID]string, anchor SpanID) {
