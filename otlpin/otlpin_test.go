@@ -3,8 +3,19 @@ package otlpin
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +27,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/protobuf/proto"
@@ -229,5 +241,77 @@ func TestDecodeBoundsStrings(t *testing.T) {
 	}
 	if got.Service != phases.ServiceKubelet {
 		t.Errorf("service %q", got.Service)
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 and its key, and returns a pool
+// trusting it.
+func writeCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "readyspan-test"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// With a certificate, both transports are served over TLS (gRPC needs HTTP/2 offered by ALPN).
+func TestReceiverTLS(t *testing.T) {
+	certFile, keyFile, pool := writeCert(t)
+	s := NewStore(time.Minute, 0, nil)
+	r, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile}, s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	conn, err := grpc.NewClient(r.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := collectortrace.NewTraceServiceClient(conn).Export(ctx, podCreate(1, "ns", "a")); err != nil {
+		t.Fatalf("gRPC over TLS: %v", err)
+	}
+	body, _ := proto.Marshal(podCreate(2, "ns", "b"))
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Post("https://"+r.Addr().String()+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("HTTP over TLS: %s", resp.Status)
+	}
+	if n, _ := s.Held(); n != 6 {
+		t.Errorf("%d spans held, want 6", n)
+	}
+	if _, err := http.Post("http://"+r.Addr().String()+"/v1/traces", "application/x-protobuf", bytes.NewReader(body)); err == nil {
+		if n, _ := s.Held(); n != 6 {
+			t.Error("plain HTTP accepted on the TLS address")
+		}
 	}
 }

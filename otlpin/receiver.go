@@ -105,7 +105,9 @@ func Listen(cfg Config, store *Store, client kubernetes.Interface, log *slog.Log
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true) // gRPC without TLS: HTTP/2 with prior knowledge
-	r.srv = &http.Server{Handler: handler, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute}
+	r.srv = &http.Server{Handler: handler, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute,
+		// A bad client's errors (a failed handshake) at debug, not on stderr.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	ln, handler, err := listen(cfg, client, handler, log)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --otlp-receive %s: %w", cfg.Addr, err)
