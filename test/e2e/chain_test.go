@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,12 @@ func (e *Env) withOTLPReceive(t *testing.T) {
 	args := string(b)
 	t.Setenv("READYSPAN_ARGS", args+" --otlp-receive "+readyspanOTLPReceive)
 	e.RestartReadyspan(t)
+	// Jaeger's exporter to readyspan has failed since the cluster came up (nothing listened), and
+	// its gRPC connection backs off up to 2 min between attempts: wait until spans arrive again.
+	Eventually(t, 3*time.Minute, "the apiserver's spans reaching readyspan through Jaeger", func() (bool, error) {
+		n, err := receivedFromAPIServer()
+		return n > 0, fmt.Errorf("readyspan_otlp_received_spans_total{component=\"kube-apiserver\"} = %v (%v)", n, err)
+	})
 	t.Cleanup(func() {
 		os.Setenv("READYSPAN_ARGS", args)
 		defer os.Unsetenv("READYSPAN_ARGS")
@@ -139,6 +147,23 @@ func TestComponentSpansJoined(t *testing.T) {
 	}
 	e.CheckExportedOnce(t, names)
 	e.logJoinWait(t)
+}
+
+// receivedFromAPIServer is how many spans the local readyspan's OTLP input received from the
+// apiserver, from its /metrics.
+func receivedFromAPIServer() (float64, error) {
+	resp, err := http.Get("http://127.0.0.1:8080/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), `readyspan_otlp_received_spans_total{component="kube-apiserver"} `); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, sc.Err()
 }
 
 // logJoinWait logs readyspan's own measure of the export lag the join added: the wait of each
