@@ -42,6 +42,12 @@ type Config struct {
 	CertFile, KeyFile string
 	// Open paths need no token: the kubelet's probes carry none.
 	Open []string
+	// Verb is what a caller must be allowed to do on the path (the SubjectAccessReview's
+	// non-resource verb): get when empty; create for an endpoint that takes data (the OTLP
+	// input).
+	Verb string
+	// NextProtos are the protocols TLS offers (ALPN); none is HTTP/1.1 only.
+	NextProtos []string
 }
 
 // Guard wraps a handler and listens according to a Config.
@@ -93,7 +99,7 @@ func (g *Guard) Listen(addr string) (net.Listener, error) {
 		ln.Close()
 		return nil, err
 	}
-	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: g.cfg.NextProtos}), nil
 }
 
 func (g *Guard) certificate() (tls.Certificate, error) {
@@ -132,6 +138,13 @@ func selfSigned() (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
+func (g *Guard) verb() string {
+	if g.cfg.Verb == "" {
+		return "get"
+	}
+	return g.cfg.Verb
+}
+
 // Handler checks each request before next sees it, when Secure.
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	if !g.cfg.Secure {
@@ -156,7 +169,7 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		case http.StatusUnauthorized:
 			http.Error(rw, "Unauthorized", http.StatusUnauthorized)
 		case http.StatusForbidden:
-			http.Error(rw, fmt.Sprintf("Forbidden: %s may not get %s", d.user, r.URL.Path), http.StatusForbidden)
+			http.Error(rw, fmt.Sprintf("Forbidden: %s may not %s %s", d.user, g.verb(), r.URL.Path), http.StatusForbidden)
 		default:
 			http.Error(rw, "cannot check the request with the apiserver", d.code)
 		}
@@ -194,7 +207,7 @@ func (g *Guard) decide(ctx context.Context, token, path string) decision {
 		}
 		sar, err := g.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 			User: u.Username, Groups: u.Groups, UID: u.UID, Extra: extra,
-			NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: "get"},
+			NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: g.verb()},
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			g.log.Warn("SubjectAccessReview failed; answering 503", "err", err)

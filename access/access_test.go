@@ -37,7 +37,7 @@ func apiserver(tokens map[string]string, grants map[string]bool, down bool) (*fa
 		*calls++
 		sar := a.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
 		na := sar.Spec.NonResourceAttributes
-		sar.Status.Allowed = na != nil && na.Verb == "get" && grants[sar.Spec.User+" "+na.Path]
+		sar.Status.Allowed = na != nil && (na.Verb == "get" && grants[sar.Spec.User+" "+na.Path] || grants[sar.Spec.User+" "+na.Verb+" "+na.Path])
 		return true, sar, nil
 	})
 	return c, calls
@@ -46,8 +46,10 @@ func apiserver(tokens map[string]string, grants map[string]bool, down bool) (*fa
 var ok = http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { io.WriteString(rw, "metrics") })
 
 func TestGuard(t *testing.T) {
-	tokens := map[string]string{"prom-token": "system:serviceaccount:monitoring:prometheus", "other-token": "system:serviceaccount:default:default"}
-	grants := map[string]bool{"system:serviceaccount:monitoring:prometheus /metrics": true}
+	tokens := map[string]string{"prom-token": "system:serviceaccount:monitoring:prometheus", "other-token": "system:serviceaccount:default:default",
+		"collector-token": "system:serviceaccount:observability:collector"}
+	grants := map[string]bool{"system:serviceaccount:monitoring:prometheus /metrics": true,
+		"system:serviceaccount:observability:collector create /v1/traces": true}
 	for _, tc := range []struct {
 		name     string
 		cfg      Config
@@ -65,6 +67,9 @@ func TestGuard(t *testing.T) {
 		{"secure: allowed path only", Config{Secure: true}, false, "/ui", "Bearer prom-token", 403, "Forbidden: system:serviceaccount:monitoring:prometheus may not get /ui\n"},
 		{"secure: probes stay open", Config{Secure: true, Open: []string{"/healthz", "/readyz"}}, false, "/readyz", "", 200, "metrics"},
 		{"secure: apiserver down", Config{Secure: true}, true, "/metrics", "Bearer prom-token", 503, "cannot check the request with the apiserver\n"},
+		{"OTLP input: allowed to create", Config{Secure: true, Verb: "create"}, false, "/v1/traces", "Bearer collector-token", 200, "metrics"},
+		{"OTLP input: only allowed to get", Config{Secure: true, Verb: "create"}, false, "/v1/traces", "Bearer prom-token", 403,
+			"Forbidden: system:serviceaccount:monitoring:prometheus may not create /v1/traces\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client, _ := apiserver(tokens, grants, tc.down)

@@ -19,6 +19,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/leader"
+	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
@@ -39,6 +40,10 @@ type Daemon struct {
 	source  *tracer.Source
 	srv     *http.Server
 	ready   atomic.Bool
+	// recv and join are the OTLP input and the stage that joins its spans into the Pod traces
+	// (nil without --otlp-receive).
+	recv *otlpin.Receiver
+	join *joinStage
 }
 
 // Run runs the daemon until ctx ends, then stops it (see stop for the order).
@@ -110,6 +115,16 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 	}
 	sink, rollouts := r.sinks()
 	cfg.Rollouts = rollouts
+	if o.Receive.Addr != "" {
+		store := otlpin.NewStore(o.Receive.Hold, o.Receive.MaxBytes, reg)
+		rc := o.Receive.Config
+		rc.Access = o.Access
+		if d.recv, err = otlpin.Listen(rc, store, client, log); err != nil {
+			return nil, err
+		}
+		d.join = newJoinStage(store, o.Receive.Wait, sink.Export, reg, log)
+		sink = tracer.SinkFunc(d.join.pod)
+	}
 	d.corr = tracer.New(cfg, sink, d.metrics, log)
 	watch := o.Watch
 	watch.Shard = o.Shard
@@ -120,6 +135,7 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 		Correlator:  d.corr,
 	})
 	if d.srv, err = d.serve(reg, ui); err != nil {
+		_ = d.recv.Shutdown(ctx)
 		return nil, err
 	}
 	return d, nil
@@ -173,7 +189,12 @@ func (d *Daemon) logRollout(t *rollout.Trace) {
 func (d *Daemon) Run(ctx context.Context) error {
 	o := d.opts
 	d.log.Info("Starting readyspan", "version", o.Version, "apiserver", d.host, "namespaces", strings.Join(o.Watch.Namespaces, ","),
-		"shard", o.Shard.String(), "metricsAddr", o.MetricsAddr)
+		"shard", o.Shard.String(), "metricsAddr", o.MetricsAddr, "otlpReceive", o.Receive.Addr)
+	if d.join != nil {
+		joinCtx, stopJoin := context.WithCancel(ctx)
+		defer stopJoin()
+		go d.join.run(joinCtx)
+	}
 	if err := d.source.Reachable(ctx); err != nil {
 		d.log.Error("Apiserver unreachable; retrying in the background", "err", err.Error()) // a daemon keeps trying
 	}
@@ -229,6 +250,13 @@ func (d *Daemon) elect(ctx, electCtx context.Context) {
 func (d *Daemon) stop(ctx context.Context, stopElect context.CancelFunc, electDone <-chan struct{}) error {
 	if d.gate.Leading() {
 		d.corr.Drain()
+	}
+	if d.join != nil {
+		// The traces waiting for the components' spans go with what arrived.
+		d.join.flush()
+	}
+	if err := d.recv.Shutdown(context.WithoutCancel(ctx)); err != nil {
+		d.log.Warn("OTLP input did not stop cleanly", "err", oneLine(err))
 	}
 	d.log.Info("Shutting down", "inFlight", d.corr.InFlight())
 	d.shutdownExporter(ctx)

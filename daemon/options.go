@@ -40,6 +40,8 @@ type Options struct {
 	OTLP   otlp.Config
 	Leader LeaderOptions
 	UI     UIOptions
+	// Receive is the OTLP input for the components' own spans (Addr "" for none).
+	Receive ReceiveOptions
 	// AuditLog is a kube-apiserver audit log to follow ("" for none).
 	AuditLog string
 	// StateFile is where a stopping daemon records what it exported ("" for none).
@@ -83,6 +85,17 @@ func (o *Options) Validate() error {
 	}
 	if o.Leader.Elect && (o.Leader.Namespace == "" || o.Leader.Lease == "") {
 		return errors.New("--leader-elect needs --leader-elect-namespace and --leader-elect-lease-name")
+	}
+	if o.Receive.Addr != "" {
+		if err := o.Receive.Validate(); err != nil {
+			return err
+		}
+		if o.Receive.Wait < 0 {
+			return fmt.Errorf("--otlp-receive-wait must not be negative, got %s", o.Receive.Wait)
+		}
+		if o.Receive.Addr == o.MetricsAddr {
+			return fmt.Errorf("--otlp-receive and --metrics-addr must differ, both are %s", o.MetricsAddr)
+		}
 	}
 	if o.UI.Enabled {
 		if err := web.CheckTraceUI(o.UI.TraceURL); err != nil {

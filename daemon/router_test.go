@@ -10,6 +10,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/leader"
+	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
@@ -81,6 +82,11 @@ func TestOptionsValidate(t *testing.T) {
 		{"election without a Lease", func(o *Options) { o.Leader = LeaderOptions{Elect: true} }, "--leader-elect"},
 		{"per-team labels", func(o *Options) { o.Metrics = promexp.Options{PodLabels: []string{"namespace"}, LabelLimit: 5} }, ""},
 		{"an unknown metrics label", func(o *Options) { o.Metrics = promexp.Options{PodLabels: []string{"node"}, LabelLimit: 5} }, "--metrics-pod-labels"},
+		{"OTLP input", func(o *Options) { o.Receive.Addr = "127.0.0.1:4321" }, ""},
+		{"OTLP input without a port", func(o *Options) { o.Receive.Addr = "127.0.0.1" }, "--otlp-receive"},
+		{"OTLP input on the metrics address", func(o *Options) { o.Receive.Addr = ":8080" }, "--metrics-addr must differ"},
+		{"OTLP input waiting less than nothing", func(o *Options) { o.Receive = ReceiveOptions{Config: otlpin.Config{Addr: ":4321"}, Wait: -1} }, "--otlp-receive-wait"},
+		{"OTLP input certificate without key", func(o *Options) { o.Receive.Config = otlpin.Config{Addr: ":4321", CertFile: "c"} }, "go together"},
 	} {
 		o := ok
 		tc.change(&o)

@@ -650,6 +650,8 @@ func sourceValue(src Source) any {
 		return "audit"
 	case SourceDerived:
 		return "derived"
+	case SourceComponentSpan:
+		return "component-span"
 	}
 	return nil
 }

@@ -49,6 +49,34 @@ const (
 	SpanStatusEndpoints = "status.endpoints"
 )
 
+// The components' own spans, copied into a Pod's trace when readyspan receives them
+// (readyspan run --otlp-receive; join.go): each is a copy of one span the component exported, its
+// start and end the component's (time source component-span), linked to the original. The
+// request spans are named by the role of the request in the Pod's startup and lie under the
+// phase of that role; the apiserver's steps inside a request lie under their request.
+const (
+	SpanAPIRequest        = "apiserver.request"        // the user's request that created a bare Pod
+	SpanAPIPodCreate      = "controllers.pod_create"   // the controller's request that created the Pod
+	SpanAPIBinding        = "scheduling.binding"       // the scheduler's Binding of the Pod to its node
+	SpanAPIStatusWrite    = "status.write"             // the kubelet's write of the Pod's status
+	SpanAPIAuthn          = "apiserver.authentication" // the apiserver's filters, each around the rest of its request
+	SpanAPIFairness       = "apiserver.priority_and_fairness"
+	SpanAPIAuthz          = "apiserver.authorization"
+	SpanAPIHandler        = "apiserver.handler"                    // the request's handler (Create, Update, Patch)
+	SpanAPIMutatingHook   = "apiserver.admission.mutating_webhook" // one call of a mutating admission webhook
+	SpanAPIValidatingHook = "apiserver.admission.validating_webhook"
+	SpanAPIStorage        = "apiserver.etcd" // the write to etcd (Create, GuaranteedUpdate)
+
+	SpanKubeletSyncPod         = "kubelet.sync_pod" // the kubelet's syncPod that started the Pod
+	SpanCRIRunPodSandbox       = "kubelet.cri.run_pod_sandbox"
+	SpanCRIPullImage           = "kubelet.cri.pull_image"
+	SpanCRICreateContainer     = "kubelet.cri.create_container"
+	SpanCRIStartContainer      = "kubelet.cri.start_container"
+	SpanContainerdSandbox      = "containerd.sandbox.run"   // containerd's sandbox start, beneath RunPodSandbox
+	SpanContainerdNetworkSetup = "containerd.network.setup" // the CNI plugins' setup of the Pod's network
+	SpanContainerdImageUnpack  = "containerd.image.unpack"  // unpacking the pulled layers, beneath PullImage
+)
+
 // Category is the kind of time a span stands for, where views tell kinds of time apart (the
 // rollout Gantt's letters and colours, the critical path's shares).
 type Category string
@@ -99,6 +127,25 @@ var Catalogue = []SpanInfo{
 	{Name: SpanStatusRunning, Phase: PhaseStatus},
 	{Name: SpanStatusReady, Phase: PhaseStatus},
 	{Name: SpanStatusEndpoints, Phase: PhaseStatus},
+	{Name: SpanAPIRequest, Phase: PhaseAPIServer},
+	{Name: SpanAPIPodCreate, Phase: PhaseControllers},
+	{Name: SpanAPIBinding, Phase: PhaseScheduling},
+	{Name: SpanAPIStatusWrite, Phase: PhaseStatus},
+	{Name: SpanAPIAuthn, Phase: PhaseAPIServer},
+	{Name: SpanAPIFairness, Phase: PhaseAPIServer},
+	{Name: SpanAPIAuthz, Phase: PhaseAPIServer},
+	{Name: SpanAPIHandler, Phase: PhaseAPIServer},
+	{Name: SpanAPIMutatingHook, Phase: PhaseAPIServer},
+	{Name: SpanAPIValidatingHook, Phase: PhaseAPIServer},
+	{Name: SpanAPIStorage, Phase: PhaseAPIServer},
+	{Name: SpanKubeletSyncPod, Phase: PhaseKubelet},
+	{Name: SpanCRIRunPodSandbox, Phase: PhaseKubelet},
+	{Name: SpanCRIPullImage, Phase: PhaseKubelet, Category: CategoryImagePull},
+	{Name: SpanCRICreateContainer, Phase: PhaseKubelet},
+	{Name: SpanCRIStartContainer, Phase: PhaseKubelet},
+	{Name: SpanContainerdSandbox, Phase: PhaseKubelet},
+	{Name: SpanContainerdNetworkSetup, Phase: PhaseKubelet},
+	{Name: SpanContainerdImageUnpack, Phase: PhaseKubelet, Category: CategoryImagePull},
 }
 
 var catalogueByName = func() map[string]SpanInfo {

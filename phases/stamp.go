@@ -37,6 +37,9 @@ const (
 	// SourceDerived means the boundary was taken from a neighbouring boundary because nothing
 	// observed it; such spans also carry readyspan.time.observed=false.
 	SourceDerived
+	// SourceComponentSpan is a component's own span (kube-apiserver, kubelet, containerd), as
+	// it exported it over OTLP (1 ns, the component's clock): a joined span's start and end.
+	SourceComponentSpan
 )
 
 // String is the source's name, as spans record it (readyspan.time.source.*): event-time,
@@ -51,7 +54,7 @@ func (s Source) String() string {
 // Precision is the resolution of a source, as recorded on spans.
 func (s Source) Precision() time.Duration {
 	switch s {
-	case SourceEventName:
+	case SourceEventName, SourceComponentSpan:
 		return time.Nanosecond
 	case SourceEventTime, SourceAudit:
 		return time.Microsecond
@@ -67,7 +70,7 @@ func (s Source) Precision() time.Duration {
 // the moment of the change first, then the watch receive time, then whole-second fields.
 func (s Source) rank() uint8 {
 	switch s {
-	case SourceEventTime, SourceEventName, SourceAudit:
+	case SourceEventTime, SourceEventName, SourceAudit, SourceComponentSpan:
 		return 0
 	case SourceMessage:
 		return 1

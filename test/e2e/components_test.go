@@ -41,7 +41,8 @@ const (
 )
 
 // kubeletCRISpans returns the CRI client spans the kubelet made while syncing the Pod (children of
-// its syncPod spans, which carry k8s.pod.uid), by method, in start order. The kubelet's traces
+// its syncPod spans, which carry k8s.pod.uid), by method, in start order: the kubelet's own, not
+// containerd's server spans for the same calls, which continue the kubelet's trace. The kubelet's traces
 // have their own IDs; readyspan's trace (ID = Pod UID) also carries k8s.pod.uid and is skipped.
 func (e *Env) kubeletCRISpans(ctx context.Context, uid string) (map[string][]*Span, error) {
 	traces, err := e.Jaeger.FindTraces(ctx, "kubelet", map[string]string{"k8s.pod.uid": uid}, 50)
@@ -58,7 +59,8 @@ func (e *Env) kubeletCRISpans(ctx context.Context, uid string) (map[string][]*Sp
 				continue
 			}
 			for _, s := range tr.Descendants(sync) {
-				if strings.HasPrefix(s.OperationName, "runtime.v1.") {
+				// containerd's server spans for the same calls lie beneath them, under the same names.
+				if strings.HasPrefix(s.OperationName, "runtime.v1.") && tr.Service(s) == "kubelet" {
 					out[s.OperationName] = append(out[s.OperationName], s)
 				}
 			}

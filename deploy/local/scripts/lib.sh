@@ -41,6 +41,8 @@ JAEGER_QUERY=127.0.0.1:16686
 JAEGER_OTLP_GRPC_PORT=4317  # on 127.0.0.1 and $NODE_IP
 JAEGER_OTLP_HTTP_PORT=4318  # on 127.0.0.1 and $NODE_IP
 OTLP_CAPTURE_PORT=4319      # make e2e: the tests' OTLP witness (test/e2e/otlpcapture), forwarding to Jaeger
+COMPONENTS_OTLP_PORT=4320   # Jaeger's receiver for the components' own spans (apiserver, kubelet, containerd)
+READYSPAN_OTLP_PORT=4321    # readyspan run --otlp-receive: Jaeger forwards the components' spans to it
 JAEGER_HEALTH=127.0.0.1:13133
 PROMETHEUS=127.0.0.1:9090
 READYSPAN_METRICS=127.0.0.1:8080
@@ -173,6 +175,7 @@ render() {
     -e "s|@JAEGER_HEALTH@|$JAEGER_HEALTH|g" -e "s|@JAEGER_OTLP_GRPC_PORT@|$JAEGER_OTLP_GRPC_PORT|g" \
     -e "s|@JAEGER_OTLP_HTTP_PORT@|$JAEGER_OTLP_HTTP_PORT|g" -e "s|@READYSPAN_METRICS@|$READYSPAN_METRICS|g" \
     -e "s|@WEBHOOK@|$WEBHOOK|g" \
+    -e "s|@COMPONENTS_OTLP_PORT@|$COMPONENTS_OTLP_PORT|g" -e "s|@READYSPAN_OTLP_PORT@|$READYSPAN_OTLP_PORT|g" \
     "$LOCAL/config/$1" >"$2"
 }
 

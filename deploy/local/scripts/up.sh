@@ -197,7 +197,12 @@ nsenter -t "$holder" -m -- sh -c "
 
 step "containerd"
 mkdir -p "$STATE/containerd"
-start containerd nsenter -t "$holder" -m -- "$containerd_bin" --config "$ETC/containerd.toml"
+# containerd's own spans (its CRI server's gRPC calls, beneath the kubelet's, by the trace context
+# the kubelet propagates) go where the apiserver's and kubelet's go; containerd v2 configures its
+# tracing from the OTEL_* environment only.
+start containerd env OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$COMPONENTS_OTLP_PORT" \
+  OTEL_EXPORTER_OTLP_PROTOCOL=grpc OTEL_SERVICE_NAME=containerd \
+  nsenter -t "$holder" -m -- "$containerd_bin" --config "$ETC/containerd.toml"
 ctr=(ctr --address "$RUN/containerd.sock" --namespace k8s.io)
 wait_for containerd 30 "${ctr[@]}" version
 # Pre-pull the base images so the Pods' pulls of them are warm ("already present").
