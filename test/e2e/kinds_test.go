@@ -96,9 +96,14 @@ func (e *Env) step(t *testing.T, ns string, tr *Trace, name, createdMsg string) 
 	return s
 }
 
+// maxWatchDelivery bounds how long after the apiserver wrote a change readyspan's watch receives
+// it on the local cluster, even with the machine busy.
+const maxWatchDelivery = 250 * time.Millisecond
+
 // checkStatefulSetSteps: each Pod of an OrderedReady StatefulSet after the first is created
 // once the one before is Ready; its controllers.statefulset starts in the second that Pod's
-// Ready lastTransitionTime names and ends at "Create Pod NAME in StatefulSet SET successful".
+// Ready lastTransitionTime names (or its watch delivery just after) and ends at "Create Pod NAME
+// in StatefulSet SET successful".
 func (e *Env) checkStatefulSetSteps(t *testing.T, ns, set string, replicas int) {
 	t.Helper()
 	traces := e.podTraces(t, ns, "app="+set, replicas)
@@ -129,9 +134,11 @@ func (e *Env) checkStatefulSetSteps(t *testing.T, ns, set string, replicas int) 
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady {
+				// The step starts when readyspan's watch received the Ready: within the whole
+				// second the kubelet stamped, or just after it by the watch's delivery.
 				ready := c.LastTransitionTime.Time
-				if s.StartTime().Before(ready) || !s.StartTime().Before(ready.Add(time.Second)) {
-					t.Errorf("%s: controllers.statefulset starts at %v, not in the second %s turned Ready (%v)", name, s.StartTime(), prev, ready)
+				if s.StartTime().Before(ready) || !s.StartTime().Before(ready.Add(time.Second+maxWatchDelivery)) {
+					t.Errorf("%s: controllers.statefulset starts at %v, not in the second %s turned Ready (%v) nor %v after it", name, s.StartTime(), prev, ready, maxWatchDelivery)
 				}
 			}
 		}
