@@ -111,6 +111,7 @@ func TestWatchEncodingOnTheWire(t *testing.T) {
 		enc       Encoding
 		jsonOnly  Stream // a kind marked as having no protobuf encoding, for the test
 		noProto   bool   // the server answers JSON whatever is asked (as for a custom resource)
+		cfgJSON   bool   // the rest config given names JSON as its content type
 		watchList bool
 		// accept and answered are what each kind's requests should ask for and get.
 		accept, answered string
@@ -118,6 +119,9 @@ func TestWatchEncodingOnTheWire(t *testing.T) {
 		{name: "protobuf, streamed list", enc: EncodingProtobuf, watchList: true,
 			accept: acceptProtobuf, answered: contentTypeProtobuf},
 		{name: "protobuf, LIST", enc: EncodingProtobuf,
+			accept: acceptProtobuf, answered: contentTypeProtobuf},
+		// A config that names a content type does not decide for readyspan.
+		{name: "protobuf, the config naming JSON", enc: EncodingProtobuf, cfgJSON: true, watchList: true,
 			accept: acceptProtobuf, answered: contentTypeProtobuf},
 		{name: "json, streamed list", enc: EncodingJSON, watchList: true,
 			accept: contentTypeJSON, answered: contentTypeJSON},
@@ -136,7 +140,11 @@ func TestWatchEncodingOnTheWire(t *testing.T) {
 				t.Cleanup(func() { k.jsonOnly = false })
 			}
 			srv := newEncodingServer(t, objects, tc.watchList, tc.noProto)
-			client, jsonClient, err := NewClients(&rest.Config{Host: srv.URL}, tc.enc)
+			cfg := &rest.Config{Host: srv.URL}
+			if tc.cfgJSON {
+				cfg.ContentType = runtime.ContentTypeJSON
+			}
+			client, jsonClient, err := NewClients(cfg, tc.enc)
 			if err != nil {
 				t.Fatal(err)
 			}
