@@ -74,6 +74,11 @@ func (o *Options) Validate() error {
 	if o.MetricsAddr == "" {
 		return errors.New("--metrics-addr must be set")
 	}
+	if o.Watch.Encoding != "" { // "" is tracer.DefaultEncoding
+		if _, err := tracer.ParseEncoding(string(o.Watch.Encoding)); err != nil {
+			return fmt.Errorf("--watch-encoding: %w", err)
+		}
+	}
 	if o.OTLP.QueueTraces <= 0 || o.OTLP.QueueBytes <= 0 {
 		return fmt.Errorf("--otlp-queue-traces and --otlp-queue-bytes must be positive, got %d and %d", o.OTLP.QueueTraces, o.OTLP.QueueBytes)
 	}

@@ -31,6 +31,12 @@ type WatchConfig struct {
 	QueueSize int
 	// Shard is this replica's part of the cluster when several split it; zero for all of it.
 	Shard shard.Shard
+	// Encoding is what the Watcher's client asks for ("" is DefaultEncoding; the client is made
+	// for it, by NewClients). Kinds that have no protobuf encoding (kind.jsonOnly) are read
+	// through JSONClient instead; nil reads them through the Watcher's client, which accepts
+	// JSON too.
+	Encoding   Encoding
+	JSONClient kubernetes.Interface
 }
 
 // WatchErrors receives list/watch failures and restarts (for self metrics).
@@ -90,8 +96,9 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 			if k.clusterScoped && (i > 0 || ns != metav1.NamespaceAll) {
 				continue // once, and only cluster-wide (kind.clusterScoped)
 			}
-			list, watchFn := k.listWatch(client, ns, cfg)
-			w.add(client, k, list, watchFn)
+			c := cfg.clientFor(k, client)
+			list, watchFn := k.listWatch(c, ns, cfg)
+			w.add(c, k, list, watchFn)
 		}
 	}
 	return w

@@ -44,7 +44,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	client, restCfg, err := kf.client()
+	client, jsonClient, restCfg, err := kf.client()
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}), nil, log)
 	p := tracer.NewSource(tracer.SourceConfig{
 		Client: client, Host: restCfg.Host,
-		Watch:    tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector},
+		Watch:    kf.watchConfig(namespaces, jsonClient),
 		Log:      log,
 		AuditLog: *auditLog,
 		AuditFailed: func(err error) {
@@ -134,7 +134,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	client, restCfg, err := kf.client()
+	client, _, restCfg, err := kf.client()
 	if err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create recording directory: %w", err)
 	}
-	client, restCfg, err := kf.client()
+	client, jsonClient, restCfg, err := kf.client()
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log, _ := newLogger(stderr, "warn")
 	p := tracer.NewSource(tracer.SourceConfig{
 		Client: client, Host: restCfg.Host,
-		Watch: tracer.WatchConfig{Namespaces: namespaces, Selector: kf.selector},
+		Watch: kf.watchConfig(namespaces, jsonClient),
 		Log:   log,
 		Tap:   rec.Write, // no correlator: record only writes what it sees
 	})

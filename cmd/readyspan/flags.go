@@ -60,6 +60,7 @@ type kubectlFlags struct {
 	config        *genericclioptions.ConfigFlags
 	allNamespaces bool
 	selector      string
+	encoding      encodingFlag // the commands that watch
 }
 
 // register adds kubectl's flags; withAll adds -A/--all-namespaces for the commands that watch.
@@ -68,6 +69,7 @@ func (k *kubectlFlags) register(fs *pflag.FlagSet, withAll bool) {
 	k.config.AddFlags(fs)
 	if withAll {
 		fs.BoolVarP(&k.allNamespaces, "all-namespaces", "A", false, "watch every namespace (default: the one -n or the kubeconfig context names)")
+		k.encoding.register(fs)
 	}
 	fs.StringVarP(&k.selector, "selector", "l", "", "label selector for the Pods to trace")
 }
@@ -150,12 +152,26 @@ func (k *kubectlFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-func (k *kubectlFlags) client() (kubernetes.Interface, *rest.Config, error) {
+// watchConfig is what watch and record watch: the namespaces, the Pods' selector, the encoding
+// (client() has checked it).
+func (k *kubectlFlags) watchConfig(namespaces []string, jsonClient kubernetes.Interface) tracer.WatchConfig {
+	enc, _ := k.encoding.value()
+	return tracer.WatchConfig{Namespaces: namespaces, Selector: k.selector, Encoding: enc, JSONClient: jsonClient}
+}
+
+// client is the clientset of the commands a person runs, in the encoding --watch-encoding names
+// (protobuf for explain, which has no such flag), and the JSON one kinds with no protobuf
+// encoding are read through.
+func (k *kubectlFlags) client() (kubernetes.Interface, kubernetes.Interface, *rest.Config, error) {
+	enc, err := k.encoding.value()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	cfg, err := k.restConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return newClient(cfg)
+	return newClient(cfg, enc)
 }
 
 // daemonFlags select the cluster and what to watch for `readyspan run`, the in-cluster daemon:
@@ -165,6 +181,7 @@ type daemonFlags struct {
 	context    string
 	namespaces stringList
 	selector   string
+	encoding   encodingFlag
 }
 
 func (c *daemonFlags) register(fs *pflag.FlagSet) {
@@ -172,14 +189,36 @@ func (c *daemonFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.context, "context", "", "kubeconfig context to use")
 	fs.Var(&c.namespaces, "namespace", "namespace to watch (repeatable; default: all)")
 	fs.StringVar(&c.selector, "selector", "", "label selector for the Pods to trace")
+	c.encoding.register(fs)
 }
 
-func (c *daemonFlags) client() (kubernetes.Interface, *rest.Config, error) {
+// client is the daemon's clientset in enc (daemon.Options.Validate has checked it), and the JSON
+// one kinds with no protobuf encoding are read through.
+func (c *daemonFlags) client(enc tracer.Encoding) (kubernetes.Interface, kubernetes.Interface, *rest.Config, error) {
 	cfg, err := c.restConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return newClient(cfg)
+	return newClient(cfg, enc)
+}
+
+// encodingFlag is --watch-encoding: what the commands that watch ask the apiserver for.
+type encodingFlag struct{ name string }
+
+func (e *encodingFlag) register(fs *pflag.FlagSet) {
+	fs.StringVar(&e.name, "watch-encoding", string(tracer.DefaultEncoding), "encoding of the lists and watches: protobuf (JSON accepted where the apiserver has no protobuf for a kind) or json")
+}
+
+// value is the encoding asked for; protobuf for a command without the flag.
+func (e *encodingFlag) value() (tracer.Encoding, error) {
+	if e.name == "" {
+		return tracer.DefaultEncoding, nil
+	}
+	enc, err := tracer.ParseEncoding(e.name)
+	if err != nil {
+		return "", fmt.Errorf("--watch-encoding: %w", err)
+	}
+	return enc, nil
 }
 
 func (c *daemonFlags) restConfig() (*rest.Config, error) {
@@ -205,16 +244,17 @@ func (c *daemonFlags) restConfig() (*rest.Config, error) {
 	return nil, fmt.Errorf("load kubeconfig: %s", oneLine(err))
 }
 
-// newClient builds a clientset that names itself and may burst through the initial lists.
-func newClient(cfg *rest.Config) (kubernetes.Interface, *rest.Config, error) {
+// newClient builds the clientsets that name themselves and may burst through the initial lists:
+// the one asking for enc, and the JSON one (tracer.NewClients).
+func newClient(cfg *rest.Config, enc tracer.Encoding) (kubernetes.Interface, kubernetes.Interface, *rest.Config, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "readyspan/" + version
 	cfg.QPS, cfg.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, js, err := tracer.NewClients(cfg, enc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
+		return nil, nil, nil, err
 	}
-	return cs, cfg, nil
+	return cs, js, cfg, nil
 }
 
 func oneLine(err error) string {

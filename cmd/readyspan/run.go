@@ -78,7 +78,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	o.Metrics.PodLabels = podLabels
-	o.Watch = tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector}
+	o.Watch = tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector, Encoding: tracer.Encoding(cf.encoding.name)}
 	o.Trace = tf.config()
 	o.Trace.MaxInFlight = *maxInFlight
 	o.UI = uf.options()
@@ -86,10 +86,11 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	client, restCfg, err := cf.client()
+	client, jsonClient, restCfg, err := cf.client(o.Watch.Encoding)
 	if err != nil {
 		return err
 	}
+	o.Watch.JSONClient = jsonClient
 	return daemon.Run(ctx, o, client, restCfg.Host, log)
 }
 

@@ -11,6 +11,10 @@
 #   SCALE_ROLLS (1: rollouts of each Deployment; startups = Pods × (1 + rolls))
 #   SCALE_REPLICAS (10) SCALE_DEADLINE (8m: bound on the load phase)
 #   SCALE_SHARDS (1: readyspan processes splitting the cluster, --shard/--total-shards)
+#   SCALE_ENCODING (protobuf: readyspan's --watch-encoding, protobuf or json)
+#   SCALE_BASELINE_ENCODING (protobuf: the baseline's, protobuf or json)
+#   SCALE_JSON_BASELINE (1: a second baseline over JSON beside the first, as a user of its own;
+#     0 for none; needs SCALE_BASELINE_ENCODING=protobuf)
 #   SCALE_COLLECTOR (0: 1 puts Jaeger v2, an OpenTelemetry Collector, between readyspan and the
 #     receiver, with deploy/local/config/collector-scale.yaml)
 #   SCALE_ARGS: more scalerun flags
@@ -26,6 +30,10 @@ shards=${SCALE_SHARDS:-1}
 collector=()
 if [ "${SCALE_COLLECTOR:-0}" = 1 ]; then
   collector=(--collector "$BIN/jaeger" --collector-config "$LOCAL/config/collector-scale.yaml")
+fi
+encodings=(--readyspan-encoding "${SCALE_ENCODING:-protobuf}" --baseline-encoding "${SCALE_BASELINE_ENCODING:-protobuf}")
+if [ "${SCALE_JSON_BASELINE:-1}" = 1 ]; then
+  encodings+=(--json-baseline)
 fi
 out=$STATE/scale
 
@@ -73,4 +81,4 @@ wait_for kwok 30 curl -sf http://127.0.0.1:10247/healthz
 # shellcheck disable=SC2086 # SCALE_ARGS is words
 "$BIN/scalerun" --kubeconfig "$KUBECONFIG_FILE" --readyspan "$BIN/readyspan" --baseline "$BIN/scale-baseline" \
   --out "$out" --nodes "$nodes" --pods "$pods" --rate "$rate" --rolls "$rolls" --replicas "$replicas" \
-  --deadline "$deadline" --shards "$shards" "${collector[@]}" ${SCALE_ARGS:-}
+  --deadline "$deadline" --shards "$shards" "${encodings[@]}" "${collector[@]}" ${SCALE_ARGS:-}

@@ -1,9 +1,10 @@
 // Command baseline is the scale test bed's floor: the informers readyspan runs (the resources of
 // tracer.NewWatcher, in the same namespaces), with no transform, no handlers' work and no
 // export. What it costs is what watching costs; readyspan's CPU and memory are reported as a
-// ratio to it.
+// ratio to it. It reads in either encoding (--encoding, as readyspan's --watch-encoding), so
+// that each encoding of readyspan has its own floor.
 //
-//	baseline --kubeconfig .local/scale/baseline.kubeconfig --ready-addr 127.0.0.1:8081
+//	baseline --kubeconfig .local/scale/baseline.kubeconfig --ready-addr 127.0.0.1:8081 --encoding protobuf
 package main
 
 import (
@@ -27,6 +28,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/readyspan/readyspan/tracer"
 )
 
 // watched are the resources of tracer.NewWatcher, and those of the workload controllers
@@ -56,19 +59,24 @@ func run(ctx context.Context) (err error) {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the user the baseline watches as")
 	namespaces := flag.String("namespaces", "", "comma-separated namespaces (default: all, as readyspan run)")
 	readyAddr := flag.String("ready-addr", "127.0.0.1:8081", "serves /readyz once every cache has synced")
-	asJSON := flag.Bool("json", false, "ask for JSON instead of protobuf (client-go's default for built-in types, which readyspan keeps): what the wire format costs")
+	encoding := flag.String("encoding", string(tracer.DefaultEncoding), "encoding of the lists and watches, as readyspan's --watch-encoding: protobuf (JSON accepted) or json")
+	asJSON := flag.Bool("json", false, "the same as --encoding json")
 	flag.Parse()
+	enc, err := tracer.ParseEncoding(*encoding)
+	if err != nil {
+		return fmt.Errorf("--encoding: %w", err)
+	}
+	if *asJSON {
+		enc = tracer.EncodingJSON
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", *kubeconfig, err)
 	}
 	cfg.UserAgent = "readyspan-scale-baseline"
 	cfg.QPS, cfg.Burst = 50, 100 // as readyspan run
-	if *asJSON {
-		cfg.ContentType = "application/json"
-		cfg.AcceptContentTypes = "application/json"
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	// The media types as readyspan asks for them: one place says what each encoding is.
+	client, err := kubernetes.NewForConfig(enc.RESTConfig(cfg))
 	if err != nil {
 		return fmt.Errorf("make client: %w", err)
 	}

@@ -57,8 +57,13 @@ func CreateNodes(ctx context.Context, client kubernetes.Interface, n int, timeou
 const (
 	ReadyspanUser = "readyspan-scale"
 	BaselineUser  = "readyspan-scale-baseline"
-	priorityLevel = "readyspan-scale"
+	// BaselineJSONUser is the second baseline's, over JSON, when one runs beside the first.
+	BaselineJSONUser = "readyspan-scale-baseline-json"
+	priorityLevel    = "readyspan-scale"
 )
+
+// WatcherUsers are the watchers' users, each with its FlowSchema.
+var WatcherUsers = []string{ReadyspanUser, BaselineUser, BaselineJSONUser}
 
 // SetUpWatchers creates the users' read-only access and their FlowSchemas.
 func SetUpWatchers(ctx context.Context, client kubernetes.Interface) error {
@@ -72,10 +77,9 @@ func SetUpWatchers(ctx context.Context, client kubernetes.Interface) error {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "readyspan-scale-read"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{
-			{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: ReadyspanUser},
-			{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: BaselineUser},
-		},
+	}
+	for _, user := range WatcherUsers {
+		binding.Subjects = append(binding.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user})
 	}
 	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create clusterrolebinding %s: %w", binding.Name, err)
@@ -95,7 +99,7 @@ func SetUpWatchers(ctx context.Context, client kubernetes.Interface) error {
 	if _, err := client.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create prioritylevelconfiguration %s: %w", pl.Name, err)
 	}
-	for _, user := range []string{ReadyspanUser, BaselineUser} {
+	for _, user := range WatcherUsers {
 		fs := &flowcontrolv1.FlowSchema{
 			ObjectMeta: metav1.ObjectMeta{Name: user},
 			Spec: flowcontrolv1.FlowSchemaSpec{

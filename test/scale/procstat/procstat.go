@@ -16,12 +16,16 @@ const ClockTicks = 100
 
 // Sample is one reading of a process.
 type Sample struct {
-	At       time.Time
-	CPU      time.Duration // user + system time since the process started
-	RSS      int64         // bytes resident now (VmRSS)
-	PeakRSS  int64         // bytes, the most resident since it started (VmHWM)
-	Threads  int
-	Finished bool // the process was gone
+	At      time.Time
+	CPU     time.Duration // user + system time since the process started
+	RSS     int64         // bytes resident now (VmRSS)
+	PeakRSS int64         // bytes, the most resident since it started (VmHWM)
+	Threads int
+	// ReadBytes is what the process has read through read(2) and its kin since it started
+	// (rchar in /proc/PID/io): for a watcher, its watch streams as they arrived, TLS and HTTP/2
+	// framing included. 0 where /proc/PID/io cannot be read.
+	ReadBytes int64
+	Finished  bool // the process was gone
 }
 
 // Read samples process pid.
@@ -46,7 +50,23 @@ func Read(pid int) (Sample, error) {
 		return s, err
 	}
 	s.RSS, s.PeakRSS, s.Threads = mem.RSS, mem.PeakRSS, mem.Threads
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		s.ReadBytes = ParseIORead(string(io))
+	}
 	return s, nil
+}
+
+// ParseIORead returns rchar from the text of /proc/PID/io (0 if it is not there).
+func ParseIORead(text string) int64 {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "rchar:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // ParseStatCPU returns utime+stime from the text of /proc/PID/stat. The command name (field 2)

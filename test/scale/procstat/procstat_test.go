@@ -62,3 +62,21 @@ func TestReadSelf(t *testing.T) {
 		t.Errorf("implausible sample of this test: %+v", s)
 	}
 }
+
+func TestParseIORead(t *testing.T) {
+	const io = "rchar: 123456789\nwchar: 42\nsyscr: 10\nsyscw: 3\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n"
+	if got := ParseIORead(io); got != 123456789 {
+		t.Errorf("rchar %d, want 123456789", got)
+	}
+	if got := ParseIORead("wchar: 1\n"); got != 0 {
+		t.Errorf("without rchar: %d, want 0", got)
+	}
+	// This process's own: something was read to start it.
+	s, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ReadBytes <= 0 {
+		t.Errorf("ReadBytes of this process %d, want > 0", s.ReadBytes)
+	}
+}

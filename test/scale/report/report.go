@@ -131,6 +131,9 @@ type Process struct {
 	RSSSteadyMiB   float64 `json:"rss_steady_mib"`            // median after the load, every Pod still cached
 	RSSPeakMiB     float64 `json:"rss_peak_mib"`              // VmHWM
 	BytesPerPod    float64 `json:"bytes_per_cached_pod"`      // (steady − idle) / Pods existing at the end
+	// ReadMiB is what the process read (procstat's ReadBytes) over the same time as CPUSeconds:
+	// for a watcher, what the apiserver sent it, as received.
+	ReadMiB float64 `json:"read_mib"`
 	// RSSTrendMiBPerMin is the slope of RSS over the second half of the load: with Deployments
 	// rolled again and again at a constant number of Pods (a soak), memory that is let go stays
 	// flat and anything kept per startup shows as a rise.
@@ -174,6 +177,7 @@ func Cost(samples []procstat.Sample, w Window, startups, pods int) Process {
 	}
 	if cpuStart != nil && cpuEnd != nil {
 		out.CPUSeconds = round((cpuEnd.CPU - cpuStart.CPU).Seconds(), 2)
+		out.ReadMiB = round(mib(cpuEnd.ReadBytes-cpuStart.ReadBytes), 2)
 		if wall := cpuEnd.At.Sub(cpuStart.At).Seconds(); wall > 0 {
 			out.CPUCores = round(out.CPUSeconds/wall, 3)
 		}
@@ -263,8 +267,31 @@ type Report struct {
 	UIRingMiB       float64            `json:"ui_ring_mib"`        // readyspan_ui_ring_bytes at the end: the web UI's recent traces, part of readyspan's RSS
 	ReadyspanHeap   Heap               `json:"readyspan_heap"`     // readyspan's Go heap at the end of the steady state
 	Requests        map[string]float64 `json:"apiserver_requests"` // dispatched by the apiserver, by flow schema (one per user)
-	Restart         *Restart           `json:"restart,omitempty"`  // a fresh readyspan and baseline started into the cluster the load left
-	Notes           []string           `json:"notes,omitempty"`
+	// Watchers are readyspan and the baselines side by side, each in its encoding: what each
+	// cost, and what the apiserver spent on it.
+	Watchers []Watcher `json:"watchers,omitempty"`
+	// APIServer is the kube-apiserver process over the same time, serving every client (the load
+	// driver's writes, the controllers, KWOK and the watchers).
+	APIServer *Process `json:"apiserver,omitempty"`
+	// APIServerSent is what the apiserver's metrics say it sent every client over the run:
+	// watch events and their MiB (apiserver_watch_events_sizes), LIST response MiB
+	// (apiserver_response_sizes). They name no user.
+	APIServerSent map[string]float64 `json:"apiserver_sent,omitempty"`
+	Restart       *Restart           `json:"restart,omitempty"` // a fresh readyspan and baseline started into the cluster the load left
+	Notes         []string           `json:"notes,omitempty"`
+}
+
+// Watcher is one watcher of the run, as its own user with a FlowSchema of its own.
+type Watcher struct {
+	Name     string  `json:"name"`     // readyspan, baseline
+	Encoding string  `json:"encoding"` // what it asked for: protobuf, json
+	User     string  `json:"user"`     // its user and FlowSchema
+	Process  Process `json:"process"`  // its CPU, memory and bytes read (what the apiserver sent it)
+	// Requests and RequestSeconds are the apiserver's flow-control figures of the user's
+	// FlowSchema over the run: requests dispatched, and the seconds they executed (for a watch,
+	// its start and streamed initial list, not the events it sends afterwards).
+	Requests       float64 `json:"apiserver_requests"`
+	RequestSeconds float64 `json:"apiserver_request_seconds"`
 }
 
 // Restart is what it costs to start watching a cluster that is already full: a readyspan (after
@@ -377,6 +404,19 @@ func (r *Report) Table(w io.Writer) error {
 	fmt.Fprintf(tw, "bytes per cached Pod\t%.0f\t%.0f\t\n", r.Readyspan.BytesPerPod, r.Baseline.BytesPerPod)
 	if p := r.BaselineJSON; p != nil {
 		fmt.Fprintf(tw, "baseline over JSON\tCPU %.2f s, RSS steady %.1f MiB, peak %.1f MiB\t\t\n", p.CPUSeconds, p.RSSSteadyMiB, p.RSSPeakMiB)
+	}
+	if len(r.Watchers) > 0 {
+		fmt.Fprintf(tw, "\t\n")
+		fmt.Fprintf(tw, "each watcher\tCPU s\tCPU s per 1,000 Pods\tRSS steady / peak MiB\tread MiB (what the apiserver sent it)\tapiserver: requests, seconds executing\n")
+		for _, wr := range r.Watchers {
+			p := wr.Process
+			fmt.Fprintf(tw, "%s (%s)\t%.2f\t%.3f\t%.1f / %.1f\t%.1f\t%.0f, %.3f\n", wr.Name, wr.Encoding, p.CPUSeconds, p.CPUPer1000Pods, p.RSSSteadyMiB, p.RSSPeakMiB, p.ReadMiB, wr.Requests, wr.RequestSeconds)
+		}
+	}
+	if p := r.APIServer; p != nil {
+		sent := r.APIServerSent
+		fmt.Fprintf(tw, "kube-apiserver (every client)\t%.2f\t%.3f\t%.1f / %.1f\tsent %.0f watch events, %.1f MiB; LIST responses %.1f MiB\t\n", p.CPUSeconds, p.CPUPer1000Pods, p.RSSSteadyMiB, p.RSSPeakMiB,
+			sent["watch events"], sent["watch event MiB"], sent["LIST response MiB"])
 	}
 	if rs := r.Restart; rs != nil {
 		fmt.Fprintf(tw, "\t\n")

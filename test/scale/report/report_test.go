@@ -100,15 +100,18 @@ func TestCost(t *testing.T) {
 		sample(1000, 1*time.Second, 42, 45), // idle: last before the load
 		sample(3000, 3*time.Second, 80, 95),
 		sample(11000, 9*time.Second, 90, 120), // last of the load window
+	}
+	samples[1].ReadBytes, samples[3].ReadBytes = 5*mib, 15*mib+mib/2 // read over the CPU's window
+	samples = append(samples, []procstat.Sample{
 		{At: at(11500), Finished: true},
 		sample(12000, 9*time.Second, 60, 120), // steady
 		sample(13000, 9*time.Second, 62, 120),
 		sample(14000, 9*time.Second, 64, 120),
-	}
+	}...)
 	w := Window{LoadStart: at(2000), LoadEnd: at(11000), End: at(14000)}
 	got := Cost(samples, w, 4000, 2000)
 	want := Process{
-		CPUSeconds: 8, CPUPer1000Pods: 2, CPUCores: 0.8,
+		CPUSeconds: 8, CPUPer1000Pods: 2, CPUCores: 0.8, ReadMiB: 10.5,
 		RSSIdleMiB: 41, RSSSteadyMiB: 62, RSSPeakMiB: 120,
 		BytesPerPod: float64(21*mib) / 2000,
 	}
@@ -163,14 +166,22 @@ func TestTable(t *testing.T) {
 		Baseline:  Process{CPUSeconds: 2, RSSSteadyMiB: 50},
 		RSSRatio:  1.2, CPURatio: 1.5,
 		Dropped: map[string]float64{"max_in_flight": 0, "b": 2},
+		Watchers: []Watcher{
+			{Name: "readyspan", Encoding: "protobuf", Process: Process{CPUSeconds: 3, ReadMiB: 41.26}, Requests: 30, RequestSeconds: 0.412},
+			{Name: "baseline", Encoding: "json", Process: Process{CPUSeconds: 4.5, ReadMiB: 97.5}, Requests: 27, RequestSeconds: 0.9},
+		},
+		APIServer:     &Process{CPUSeconds: 61.5},
+		APIServerSent: map[string]float64{"watch events": 120000, "watch event MiB": 310.44, "LIST response MiB": 2.5},
 	}
 	var buf bytes.Buffer
 	if err := r.Table(&buf); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"p50 120ms  p99 880ms  max 1.203s", "9.5 Pods/s sustained", "b=2 / none / 0", "RSS steady MiB", "1.20"} {
-		if !strings.Contains(out, want) {
+	for _, want := range []string{"p50 120ms  p99 880ms  max 1.203s", "9.5 Pods/s sustained", "b=2 / none / 0", "RSS steady MiB", "1.20",
+		"readyspan (protobuf) 3.00", "41.3 30, 0.412", "baseline (json) 4.50", "97.5 27, 0.900",
+		"kube-apiserver (every client) 61.50", "sent 120000 watch events, 310.4 MiB; LIST responses 2.5 MiB"} {
+		if !strings.Contains(out, want) && !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/readyspan/readyspan/test/scale/procstat"
 	"github.com/readyspan/readyspan/test/scale/report"
 	"github.com/readyspan/readyspan/test/scale/scrape"
+	"github.com/readyspan/readyspan/tracer"
 )
 
 func main() {
@@ -55,6 +56,7 @@ type options struct {
 	otlpAddr, readyspanMetrics, baselineReady           string
 	collector, collectorConfig, collectorOTLP           string
 	collectorMetrics                                    string
+	readyspanEncoding, baselineEncoding                 string
 	jsonBaseline, restart                               bool
 	restartAfter                                        time.Duration
 	nodes, pods, replicas, rolls, namespaces, shards    int
@@ -78,7 +80,9 @@ func parse() options {
 	flag.StringVar(&o.readyspanMetrics, "readyspan-metrics", "127.0.0.1:8080", "readyspan's --metrics-addr (shard i of --shards listens on the port + 100·i)")
 	flag.IntVar(&o.shards, "shards", 1, "readyspan processes splitting the cluster (--shard i --total-shards N), all exporting to the same receiver")
 	flag.StringVar(&o.baselineReady, "baseline-ready", "127.0.0.1:8081", "the baseline's --ready-addr")
-	flag.BoolVar(&o.jsonBaseline, "json-baseline", false, "also run the baseline over JSON (a third watcher, as the baseline's user): readyspan and the baseline read protobuf, client-go's default")
+	flag.StringVar(&o.readyspanEncoding, "readyspan-encoding", "protobuf", "readyspan's --watch-encoding: protobuf or json")
+	flag.StringVar(&o.baselineEncoding, "baseline-encoding", "protobuf", "the baseline's --encoding: protobuf or json")
+	flag.BoolVar(&o.jsonBaseline, "json-baseline", false, "also run the baseline over JSON, as a third watcher with a user and FlowSchema of its own (with --baseline-encoding protobuf)")
 	flag.BoolVar(&o.restart, "restart", true, "after the report's figures, stop readyspan and the baseline and start fresh ones into the full cluster: their catch-up")
 	flag.DurationVar(&o.restartAfter, "restart-after", time.Minute, "how long the restarted processes are watched after both synced")
 	flag.IntVar(&o.nodes, "nodes", 50, "fake nodes")
@@ -98,6 +102,14 @@ func parse() options {
 
 func run(ctx context.Context) (err error) {
 	o := parse()
+	for _, e := range []string{o.readyspanEncoding, o.baselineEncoding} {
+		if _, err := tracer.ParseEncoding(e); err != nil {
+			return err
+		}
+	}
+	if o.jsonBaseline && o.baselineEncoding == string(tracer.EncodingJSON) {
+		return errors.New("--json-baseline runs a second baseline over JSON: the first must read protobuf (--baseline-encoding protobuf)")
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("make %s: %w", o.out, err)
 	}
@@ -119,12 +131,11 @@ func run(ctx context.Context) (err error) {
 	if err := load.SetUpWatchers(ctx, client); err != nil {
 		return err
 	}
-	rk, bk := filepath.Join(o.out, "readyspan.kubeconfig"), filepath.Join(o.out, "baseline.kubeconfig")
-	if err := impersonating(o.kubeconfig, load.ReadyspanUser, rk); err != nil {
-		return err
-	}
-	if err := impersonating(o.kubeconfig, load.BaselineUser, bk); err != nil {
-		return err
+	rk, bk, jk := filepath.Join(o.out, "readyspan.kubeconfig"), filepath.Join(o.out, "baseline.kubeconfig"), filepath.Join(o.out, "baseline-json.kubeconfig")
+	for user, path := range map[string]string{load.ReadyspanUser: rk, load.BaselineUser: bk, load.BaselineJSONUser: jk} {
+		if err := impersonating(o.kubeconfig, user, path); err != nil {
+			return err
+		}
 	}
 	step("%d fake nodes", o.nodes)
 	if err := load.CreateNodes(ctx, client, o.nodes, 3*time.Minute); err != nil {
@@ -136,7 +147,11 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer sink.Shutdown()
-	apiBefore, err := apiserverRequests(ctx, cfg)
+	apiBefore, err := apiserverByUser(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	apiserverPid, err := findProcess("kube-apiserver")
 	if err != nil {
 		return err
 	}
@@ -160,7 +175,7 @@ func run(ctx context.Context) (err error) {
 	var watchers []*exec.Cmd // readyspan's shards, the baseline(s): stopped before the restart
 	var pids []int
 	for i, addr := range shardAddrs(o.readyspanMetrics, o.shards) {
-		rsArgs := runArgs(rk, addr, exportTo)
+		rsArgs := append(runArgs(rk, addr, exportTo), "--watch-encoding", o.readyspanEncoding)
 		logName := name + "-readyspan.log"
 		if o.shards > 1 {
 			rsArgs = append(rsArgs, "--shard", fmt.Sprint(i), "--total-shards", fmt.Sprint(o.shards))
@@ -175,7 +190,7 @@ func run(ctx context.Context) (err error) {
 		ready, metricsURLs = append(ready, "http://"+addr+"/readyz"), append(metricsURLs, "http://"+addr+"/metrics")
 		pids = append(pids, rs.Process.Pid)
 	}
-	bl, err := startProcess(filepath.Join(o.out, name+"-baseline.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", o.baselineReady)
+	bl, err := startProcess(filepath.Join(o.out, name+"-baseline.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", o.baselineReady, "--encoding", o.baselineEncoding)
 	if err != nil {
 		return err
 	}
@@ -184,7 +199,7 @@ func run(ctx context.Context) (err error) {
 	ready, pids = append(ready, "http://"+o.baselineReady+"/readyz"), append(pids, bl.Process.Pid)
 	if o.jsonBaseline {
 		const addr = "127.0.0.1:8082"
-		bp, err := startProcess(filepath.Join(o.out, name+"-baseline-json.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", addr, "--json")
+		bp, err := startProcess(filepath.Join(o.out, name+"-baseline-json.log"), o.baseline, "--kubeconfig", jk, "--ready-addr", addr, "--encoding", "json")
 		if err != nil {
 			return err
 		}
@@ -198,8 +213,9 @@ func run(ctx context.Context) (err error) {
 		}
 	}
 	if collectorPid != 0 {
-		pids = append(pids, collectorPid) // sampled last
+		pids = append(pids, collectorPid) // sampled last but one
 	}
+	pids = append(pids, apiserverPid) // sampled last
 	sampler := newSampler(pids...)
 	go sampler.run(ctx)
 	time.Sleep(o.idle)
@@ -227,12 +243,13 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	apiAfter, err := apiserverRequests(ctx, cfg)
+	apiAfter, err := apiserverByUser(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	end := time.Now()
 	samples := sampler.stop()
+	apiserverSamples, samples := samples[len(samples)-1], samples[:len(samples)-1]
 	var collectorSamples []procstat.Sample
 	if collectorPid != 0 {
 		collectorSamples, samples = samples[len(samples)-1], samples[:len(samples)-1]
@@ -240,10 +257,25 @@ func run(ctx context.Context) (err error) {
 	shardSamples := samples[:o.shards]
 	rsSamples, blSamples := sumSamples(shardSamples), samples[o.shards]
 	window := report.Window{LoadStart: res.Start, LoadEnd: loadEnd, End: end}
-	r, err := build(o, res, sink, rsBefore, rsAfter, scrape.Diff(apiAfter, apiBefore), rsSamples, blSamples, window)
+	r, err := build(o, res, sink, rsBefore, rsAfter, scrape.Diff(apiAfter[requestsKey], apiBefore[requestsKey]), rsSamples, blSamples, window)
 	if err != nil {
 		return err
 	}
+	// Each watcher's cost and what the apiserver spent on it, from its user's FlowSchema.
+	watcher := func(name, enc, user string, p report.Process) report.Watcher {
+		return report.Watcher{Name: name, Encoding: enc, User: user, Process: p,
+			Requests:       apiAfter[requestsKey][user] - apiBefore[requestsKey][user],
+			RequestSeconds: round3(apiAfter[secondsKey][user] - apiBefore[secondsKey][user])}
+	}
+	r.Watchers = append(r.Watchers,
+		watcher("readyspan", o.readyspanEncoding, load.ReadyspanUser, r.Readyspan),
+		watcher("baseline", o.baselineEncoding, load.BaselineUser, r.Baseline))
+	if len(samples) > o.shards+1 {
+		r.Watchers = append(r.Watchers, watcher("baseline", "json", load.BaselineJSONUser, report.Cost(samples[o.shards+1], window, len(res.Pods), o.pods)))
+	}
+	as := report.Cost(apiserverSamples, window, len(res.Pods), o.pods)
+	r.APIServer = &as
+	r.APIServerSent = scrape.Diff(apiAfter[sentKey], apiBefore[sentKey])
 	if o.shards > 1 {
 		for _, ss := range shardSamples {
 			r.Shards = append(r.Shards, report.Cost(ss, window, len(res.Pods), o.pods))
@@ -498,19 +530,62 @@ func impersonating(adminKubeconfig, user, path string) error {
 	return nil
 }
 
-// apiserverRequests reads, from the apiserver's /metrics, the requests dispatched for each of
-// the watchers' FlowSchemas.
-func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+// The figures apiserverByUser reads.
+const (
+	requestsKey = "requests" // by user: requests dispatched for its FlowSchema
+	secondsKey  = "seconds"  // by user: the seconds they executed
+	sentKey     = "sent"     // to every client: watch events and their bytes, LIST response bytes
+)
+
+// apiserverByUser reads, from the apiserver's /metrics, the requests dispatched for each of the
+// watchers' FlowSchemas and the seconds they executed (apiserver_flowcontrol_request_execution_
+// _seconds: for a watch, its start and a streamed initial list; what it sends afterwards is the
+// apiserver's work of no request), and what it sent every client. None of the apiserver's
+// metrics of bytes sent names the user, so a watcher's bytes are what it read (procstat).
+func apiserverByUser(ctx context.Context, cfg *rest.Config) (map[string]map[string]float64, error) {
 	fams, err := apiserverMetrics(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
-	for _, user := range []string{load.ReadyspanUser, load.BaselineUser} {
-		out[user] = scrape.Sum(scrape.ByLabel(fams, "apiserver_flowcontrol_dispatched_requests_total", "flow_schema", map[string]string{"flow_schema": user}))
+	out := map[string]map[string]float64{requestsKey: {}, secondsKey: {}, sentKey: {}}
+	for _, user := range load.WatcherUsers {
+		fs := map[string]string{"flow_schema": user}
+		out[requestsKey][user] = scrape.Sum(scrape.ByLabel(fams, "apiserver_flowcontrol_dispatched_requests_total", "flow_schema", fs))
+		sum, _ := scrape.HistogramByLabel(fams, "apiserver_flowcontrol_request_execution_seconds", "flow_schema", fs)
+		out[secondsKey][user] = scrape.Sum(sum)
 	}
+	sizes, events := scrape.HistogramByLabel(fams, "apiserver_watch_events_sizes", "", nil)
+	lists, _ := scrape.HistogramByLabel(fams, "apiserver_response_sizes", "", map[string]string{"verb": "LIST"})
+	out[sentKey]["watch events"] = scrape.Sum(events)
+	out[sentKey]["watch event MiB"] = scrape.Sum(sizes) / (1 << 20)
+	out[sentKey]["LIST response MiB"] = scrape.Sum(lists) / (1 << 20)
 	return out, nil
 }
+
+// findProcess returns the pid of the one process whose command is comm (/proc/PID/comm).
+func findProcess(comm string) (int, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*/comm")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil || strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		if err == nil {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("%d processes named %s, want one", len(found), comm)
+	}
+	return found[0], nil
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
 
 // apiserverMetrics scrapes the apiserver's own metrics.
 func apiserverMetrics(ctx context.Context, cfg *rest.Config) (map[string]*dto.MetricFamily, error) {
@@ -540,14 +615,15 @@ func restart(ctx context.Context, o options, name, rk, bk, exportTo string, cfg 
 	}
 	tracesBefore, _, _, _ := sink.Counts()
 	rolloutsBefore, _ := sink.Rollouts()
-	rsArgs := append(runArgs(rk, o.readyspanMetrics, exportTo), strings.Fields(o.readyspanArgs)...)
+	rsArgs := append(runArgs(rk, o.readyspanMetrics, exportTo), "--watch-encoding", o.readyspanEncoding)
+	rsArgs = append(rsArgs, strings.Fields(o.readyspanArgs)...)
 	started := time.Now()
 	rs, err := startProcessEnv(filepath.Join(o.out, name+"-restart-readyspan.log"), strings.Fields(o.readyspanEnv), o.readyspan, rsArgs...)
 	if err != nil {
 		return nil, err
 	}
 	defer stopProcess(rs)
-	bl, err := startProcess(filepath.Join(o.out, name+"-restart-baseline.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", o.baselineReady)
+	bl, err := startProcess(filepath.Join(o.out, name+"-restart-baseline.log"), o.baseline, "--kubeconfig", bk, "--ready-addr", o.baselineReady, "--encoding", o.baselineEncoding)
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,32 @@ func ByLabel(fams map[string]*dto.MetricFamily, name, label string, match map[st
 	return out
 }
 
+// HistogramByLabel is ByLabel for a histogram: the sums and the counts of its observations, by
+// the value of label.
+func HistogramByLabel(fams map[string]*dto.MetricFamily, name, label string, match map[string]string) (sum, count map[string]float64) {
+	sum, count = map[string]float64{}, map[string]float64{}
+	f, ok := fams[name]
+	if !ok {
+		return sum, count
+	}
+	for _, m := range f.GetMetric() {
+		h := m.GetHistogram()
+		if h == nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			labels[lp.GetName()] = lp.GetValue()
+		}
+		if !matches(labels, match) {
+			continue
+		}
+		sum[labels[label]] += h.GetSampleSum()
+		count[labels[label]] += float64(h.GetSampleCount())
+	}
+	return sum, count
+}
+
 func matches(labels, match map[string]string) bool {
 	for k, v := range match {
 		if labels[k] != v {

@@ -52,3 +52,35 @@ func TestDiff(t *testing.T) {
 		t.Errorf("Sum = %v", Sum(got))
 	}
 }
+
+// The apiserver's histograms, as its /metrics shows them: the sums and counts by a label, over
+// every other label's values.
+func TestHistogramByLabel(t *testing.T) {
+	const text = `# TYPE apiserver_watch_events_sizes histogram
+apiserver_watch_events_sizes_bucket{group="",resource="pods",version="v1",le="1024"} 2
+apiserver_watch_events_sizes_bucket{group="",resource="pods",version="v1",le="+Inf"} 5
+apiserver_watch_events_sizes_sum{group="",resource="pods",version="v1"} 20480
+apiserver_watch_events_sizes_count{group="",resource="pods",version="v1"} 5
+apiserver_watch_events_sizes_bucket{group="apps",resource="replicasets",version="v1",le="+Inf"} 1
+apiserver_watch_events_sizes_sum{group="apps",resource="replicasets",version="v1"} 900
+apiserver_watch_events_sizes_count{group="apps",resource="replicasets",version="v1"} 1
+`
+	fams, err := Families(Text(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, count := HistogramByLabel(fams, "apiserver_watch_events_sizes", "resource", nil)
+	if want := map[string]float64{"pods": 20480, "replicasets": 900}; !reflect.DeepEqual(sum, want) {
+		t.Errorf("sums %v, want %v", sum, want)
+	}
+	if want := map[string]float64{"pods": 5, "replicasets": 1}; !reflect.DeepEqual(count, want) {
+		t.Errorf("counts %v, want %v", count, want)
+	}
+	sum, _ = HistogramByLabel(fams, "apiserver_watch_events_sizes", "", map[string]string{"group": "apps"})
+	if want := map[string]float64{"": 900}; !reflect.DeepEqual(sum, want) {
+		t.Errorf("matching group apps: %v, want %v", sum, want)
+	}
+	if sum, _ := HistogramByLabel(fams, "nope", "x", nil); len(sum) != 0 {
+		t.Errorf("absent: %v", sum)
+	}
+}
