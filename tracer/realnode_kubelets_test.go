@@ -385,16 +385,23 @@ func matrixRow(t *testing.T, dir string) string {
 			sandbox = "True, after the pull began"
 		}
 	}
-	methods, n := map[string]bool{}, 0
+	// Which of the Pods' steps the kubelet traced: its CRI calls under syncPod, and its probes'
+	// exec calls where it traces those per Pod.
+	methods := map[string]bool{}
 	for _, spans := range criSpansIn(t, dir) {
 		for _, s := range spans {
 			methods[s.Name] = true
-			n++
+		}
+	}
+	var traced []string
+	for _, m := range []struct{ method, step string }{{"RunPodSandbox", "sandbox"}, {criPullImage, "pull"}, {"CreateContainer", "create"}, {"StartContainer", "start"}, {"ExecSync", "probe execs"}} {
+		if methods[m.method] {
+			traced = append(traced, m.step)
 		}
 	}
 	cri := "none"
-	if n > 0 {
-		cri = fmt.Sprintf("%d spans, %d methods", n, len(methods))
+	if len(traced) > 0 {
+		cri = strings.Join(traced, ", ")
 	}
 	var failures []string
 	for _, e := range ev.events {
