@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -119,6 +120,9 @@ func TestRealNodeKubeletVersions(t *testing.T) {
 			// image's back-off for longer than that, not the default 2 minutes.
 			traces := replayDirWith(t, dir, Config{Backfill: true, FailAfter: 20 * time.Second})
 			spans, waterfall := render(t, traces)
+			if again, _ := render(t, replayDirWith(t, dir, Config{Backfill: true, FailAfter: 20 * time.Second})); !bytes.Equal(spans, again) {
+				t.Fatal("replay is not deterministic")
+			}
 			golden(t, dir+".txtar", spans, waterfall)
 			if n := checkEvidence(t, dir, traces); n == 0 {
 				t.Fatal("no boundary was checked against the capture")

@@ -20,8 +20,13 @@ out=${1:?usage: capture-kubelet.sh OUTDIR}
 [ -x "$BIN/readyspan" ] || { echo "error: bin/readyspan is not built (make build)" >&2; exit 1; }
 running kube-apiserver || { echo "error: the local cluster is not up (make cluster-up)" >&2; exit 1; }
 minor=$(node_kubelet_minor)
-# One namespace per capture; its name says which node it ran on (kubelet-1-34, kubelet-1-37-containerd-1-7).
-ns=${CAPTURE_NS:-kubelet-${minor//./-}}
+# One namespace per capture; its name says which node it ran on (kubelet-1-34; another runtime than
+# containerd 2 is named too: kubelet-1-37-containerd-1-7).
+runtime=$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}' |
+  sed -E 's|^([a-z-]+)://([0-9]+)\.([0-9]+)\..*|\1-\2-\3|')
+ns=kubelet-${minor//./-}
+case $runtime in containerd-2-*) ;; *) ns=$ns-$runtime ;; esac
+ns=${CAPTURE_NS:-$ns}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out"/watch.*.jsonl "$out"/*.json "$out/kubelet-cri-spans.jsonl"
