@@ -58,8 +58,16 @@ fuzz: ## a short run of every fuzz target
 	@set -e; for f in $(TRACER_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/; done
 	$(GO) test -run '^$$' -fuzz '^FuzzAttributes$$' -fuzztime $(FUZZTIME) ./exporters/otlp/
 
+# KUBELET_VERSION=1.34 (1.35, 1.36): the local node runs that kubelet (make e2e, cluster-up,
+# demo), built on demand into bin/kubelet-1.34; CONTAINERD_VERSION=1.7 likewise for the runtime
+# (docs/kubelet-versions.md). Unset: the control plane's own, 1.37, and containerd 2.
+KUBELET_VERSION ?=
+CONTAINERD_VERSION ?=
+export KUBELET_VERSION CONTAINERD_VERSION
 cluster-build: ## control plane, node, Jaeger, Prometheus into bin/
 	deploy/local/scripts/build.sh
+	@if [ -n '$(KUBELET_VERSION)' ] && [ '$(KUBELET_VERSION)' != 1.37 ]; then deploy/local/scripts/build.sh 'kubelet-$(KUBELET_VERSION)'; fi
+	@if [ '$(CONTAINERD_VERSION)' = 1.7 ]; then deploy/local/scripts/build.sh containerd-1.7 containerd-shim-runc-v2-1.7; fi
 
 cluster-up: cluster-build build
 	deploy/local/scripts/up.sh

@@ -257,7 +257,11 @@ func (ev *evidence) nameSource(tr *phases.Trace, s *phases.Span, side string) (r
 	case "controllers/end", "controllers.replicaset/end", "scheduling/start":
 		return created()
 	case "container.image_pull/start":
-		return kubelet("Pulling")
+		// An image already present has no Pulling: its pull is the instant of Pulled.
+		if e, ok := ev.first(pod.UID, container, "Pulling"); ok {
+			return e, "Pulling of " + container, true
+		}
+		return kubelet("Pulled")
 	case "container.image_pull/end", "container.image_pull.transfer/end":
 		return kubelet("Pulled")
 	case "container.create/start":
@@ -289,7 +293,7 @@ func (ev *evidence) nameSource(tr *phases.Trace, s *phases.Span, side string) (r
 			}
 			prev = c
 		}
-	case "status/start":
+	case "status/start", "status.running/start":
 		var out rawEvent
 		found := false
 		for _, c := range tr.Pod.Containers {

@@ -21,12 +21,18 @@ import (
 // replayDir rebuilds the traces of a recording as `readyspan replay` does.
 func replayDir(t *testing.T, dir string) []*phases.Trace {
 	t.Helper()
+	return replayDirWith(t, dir, Config{Backfill: true})
+}
+
+// replayDirWith is replayDir with the correlator's settings given (--fail-after, …).
+func replayDirWith(t *testing.T, dir string, cfg Config) []*phases.Trace {
+	t.Helper()
 	deltas, err := LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var traces []*phases.Trace
-	c := New(Config{Backfill: true}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil)
+	c := New(cfg, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil)
 	for _, w := range Replay(c, deltas) {
 		t.Errorf("a real capture's timestamps are consistent, yet replay warned: %s", w)
 	}

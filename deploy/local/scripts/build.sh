@@ -18,6 +18,14 @@ mkdir -p "$bin/.stamps"
 k8s_version=v1.37.2
 k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version"
 
+# The ldflags that stamp a Kubernetes component with its release, as the upstream build does
+# (the kubelet reports it in Node.status.nodeInfo.kubeletVersion).
+k8s_ldflags_for() {
+  local v=$1 minor
+  minor=$(echo "$v" | cut -d. -f2)
+  echo "-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$v"
+}
+
 # name | module dir (relative to deploy/local) | package | version stamp | extra env
 components=(
   "etcd|tools/etcd|go.etcd.io/etcd/server/v3|v3.6.16|"
@@ -37,6 +45,25 @@ components=(
   "jaeger|tools/jaeger|github.com/jaegertracing/jaeger/cmd/jaeger|v1.76.0|"
   "kwok|tools/kwok|sigs.k8s.io/kwok/cmd/kwok|v0.8.0|"
 )
+
+# Built only when named (build.sh kubelet-1.34): older kubelets for the version matrix
+# (make e2e KUBELET_VERSION=1.34, docs/kubelet-versions.md). Each is its own module pinned to
+# that release's k8s.io/kubernetes and staging modules; up.sh runs bin/kubelet-$KUBELET_VERSION.
+on_demand=(
+  "kubelet-1.34|tools/kubelet-1.34|k8s.io/kubernetes/cmd/kubelet|v1.34.4|k8s"
+  "kubelet-1.35|tools/kubelet-1.35|k8s.io/kubernetes/cmd/kubelet|v1.35.4|k8s"
+  "kubelet-1.36|tools/kubelet-1.36|k8s.io/kubernetes/cmd/kubelet|v1.36.3|k8s"
+  "containerd-1.7|tools/containerd-1.7|github.com/containerd/containerd/cmd/containerd|v1.7.35|tags"
+  "containerd-shim-runc-v2-1.7|tools/containerd-1.7|github.com/containerd/containerd/cmd/containerd-shim-runc-v2|v1.7.35|tags"
+)
+for w in "$@"; do
+  known=0
+  for entry in "${components[@]}"; do [ "$w" = "${entry%%|*}" ] && known=1; done
+  for entry in "${on_demand[@]}"; do
+    [ "$w" = "${entry%%|*}" ] && { components+=("$entry"); known=1; }
+  done
+  [ "$known" = 1 ] || { echo "build: unknown component $w" >&2; exit 1; }
+done
 
 want=("$@")
 selected() {
@@ -66,7 +93,10 @@ for entry in "${components[@]}"; do
   echo "build: $name $version ..."
   start=$(date +%s)
   flags=(-trimpath)
-  case "$dir" in .) flags+=(-ldflags "$k8s_ldflags") ;; *) flags+=(-ldflags "-s -w") ;; esac
+  case "$dir" in
+    .) flags+=(-ldflags "$k8s_ldflags") ;;
+    *) if [ "$extra" = k8s ]; then flags+=(-ldflags "$(k8s_ldflags_for "$version")"); else flags+=(-ldflags "-s -w"); fi ;;
+  esac
   [ "$extra" = tags ] && flags+=(-tags "no_btrfs,no_devmapper,no_zfs")
   if ! (cd "$local_dir/$dir" && CGO_ENABLED=0 nice -n 10 go build "${flags[@]}" -o "$bin/$name.tmp" "$pkg"); then
     echo "build: $name FAILED" >&2

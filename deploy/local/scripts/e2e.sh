@@ -2,6 +2,7 @@
 # The end-to-end tests (make e2e): brings the local cluster up when it is not (and takes it down
 # again afterwards, unless E2E_KEEP_CLUSTER=1), runs the local readyspan with the tests' settings,
 # then `go test -tags e2e ./test/e2e/`. Extra arguments go to go test (e.g. -run TestColdPull -v).
+# KUBELET_VERSION=1.34 (1.35, 1.36) runs the suite against a node with that kubelet (lib.sh).
 source "$(dirname "$0")/lib.sh"
 
 lock_cluster
@@ -9,6 +10,12 @@ started=0
 if ! "$LOCAL/scripts/status.sh" --check >/dev/null 2>&1; then
   "$LOCAL/scripts/up.sh"
   started=1
+fi
+# KUBELET_VERSION (lib.sh) names the node the suite runs against; a cluster already up with
+# another kubelet would run it against the wrong one.
+if [ "$(node_kubelet_minor)" != "$KUBELET_VERSION" ]; then
+  echo "error: the local cluster's node runs kubelet $(node_kubelet_minor), not KUBELET_VERSION=$KUBELET_VERSION; make cluster-down first" >&2
+  exit 1
 fi
 # shellcheck disable=SC2317 # finish runs from the EXIT trap
 finish() {

@@ -54,6 +54,38 @@ PAUSE_IMAGE=$REGISTRY/readyspan/pause:v1
 COLD_REPO=readyspan/cold     # every tag is created on first pull; its blobs wait $COLD_BLOB_DELAY
 COLD_BLOB_DELAY=${COLD_BLOB_DELAY:-2s}
 
+# The node's kubelet and container runtime. The control plane is v1.37; under the version-skew
+# policy its nodes may run kubelet 1.34 to 1.37 (make e2e KUBELET_VERSION=1.34, built on demand by
+# build.sh kubelet-1.34). CONTAINERD_VERSION: 2 (bin/containerd, built from its Go module), 1.7
+# (bin/containerd-1.7, build.sh containerd-1.7) or 1.6 (Debian's package); unset, 2 when built,
+# else 1.6.
+CONTROL_PLANE_MINOR=1.37
+KUBELET_VERSIONS=(1.34 1.35 1.36 1.37)
+KUBELET_VERSION=${KUBELET_VERSION:-$CONTROL_PLANE_MINOR}
+if [ -z "${CONTAINERD_VERSION:-}" ]; then
+  CONTAINERD_VERSION=1.6
+  [ -x "$BIN/containerd" ] && [ -x "$BIN/containerd-shim-runc-v2" ] && CONTAINERD_VERSION=2
+fi
+
+# kubelet_binary: the kubelet binary of KUBELET_VERSION (the control plane's own for 1.37).
+kubelet_binary() {
+  local v
+  for v in "${KUBELET_VERSIONS[@]}"; do
+    if [ "$v" = "$KUBELET_VERSION" ]; then
+      if [ "$v" = "$CONTROL_PLANE_MINOR" ]; then echo "$BIN/kubelet"; else echo "$BIN/kubelet-$v"; fi
+      return 0
+    fi
+  done
+  echo "error: KUBELET_VERSION=$KUBELET_VERSION is not one of ${KUBELET_VERSIONS[*]} (the control plane is $CONTROL_PLANE_MINOR)" >&2
+  return 1
+}
+
+# node_kubelet_minor: the running node's kubelet as 1.NN, from Node.status.nodeInfo.
+node_kubelet_minor() {
+  kubectl get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.kubeletVersion}' 2>/dev/null |
+    sed -E 's/^v([0-9]+\.[0-9]+)\..*/\1/'
+}
+
 # Debian packages the node needs: command -> package ("dpkg:" checks the package itself: the test
 # images need the static busybox, not the dynamic one of the package busybox).
 APT_PACKAGES=(

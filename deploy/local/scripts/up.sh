@@ -11,6 +11,8 @@
 #                              kube-apiserver, kube-controller-manager and kube-scheduler
 #                              (make scale uses them)
 #              WEBHOOK_ARGS    extra flags for the admission webhook server (localwebhook)
+#              KUBELET_VERSION the node's kubelet: 1.34, 1.35, 1.36 or 1.37 (default; see lib.sh)
+#              CONTAINERD_VERSION  the node's runtime: 2 (default), 1.7 or 1.6 (Debian's)
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "error: the local cluster needs root (network, cgroups, mounts)" >&2; exit 1; }
@@ -21,11 +23,18 @@ fi
 
 lock_cluster
 
-components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
-  localregistry pause localwebhook jaeger prometheus)
+kubelet_bin=$(kubelet_binary)
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler "$(basename "$kubelet_bin")" kube-proxy
+  kubectl localregistry pause localwebhook jaeger prometheus)
+case $CONTAINERD_VERSION in
+  2) components+=(containerd containerd-shim-runc-v2) ;;
+  1.7) components+=(containerd-1.7 containerd-shim-runc-v2-1.7) ;;
+  1.6) ;;
+  *) echo "error: CONTAINERD_VERSION=$CONTAINERD_VERSION is not one of 2, 1.7, 1.6" >&2; exit 1 ;;
+esac
 missing=()
 for c in "${components[@]}"; do [ -x "$BIN/$c" ] || missing+=("$c"); done
-[ ${#missing[@]} -eq 0 ] || { echo "error: not built: ${missing[*]} (run make cluster-build)" >&2; exit 1; }
+[ ${#missing[@]} -eq 0 ] || { echo "error: not built: ${missing[*]} (run make cluster-build, or deploy/local/scripts/build.sh ${missing[*]})" >&2; exit 1; }
 
 if running kube-apiserver; then
   if "$LOCAL/scripts/status.sh" --check >/dev/null 2>&1; then
@@ -60,13 +69,15 @@ render audit-policy.yaml "$ETC/audit-policy.yaml"
 render apiserver-tracing.yaml "$ETC/apiserver-tracing.yaml"
 render jaeger.yaml "$ETC/jaeger.yaml"
 render prometheus.yml "$ETC/prometheus.yml"
-if [ -x "$BIN/containerd" ] && [ -x "$BIN/containerd-shim-runc-v2" ]; then
-  containerd_bin=$BIN/containerd
-  render containerd.toml "$ETC/containerd.toml"
-else # Debian's 1.6 works with kubelet 1.37 (not 1.38)
-  containerd_bin=$(command -v containerd)
-  render containerd-1.6.toml "$ETC/containerd.toml"
-fi
+case $CONTAINERD_VERSION in
+  2) containerd_bin=$BIN/containerd
+     render containerd.toml "$ETC/containerd.toml" ;;
+  1.7) containerd_bin=$BIN/containerd-1.7
+     render containerd-1.7.toml "$ETC/containerd.toml" ;;
+  1.6) # Debian's 1.6 works with kubelet 1.37 (not 1.38)
+     containerd_bin=$(command -v containerd)
+     render containerd-1.6.toml "$ETC/containerd.toml" ;;
+esac
 
 step "pod network ($BRIDGE)"
 # Made before any Pod so the apiserver relay, the kubelet and Jaeger can listen on the node
@@ -211,8 +222,8 @@ for img in "$PAUSE_IMAGE" "$BUSYBOX_IMAGE"; do
     die containerd "pre-pulling $img failed"
 done
 
-step "kubelet"
-start kubelet nsenter -t "$holder" -m -- "$BIN/kubelet" --config="$ETC/kubelet.yaml" \
+step "kubelet $KUBELET_VERSION"
+start kubelet nsenter -t "$holder" -m -- "$kubelet_bin" --config="$ETC/kubelet.yaml" \
   --kubeconfig="$ETC/kubelet.kubeconfig" --root-dir="$STATE/kubelet" \
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
 wait_for kubelet 60 curl -sf "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz"
@@ -226,6 +237,9 @@ node_ready() {
   [ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 wait_for kubelet 120 node_ready
+running_kubelet=$(node_kubelet_minor)
+[ "$running_kubelet" = "$KUBELET_VERSION" ] ||
+  die kubelet "the node reports kubelet ${running_kubelet:-unknown}, want $KUBELET_VERSION ($kubelet_bin)"
 wait_for kube-controller-manager 60 kubectl get serviceaccount default -n default
 node_ready_at=$(elapsed "$T0")
 
@@ -248,7 +262,7 @@ else
 fi
 step_done
 
-log "local cluster up: node Ready after ${node_ready_at}s, everything healthy after $(elapsed "$T0")s"
+log "local cluster up (kubelet $KUBELET_VERSION, containerd $CONTAINERD_VERSION): node Ready after ${node_ready_at}s, everything healthy after $(elapsed "$T0")s"
 log "  export KUBECONFIG=${KUBECONFIG_FILE#"$ROOT"/}   # or: bin/kubectl --kubeconfig .local/kubeconfig get pods -A"
 log "  Jaeger API http://$JAEGER_QUERY/api/services   Prometheus http://$PROMETHEUS   readyspan http://$READYSPAN_METRICS/metrics"
 log "  readyspan's UI (recent rollouts, Gantt charts, Pod waterfalls) http://$READYSPAN_METRICS/"
