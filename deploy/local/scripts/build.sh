@@ -36,6 +36,7 @@ components=(
   "promtool|tools/prometheus|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|"
   "jaeger|tools/jaeger|github.com/jaegertracing/jaeger/cmd/jaeger|v1.76.0|"
   "kwok|tools/kwok|sigs.k8s.io/kwok/cmd/kwok|v0.8.0|"
+  "helm|tools/helm|helm.sh/helm/v4/cmd/helm|v4.3.2|"
 )
 
 want=("$@")
@@ -66,7 +67,12 @@ for entry in "${components[@]}"; do
   echo "build: $name $version ..."
   start=$(date +%s)
   flags=(-trimpath)
-  case "$dir" in .) flags+=(-ldflags "$k8s_ldflags") ;; *) flags+=(-ldflags "-s -w") ;; esac
+  case "$dir" in
+    .) flags+=(-ldflags "$k8s_ldflags") ;;
+    # helm reports its version from a variable its release builds set.
+    tools/helm) flags+=(-ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$version") ;;
+    *) flags+=(-ldflags "-s -w") ;;
+  esac
   [ "$extra" = tags ] && flags+=(-tags "no_btrfs,no_devmapper,no_zfs")
   if ! (cd "$local_dir/$dir" && CGO_ENABLED=0 nice -n 10 go build "${flags[@]}" -o "$bin/$name.tmp" "$pkg"); then
     echo "build: $name FAILED" >&2

@@ -1,0 +1,200 @@
+//go:build e2e
+
+// In-cluster end-to-end test of the Helm chart (deploy/helm/readyspan, issue 27): readyspan
+// installed with `helm install` by bin/helm (built from deploy/local/tools/helm) into the local
+// cluster, as release readyspan-helm in its own namespace, beside (never over) the kustomize
+// install of incluster_test.go, whose helpers it shares.
+//
+//	go test -tags e2e -count=1 -run 'TestInClusterHelm' -timeout 30m -v ./test/e2e/
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// The release and its namespace: the chart names its objects after a release whose name
+	// contains readyspan, so its ClusterRole and Lease are readyspan-helm, apart from the base's.
+	inclusterHelmRelease   = "readyspan-helm"
+	inclusterHelmNamespace = "readyspan-helm"
+)
+
+// inclusterHelm runs bin/helm from the repository root and returns its standard output (helm
+// notes the chart's symbolic links on standard error, which is only shown on failure).
+func inclusterHelm(t *testing.T, root string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "bin", "helm"), args...)
+	cmd.Dir = root
+	home := t.TempDir() // no repositories or plugins of the user's
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home, "HELM_CACHE_HOME="+home, "HELM_DATA_HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// TestInClusterHelm installs readyspan with `helm install --wait` (namespace created by the
+// chart, restricted; the test's image, OTLP endpoint and workload namespace as values) and checks:
+// both replicas Ready and one leader; a rollout's Pods each traced once; no forbidden in the logs;
+// nothing of prometheus-operator where its API is not served; `helm upgrade` rolls to a new
+// setting with a leader again; `helm uninstall` removes the cluster-wide objects.
+func TestInClusterHelm(t *testing.T) {
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "bin", "helm")); err != nil {
+		Missing(t, "bin/helm (make cluster-build): %v", err)
+	}
+	e, image := inclusterPrepare(t)
+	e.ns, e.name = inclusterHelmNamespace, inclusterHelmRelease
+	ctx, cancel := context.WithTimeout(Ctx(t), 25*time.Minute)
+	defer cancel()
+
+	slash := strings.LastIndex(image, "/")
+	repo, tag, _ := strings.Cut(image[slash+1:], ":")
+	values := fmt.Sprintf(`# Written by test/e2e/incluster_helm_test.go.
+namespace: {create: true}
+image: {repository: %q, tag: %q}
+otlp: {endpoint: %q, insecure: true}
+extraArgs: [%q]
+`, image[:slash+1]+repo, tag, e.otlp, "--namespace="+e.workload)
+	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(valuesFile, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	helm := func(args ...string) string {
+		t.Helper()
+		out, err := inclusterHelm(t, root, append(args, "--kubeconfig", e.Kubeconfig)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.dumpDiagnostics(t)
+		}
+		if os.Getenv("READYSPAN_E2E_KEEP") == "" {
+			if _, err := inclusterHelm(t, root, "uninstall", inclusterHelmRelease, "-n", inclusterHelmNamespace,
+				"--ignore-not-found", "--kubeconfig", e.Kubeconfig); err != nil {
+				t.Logf("helm uninstall: %v", err)
+			}
+		}
+	})
+
+	start := time.Now()
+	out := helm("install", inclusterHelmRelease, "deploy/helm/readyspan", "-n", inclusterHelmNamespace,
+		"-f", valuesFile, "--wait", "--timeout", "5m")
+	t.Logf("helm install (%s):\n%s", time.Since(start).Round(time.Second), strings.TrimSpace(out))
+
+	ns, err := e.client.CoreV1().Namespaces().Get(ctx, inclusterHelmNamespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("namespace %s labels %v: want enforce=restricted", ns.Name, ns.Labels)
+	}
+	pods := e.waitReadyspanReady(ctx, t, 2, 4*time.Minute)
+	e.checkRunningPods(ctx, t, pods)
+	leader := e.waitLeader(ctx, t, pods, 90*time.Second)
+	t.Logf("replicas %v Ready, leader %s", pods, leader)
+
+	t.Run("release objects", func(t *testing.T) {
+		manifest := helm("get", "manifest", inclusterHelmRelease, "-n", inclusterHelmNamespace)
+		kinds := map[string]int{}
+		for _, o := range inclusterDecodeYAML(t, manifest) {
+			kinds[o["kind"].(string)]++
+		}
+		for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} {
+			if kinds[k] != 1 {
+				t.Errorf("the release has %d %s, want 1", kinds[k], k)
+			}
+		}
+		// The local cluster has no prometheus-operator: nothing of its kinds may be in the release
+		// (the install would have failed on them anyway).
+		if kinds["ServiceMonitor"]+kinds["PrometheusRule"] != 0 {
+			t.Errorf("ServiceMonitor or PrometheusRule rendered where monitoring.coreos.com/v1 is not served: %v", kinds)
+		}
+	})
+
+	tracker := e.trackWorkloadPods(ctx, t)
+	t.Run("rollout traced", func(t *testing.T) {
+		e.createWorkload(ctx, t, 3)
+		e.waitWorkloadRolledOut(ctx, t, 3*time.Minute)
+		uids := tracker.uids()
+		if len(uids) < 3 {
+			t.Fatalf("saw %d workload Pods, want at least 3", len(uids))
+		}
+		for uid, tr := range e.WaitTraces(t, uids, 2*time.Minute, inclusterHasRoot) {
+			inclusterCheckTrace(t, uid, tr)
+		}
+		names := map[string]string{}
+		for _, uid := range uids {
+			names[uid] = uid
+		}
+		e.CheckExportedOnce(t, names)
+		t.Logf("%d Pods traced by the Helm release's leader", len(uids))
+	})
+
+	t.Run("no forbidden in logs", func(t *testing.T) {
+		for _, p := range e.readyspanPods(ctx, t) {
+			if logs := e.logs(ctx, t, p); strings.Contains(strings.ToLower(logs), "forbidden") {
+				t.Errorf("readyspan %s logs say forbidden:\n%s", p, inclusterGrep(logs, "forbidden"))
+			}
+		}
+	})
+
+	t.Run("helm upgrade", func(t *testing.T) {
+		before := e.readyspanPods(ctx, t)
+		start := time.Now()
+		helm("upgrade", inclusterHelmRelease, "deploy/helm/readyspan", "-n", inclusterHelmNamespace,
+			"-f", valuesFile, "--set", "ui.maxMiB=16", "--wait", "--timeout", "5m")
+		if err := e.waitDeploymentRolledOut(ctx, e.ns, e.name, 5*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		after := e.waitReadyspanReady(ctx, t, 2, 4*time.Minute)
+		for _, p := range after {
+			for _, b := range before {
+				if p == b {
+					t.Errorf("replica %s survived the upgrade", p)
+				}
+			}
+		}
+		d, err := e.client.AppsV1().Deployments(e.ns).Get(ctx, e.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--ui-max-mib=16") {
+			t.Errorf("upgraded args %s lack --ui-max-mib=16", args)
+		}
+		t.Logf("upgraded in %s, leader %s", time.Since(start).Round(time.Second), e.waitLeader(ctx, t, after, 90*time.Second))
+	})
+
+	t.Run("helm uninstall", func(t *testing.T) {
+		helm("uninstall", inclusterHelmRelease, "-n", inclusterHelmNamespace, "--wait", "--timeout", "3m")
+		rbac := e.client.RbacV1()
+		if _, err := rbac.ClusterRoles().Get(ctx, e.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ClusterRole %s after uninstall: %v, want not found", e.name, err)
+		}
+		if _, err := rbac.ClusterRoleBindings().Get(ctx, e.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ClusterRoleBinding %s after uninstall: %v, want not found", e.name, err)
+		}
+		Eventually(t, 3*time.Minute, "the release's namespace gone", func() (bool, error) {
+			_, err := e.client.CoreV1().Namespaces().Get(ctx, inclusterHelmNamespace, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
+}
