@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -47,9 +48,10 @@ func inclusterHelm(t *testing.T, root string, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// TestInClusterHelm installs readyspan with `helm install --wait` (namespace created by the
-// chart, restricted; the test's image, OTLP endpoint and workload namespace as values) and checks:
-// both replicas Ready and one leader; a rollout's Pods each traced once; no forbidden in the logs;
+// TestInClusterHelm installs readyspan with `helm install --wait` into a namespace that enforces
+// the restricted Pod Security Standard (as docs/install.md says to create it), with the test's
+// image, OTLP endpoint and workload namespace as values, and checks: both replicas admitted,
+// Ready and one leader; a rollout's Pods each traced once; no forbidden in the logs;
 // nothing of prometheus-operator where its API is not served; `helm upgrade` rolls to a new
 // setting with a leader again; `helm uninstall` removes the cluster-wide objects.
 func TestInClusterHelm(t *testing.T) {
@@ -65,7 +67,6 @@ func TestInClusterHelm(t *testing.T) {
 	slash := strings.LastIndex(image, "/")
 	repo, tag, _ := strings.Cut(image[slash+1:], ":")
 	values := fmt.Sprintf(`# Written by test/e2e/incluster_helm_test.go.
-namespace: {create: true}
 image: {repository: %q, tag: %q}
 otlp: {endpoint: %q, insecure: true}
 extraArgs: [%q]
@@ -95,18 +96,28 @@ extraArgs: [%q]
 		}
 	})
 
+	// helm install keeps the release in the namespace, so it must exist first.
+	_, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: inclusterHelmNamespace,
+		Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce":         "restricted",
+			"pod-security.kubernetes.io/enforce-version": "latest",
+		},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace %s: %v", inclusterHelmNamespace, err)
+	}
+	t.Cleanup(func() {
+		if os.Getenv("READYSPAN_E2E_KEEP") == "" {
+			_ = e.client.CoreV1().Namespaces().Delete(context.Background(), inclusterHelmNamespace, metav1.DeleteOptions{})
+		}
+	})
+
 	start := time.Now()
 	out := helm("install", inclusterHelmRelease, "deploy/helm/readyspan", "-n", inclusterHelmNamespace,
 		"-f", valuesFile, "--wait", "--timeout", "5m")
 	t.Logf("helm install (%s):\n%s", time.Since(start).Round(time.Second), strings.TrimSpace(out))
 
-	ns, err := e.client.CoreV1().Namespaces().Get(ctx, inclusterHelmNamespace, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
-		t.Errorf("namespace %s labels %v: want enforce=restricted", ns.Name, ns.Labels)
-	}
 	pods := e.waitReadyspanReady(ctx, t, 2, 4*time.Minute)
 	e.checkRunningPods(ctx, t, pods)
 	leader := e.waitLeader(ctx, t, pods, 90*time.Second)
@@ -118,7 +129,7 @@ extraArgs: [%q]
 		for _, o := range inclusterDecodeYAML(t, manifest) {
 			kinds[o["kind"].(string)]++
 		}
-		for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} {
+		for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} {
 			if kinds[k] != 1 {
 				t.Errorf("the release has %d %s, want 1", kinds[k], k)
 			}
@@ -192,9 +203,15 @@ extraArgs: [%q]
 		if _, err := rbac.ClusterRoleBindings().Get(ctx, e.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("ClusterRoleBinding %s after uninstall: %v, want not found", e.name, err)
 		}
-		Eventually(t, 3*time.Minute, "the release's namespace gone", func() (bool, error) {
-			_, err := e.client.CoreV1().Namespaces().Get(ctx, inclusterHelmNamespace, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), err
+		Eventually(t, 2*time.Minute, "the release's Pods gone", func() (bool, error) {
+			pods := e.readyspanPods(ctx, t)
+			return len(pods) == 0, fmt.Errorf("left: %v", pods)
 		})
+		for _, kind := range []string{"deployments", "services", "serviceaccounts", "networkpolicies", "poddisruptionbudgets", "roles", "rolebindings"} {
+			if out, err := inclusterRun(t, root, nil, e.kubectl, "--kubeconfig", e.Kubeconfig, "-n", inclusterHelmNamespace,
+				"get", kind, "-l", "app.kubernetes.io/instance="+inclusterHelmRelease, "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("%s of the release after uninstall: %q %v", kind, out, err)
+			}
+		}
 	})
 }
