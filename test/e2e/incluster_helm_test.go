@@ -53,7 +53,8 @@ func inclusterHelm(t *testing.T, root string, args ...string) (string, error) {
 // image, OTLP endpoint and workload namespace as values, and checks: both replicas admitted,
 // Ready and one leader; a rollout's Pods each traced once; no forbidden in the logs;
 // nothing of prometheus-operator where its API is not served; `helm upgrade` rolls to a new
-// setting with a leader again; `helm uninstall` removes the cluster-wide objects.
+// setting with a leader again; every optional part accepted by the apiserver (server dry run);
+// `helm uninstall` removes the release's objects, cluster-wide ones included.
 func TestInClusterHelm(t *testing.T) {
 	root := repoRoot(t)
 	if _, err := os.Stat(filepath.Join(root, "bin", "helm")); err != nil {
@@ -66,11 +67,8 @@ func TestInClusterHelm(t *testing.T) {
 
 	slash := strings.LastIndex(image, "/")
 	repo, tag, _ := strings.Cut(image[slash+1:], ":")
-	values := fmt.Sprintf(`# Written by test/e2e/incluster_helm_test.go.
-image: {repository: %q, tag: %q}
-otlp: {endpoint: %q, insecure: true}
-extraArgs: [%q]
-`, image[:slash+1]+repo, tag, e.otlp, "--namespace="+e.workload)
+	imageValues := fmt.Sprintf("image: {repository: %q, tag: %q}\nextraArgs: [%q]\n", image[:slash+1]+repo, tag, "--namespace="+e.workload)
+	values := imageValues + fmt.Sprintf("otlp: {endpoint: %q, insecure: true}\n", e.otlp)
 	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(valuesFile, []byte(values), 0o644); err != nil {
 		t.Fatal(err)
@@ -192,6 +190,43 @@ extraArgs: [%q]
 			t.Errorf("upgraded args %s lack --ui-max-mib=16", args)
 		}
 		t.Logf("upgraded in %s, leader %s", time.Since(start).Round(time.Second), e.waitLeader(ctx, t, after, 90*time.Second))
+	})
+
+	// What the install above leaves off (shards, secure metrics with its RBAC and certificate,
+	// the OTLP input, headers in a Secret, UI flags, the dashboard): the apiserver's validation
+	// and admission (restricted Pod Security included) accept every object, in a server dry run.
+	t.Run("every option accepted by the apiserver", func(t *testing.T) {
+		all := imageValues + `namespace: {create: true}
+shards: 2
+otlp: {endpoint: http://otel-collector.observability.svc:4317, protocol: http, headers: {x-tenant: a}}
+metrics:
+  secure: true
+  readerSubjects: [{kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}]
+  tls: {secretName: readyspan-metrics-tls}
+ui: {allowedHosts: [readyspan-helm.readyspan-helm.svc], traceURL: "http://jaeger.example/trace/{trace_id}", maxMiB: 32}
+otlpReceive: {enabled: true, tls: {secretName: readyspan-otlp-tls}}
+grafanaDashboard: {enabled: true}
+`
+		file := filepath.Join(t.TempDir(), "all.yaml")
+		if err := os.WriteFile(file, []byte(all), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		manifest, err := inclusterHelm(t, root, "template", inclusterHelmRelease, "deploy/helm/readyspan", "-n", inclusterHelmNamespace, "-f", file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "all-rendered.yaml")
+		if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := inclusterRun(t, root, nil, e.kubectl, "--kubeconfig", e.Kubeconfig, "apply", "--dry-run=server", "-f", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(out, "(server dry run)"); n != len(inclusterDecodeYAML(t, manifest)) {
+			t.Errorf("%d objects accepted, want all %d:\n%s", n, len(inclusterDecodeYAML(t, manifest)), out)
+		}
+		t.Logf("kubectl apply --dry-run=server:\n%s", strings.TrimSpace(out))
 	})
 
 	t.Run("helm uninstall", func(t *testing.T) {
