@@ -25,6 +25,8 @@ test: fmt-check vet ## unit tests (no network), go vet, gofmt
 	cd deploy/local/tools/webhook && $(GO) vet ./... && $(GO) test -count=1 ./...
 	@[ -x $(BIN)/promtool ] || { echo; echo "make test: bin/promtool is not built, so promtool's checks of the alert rules and the"; \
 	  echo "dashboard's queries were SKIPPED. make cluster-build builds it; CI builds it first and fails without it."; }
+	@[ -x $(BIN)/helm ] || { echo; echo "make test: bin/helm is not built, so the Helm chart's checks (deploy/helm: helm lint, the schema,"; \
+	  echo "the diff against the kustomize base) were SKIPPED. make cluster-build builds it; CI builds it first and fails without it."; }
 
 vet:
 	$(GO) vet ./...
@@ -107,13 +109,19 @@ install: build
 # `make dist`: reproducible release archives of VERSION in bin/dist with their SHA256SUMS
 # (deploy/dist/archive.sh), and the krew manifest for exactly those archives,
 # deploy/krew/readyspan.yaml (generated, git-ignored: its sha256s are true only for the tree it was
-# built from), checked by krew's own validator and krew's install of each archive.
+# built from), checked by krew's own validator and krew's install of each archive; and the Helm
+# chart, readyspan-$(VERSION without v).tgz with chart-SHA256SUMS (deploy/dist/chart.sh, bin/helm).
 DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
-dist: $(BIN)/validate-krew-manifest $(BIN)/krew
+dist: $(BIN)/validate-krew-manifest $(BIN)/krew $(BIN)/helm
 	GO='$(GO)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' deploy/dist/archive.sh $(BIN)/dist $(DIST_PLATFORMS)
 	$(GO) run ./deploy/krew/render -version '$(VERSION)' -sums $(BIN)/dist/SHA256SUMS -o deploy/krew/readyspan.yaml
 	GO='$(GO)' deploy/krew/validate/validate.sh deploy/krew/readyspan.yaml $(BIN)/dist $(BIN)
-	@cat $(BIN)/dist/SHA256SUMS
+	VERSION='$(VERSION)' HELM='$(BIN)/helm' deploy/dist/chart.sh $(BIN)/dist
+	@cat $(BIN)/dist/SHA256SUMS $(BIN)/dist/chart-SHA256SUMS
+
+# helm, pinned by deploy/local/tools/helm/go.mod (make cluster-build builds it too).
+$(BIN)/helm:
+	SKIP_PACKAGES=1 deploy/local/scripts/build.sh helm
 
 # krew's tools, pinned by deploy/krew/validate/go.mod; built once (delete them to rebuild).
 $(BIN)/validate-krew-manifest $(BIN)/krew:

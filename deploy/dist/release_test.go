@@ -41,3 +41,31 @@ func TestKustomizeImageIsTheRelease(t *testing.T) {
 		}
 	}
 }
+
+// The Helm chart runs the released image by default (its appVersion) and is itself versioned as
+// the release: both must be VERSION, or `helm install deploy/helm/readyspan` from a release's
+// tree runs another release's image. make dist packages it with the same values.
+func TestChartIsTheRelease(t *testing.T) {
+	v, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatalf("read VERSION: %v", err)
+	}
+	version := strings.TrimSpace(string(v))
+	data, err := os.ReadFile("../helm/readyspan/Chart.yaml")
+	if err != nil {
+		t.Fatalf("read Chart.yaml: %v", err)
+	}
+	var chart struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	if err := utilyaml.Unmarshal(data, &chart); err != nil {
+		t.Fatalf("parse Chart.yaml: %v", err)
+	}
+	if chart.AppVersion != version {
+		t.Errorf("Chart.yaml appVersion %q, VERSION is %q", chart.AppVersion, version)
+	}
+	if want := strings.TrimPrefix(version, "v"); chart.Version != want {
+		t.Errorf("Chart.yaml version %q, want %q (VERSION %q: a chart's version is semver without v)", chart.Version, want, version)
+	}
+}

@@ -63,7 +63,6 @@ import (
 const (
 	inclusterNamespace   = "readyspan" // the base's namespace, restricted PodSecurity
 	inclusterWorkload    = "incluster-rollout"
-	inclusterLease       = "readyspan"
 	inclusterDefaultOTLP = "http://10.88.77.1:4317"
 	inclusterImageRepo   = Registry + "/readyspan/readyspan"
 )
@@ -77,6 +76,8 @@ type inclusterEnv struct {
 	otlp     string
 	workload string // the test rollout's namespace
 	overlay  string // the kustomize overlay the test applies, relative to root
+	ns       string // readyspan's namespace: the base's, or the Helm release's
+	name     string // its Deployment, ServiceAccount, ClusterRole and Lease: readyspan, or the release's full name
 }
 
 // inclusterRun runs a command from the repository root and returns its combined output.
@@ -119,6 +120,36 @@ func TestInClusterManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inclusterCheckManifests(t, root, "deploy/kubernetes", base, func() (string, error) {
+		return inclusterRun(t, root, nil, kubectl, "kustomize", "deploy/kubernetes/prometheus-operator")
+	})
+}
+
+// TestInClusterHelmManifests runs TestInClusterManifests' checks on the Helm chart's rendering
+// (bin/helm template, release readyspan in namespace readyspan; prometheus-operator's API named
+// for the second): its RBAC is held to the same list, and its PrometheusRule to alerts.yaml and
+// promtool.
+func TestInClusterHelmManifests(t *testing.T) {
+	root := repoRoot(t)
+	helm := filepath.Join(root, "bin", "helm")
+	if _, err := os.Stat(helm); err != nil {
+		Missing(t, "bin/helm (make cluster-build): %v", err)
+	}
+	args := []string{"template", "readyspan", "deploy/helm/readyspan", "--namespace", "readyspan", "--set", "namespace.create=true"}
+	base, err := inclusterHelm(t, root, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inclusterCheckManifests(t, root, "deploy/helm/readyspan", base, func() (string, error) {
+		return inclusterHelm(t, root, append(args, "--api-versions", "monitoring.coreos.com/v1")...)
+	})
+}
+
+// inclusterCheckManifests checks what a restricted, least-privilege install must look like in
+// base, the rendering of what (the kustomize base or the chart), and in withOperator's, the same
+// with prometheus-operator, the ServiceMonitor and the PrometheusRule.
+func inclusterCheckManifests(t *testing.T, root, what, base string, withOperator func() (string, error)) {
+	t.Helper()
 	objs := inclusterDecodeYAML(t, base)
 	kinds := map[string]map[string]any{}
 	for _, o := range objs {
@@ -126,7 +157,7 @@ func TestInClusterManifests(t *testing.T) {
 	}
 	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget"} {
 		if kinds[k] == nil {
-			t.Errorf("deploy/kubernetes renders no %s", k)
+			t.Errorf("%s renders no %s", what, k)
 		}
 	}
 
@@ -237,7 +268,7 @@ func TestInClusterManifests(t *testing.T) {
 	})
 
 	t.Run("PrometheusRule carries alerts.yaml", func(t *testing.T) {
-		out, err := inclusterRun(t, root, nil, kubectl, "kustomize", "deploy/kubernetes/prometheus-operator")
+		out, err := withOperator()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -409,7 +440,7 @@ func TestInCluster(t *testing.T) {
 			}
 		})
 		t.Logf("deleting leader %s %s after the rollout started", leader, time.Since(rolloutStart).Round(time.Millisecond))
-		if err := e.client.CoreV1().Pods(inclusterNamespace).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
+		if err := e.client.CoreV1().Pods(e.ns).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("delete leader %s: %v", leader, err)
 		}
 		e.waitWorkloadRolledOut(ctx, t, 4*time.Minute)
@@ -515,7 +546,7 @@ func TestInCluster(t *testing.T) {
 	t.Run("one RBAC rule removed", func(t *testing.T) {
 		e.removeClusterRoleRule(ctx, t, "discovery.k8s.io", "endpointslices")
 		before := e.readyspanPods(ctx, t)
-		e.kubectlRun(t, "-n", inclusterNamespace, "rollout", "restart", "deployment/readyspan")
+		e.kubectlRun(t, "-n", e.ns, "rollout", "restart", "deployment/"+e.name)
 
 		// maxUnavailable 0: the first new replica comes up and must stay not Ready.
 		var fresh string
@@ -533,7 +564,7 @@ func TestInCluster(t *testing.T) {
 			}
 			return false, nil
 		})
-		p, err := e.client.CoreV1().Pods(inclusterNamespace).Get(ctx, fresh, metav1.GetOptions{})
+		p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, fresh, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -572,14 +603,27 @@ func TestInCluster(t *testing.T) {
 
 		// Restore the rule (the base applied again); the stuck replica must recover by itself.
 		e.install(ctx, t)
-		if err := e.waitDeploymentRolledOut(ctx, inclusterNamespace, "readyspan", 5*time.Minute); err != nil {
+		if err := e.waitDeploymentRolledOut(ctx, e.ns, e.name, 5*time.Minute); err != nil {
 			t.Errorf("readyspan did not recover after the rule was restored: %v", err)
 		}
 		e.waitReadyspanReady(ctx, t, 2, 2*time.Minute)
 	})
 }
 
+// inclusterSetup prepares the kustomize install: the image, the workload's namespace and the
+// overlay.
 func inclusterSetup(t *testing.T) *inclusterEnv {
+	t.Helper()
+	e, image := inclusterPrepare(t)
+	e.ns, e.name = inclusterNamespace, "readyspan"
+	e.overlay = e.writeOverlay(t, image)
+	return e
+}
+
+// inclusterPrepare is what every in-cluster install needs: the cluster's clients, the image
+// (built and pushed unless READYSPAN_E2E_IMAGE names one) and the workload's namespace, which
+// the install is limited to.
+func inclusterPrepare(t *testing.T) (*inclusterEnv, string) {
 	t.Helper()
 	env := Setup(t)
 	e := &inclusterEnv{
@@ -608,8 +652,7 @@ func inclusterSetup(t *testing.T) *inclusterEnv {
 	// The workload's namespace (deleted when the test ends) comes first: the install is limited
 	// to it.
 	e.workload = e.Namespace(t, "incluster")
-	e.overlay = e.writeOverlay(t, image)
-	return e
+	return e, image
 }
 
 // checkLocalReadyspan fails early when the local cluster's own `readyspan run`
@@ -706,7 +749,7 @@ func (e *inclusterEnv) install(ctx context.Context, t *testing.T) {
 
 func (e *inclusterEnv) readyspanPodObjects(ctx context.Context, t *testing.T) []corev1.Pod {
 	t.Helper()
-	list, err := e.client.CoreV1().Pods(inclusterNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=readyspan"})
+	list, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=readyspan"})
 	if err != nil {
 		t.Fatalf("list readyspan Pods: %v", err)
 	}
@@ -752,11 +795,11 @@ func (e *inclusterEnv) waitReadyspanReady(ctx context.Context, t *testing.T, n i
 func (e *inclusterEnv) checkRunningPods(ctx context.Context, t *testing.T, names []string) {
 	t.Helper()
 	for _, name := range names {
-		p, err := e.client.CoreV1().Pods(inclusterNamespace).Get(ctx, name, metav1.GetOptions{})
+		p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Spec.ServiceAccountName != "readyspan" {
+		if p.Spec.ServiceAccountName != e.name {
 			t.Errorf("%s runs as ServiceAccount %q", name, p.Spec.ServiceAccountName)
 		}
 		if p.Spec.NodeName == "" {
@@ -774,8 +817,8 @@ func (e *inclusterEnv) checkRunningPods(ctx context.Context, t *testing.T, names
 func (e *inclusterEnv) waitLeader(ctx context.Context, t *testing.T, pods []string, timeout time.Duration) string {
 	t.Helper()
 	var holder string
-	Eventually(t, timeout, fmt.Sprintf("the Lease %s/%s held by one of %v", inclusterNamespace, inclusterLease, pods), func() (bool, error) {
-		lease, err := e.client.CoordinationV1().Leases(inclusterNamespace).Get(ctx, inclusterLease, metav1.GetOptions{})
+	Eventually(t, timeout, fmt.Sprintf("the Lease %s/%s held by one of %v", e.ns, e.name, pods), func() (bool, error) {
+		lease, err := e.client.CoordinationV1().Leases(e.ns).Get(ctx, e.name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -965,7 +1008,7 @@ func (e *inclusterEnv) logs(ctx context.Context, t *testing.T, pod string) strin
 	var data []byte
 	Eventually(t, 30*time.Second, "the logs of "+pod, func() (bool, error) {
 		var err error
-		data, err = e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "readyspan"}).DoRaw(ctx)
+		data, err = e.client.CoreV1().Pods(e.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "readyspan"}).DoRaw(ctx)
 		return err == nil, err
 	})
 	return string(data)
@@ -976,7 +1019,7 @@ func (e *inclusterEnv) logs(ctx context.Context, t *testing.T, pod string) strin
 func (e *inclusterEnv) followLogs(ctx context.Context, pod string) func() string {
 	var mu sync.Mutex
 	var buf bytes.Buffer
-	stream, err := e.client.CoreV1().Pods(inclusterNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: "readyspan", Follow: true}).Stream(ctx)
+	stream, err := e.client.CoreV1().Pods(e.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "readyspan", Follow: true}).Stream(ctx)
 	if err != nil {
 		return func() string { return fmt.Sprintf("(no log: %v)", err) }
 	}
@@ -1013,7 +1056,7 @@ func inclusterGrep(text, word string) string {
 // readyz asks a readyspan Pod's /readyz through the apiserver's Pod proxy and returns the HTTP
 // status and body (or the error) it answered with.
 func (e *inclusterEnv) readyz(ctx context.Context, pod string) (int, string) {
-	body, err := e.client.CoreV1().Pods(inclusterNamespace).ProxyGet("http", pod, "8080", "readyz", nil).DoRaw(ctx)
+	body, err := e.client.CoreV1().Pods(e.ns).ProxyGet("http", pod, "8080", "readyz", nil).DoRaw(ctx)
 	if err == nil {
 		return http.StatusOK, string(body)
 	}
@@ -1034,7 +1077,7 @@ func (e *inclusterEnv) readyz(ctx context.Context, pod string) (int, string) {
 func (e *inclusterEnv) removeClusterRoleRule(ctx context.Context, t *testing.T, group, resource string) {
 	t.Helper()
 	roles := e.client.RbacV1().ClusterRoles()
-	role, err := roles.Get(ctx, "readyspan", metav1.GetOptions{})
+	role, err := roles.Get(ctx, e.name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1112,12 +1155,12 @@ func (e *inclusterEnv) traceIDsForPod(ctx context.Context, uid string) ([]string
 
 func (e *inclusterEnv) dumpDiagnostics(t *testing.T) {
 	for _, args := range [][]string{
-		{"-n", inclusterNamespace, "get", "deploy,rs,pods,lease,endpointslices", "-o", "wide"},
-		{"-n", inclusterNamespace, "describe", "pods"},
-		{"-n", inclusterNamespace, "get", "events", "--sort-by=.lastTimestamp"},
-		{"-n", inclusterNamespace, "logs", "-l", "app.kubernetes.io/name=readyspan", "--tail=200", "--prefix"},
+		{"-n", e.ns, "get", "deploy,rs,pods,lease,endpointslices", "-o", "wide"},
+		{"-n", e.ns, "describe", "pods"},
+		{"-n", e.ns, "get", "events", "--sort-by=.lastTimestamp"},
+		{"-n", e.ns, "logs", "-l", "app.kubernetes.io/name=readyspan", "--tail=200", "--prefix"},
 		{"-n", e.workload, "get", "deploy,rs,pods", "-o", "wide"},
-		{"get", "clusterrole", "readyspan", "-o", "yaml"},
+		{"get", "clusterrole", e.name, "-o", "yaml"},
 	} {
 		out, err := inclusterRun(t, e.root, nil, e.kubectl, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
 		if err != nil {
@@ -1132,7 +1175,7 @@ func (e *inclusterEnv) dumpDiagnostics(t *testing.T) {
 // task list, by the container ID in the Pod's status.
 func (e *inclusterEnv) containerPID(ctx context.Context, t *testing.T, pod string) int {
 	t.Helper()
-	p, err := e.client.CoreV1().Pods(inclusterNamespace).Get(ctx, pod, metav1.GetOptions{})
+	p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil || len(p.Status.ContainerStatuses) == 0 {
 		t.Fatalf("the leader Pod %s: %v", pod, err)
 	}

@@ -44,6 +44,7 @@ components=(
   "promtool|tools/prometheus|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|"
   "jaeger|tools/jaeger|github.com/jaegertracing/jaeger/cmd/jaeger|v1.76.0|"
   "kwok|tools/kwok|sigs.k8s.io/kwok/cmd/kwok|v0.8.0|"
+  "helm|tools/helm|helm.sh/helm/v4/cmd/helm|v4.3.2|"
 )
 
 # Built only when named (build.sh kubelet-1.34): older kubelets for the version matrix
@@ -95,6 +96,8 @@ for entry in "${components[@]}"; do
   flags=(-trimpath)
   case "$dir" in
     .) flags+=(-ldflags "$k8s_ldflags") ;;
+    # helm reports its version from a variable its release builds set.
+    tools/helm) flags+=(-ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$version") ;;
     *) if [ "$extra" = k8s ]; then flags+=(-ldflags "$(k8s_ldflags_for "$version")"); else flags+=(-ldflags "-s -w"); fi ;;
   esac
   [ "$extra" = tags ] && flags+=(-tags "no_btrfs,no_devmapper,no_zfs")
