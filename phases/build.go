@@ -1099,9 +1099,18 @@ func (b *builder) kubelet(parent int, bound point) {
 		first := firstStep(&p.Containers[0])
 		sandbox = narrow(sandbox, []point{bound}, []point{first}, placeAtNext)
 		sandbox = earlierBound(sandbox, first)
+		if !first.observed && sandbox.observed && p.SandboxReadyLate {
+			// No event about a container, and the condition was not reported before the
+			// kubelet went on to the containers: it bounds the sandbox from above only.
+			sandbox = derived(sandbox.t)
+		}
+	}
+	sbEnd := orEnd(sandbox, b.drawn[parent].end)
+	if sandbox.src == SourceDerived {
+		sbEnd = sandbox
 	}
 	sbStart := bound
-	sb, sandboxDrawn := b.draw(spanHead{Name: SpanKubeletSandbox, Path: SpanKubeletSandbox, Service: ServiceKubelet}, parent, sbStart, orEnd(sandbox, b.drawn[parent].end))
+	sb, sandboxDrawn := b.draw(spanHead{Name: SpanKubeletSandbox, Path: SpanKubeletSandbox, Service: ServiceKubelet}, parent, sbStart, sbEnd)
 	for _, o := range p.PodWarnings {
 		if o.Reason == "FailedCreatePodSandBox" || o.Reason == "NetworkNotReady" {
 			s := &b.trace.Spans[sb]
@@ -1117,7 +1126,7 @@ func (b *builder) kubelet(parent int, bound point) {
 			s.Status, s.StatusMessage = StatusError, v.Reason
 		}
 	}
-	sbEnd := sandboxDrawn.end
+	sbEnd = sandboxDrawn.end
 	sbEnd.observed = sandbox.observed
 	b.volumes(sb, sandboxDrawn.start, sbEnd)
 	turn := sandboxDrawn.end

@@ -140,10 +140,14 @@ type Pod struct {
 	Victims []PodRef
 
 	// Kubelet.
-	KubeletStarted Times        // status.startTime, first status written by the kubelet
-	SandboxReady   Times        // PodReadyToStartContainers=True
-	Initialized    Times        // Initialized=True
-	PodWarnings    []Occurrence // FailedCreatePodSandBox, NetworkNotReady…
+	KubeletStarted Times // status.startTime, first status written by the kubelet
+	SandboxReady   Times // PodReadyToStartContainers=True
+	// SandboxReadyLate: the watch first showed SandboxReady with a container already past its
+	// sandbox, so the condition bounds the sandbox ready from above only (kubelets before 1.36
+	// set it with the containers' status).
+	SandboxReadyLate bool
+	Initialized      Times        // Initialized=True
+	PodWarnings      []Occurrence // FailedCreatePodSandBox, NetworkNotReady…
 	// VolumeEvents are the events about the Pod's volumes, in order: the attach/detach
 	// controller's SuccessfulAttachVolume and FailedAttachVolume, the kubelet's FailedMount
 	// and FailedMapVolume.

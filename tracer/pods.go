@@ -45,6 +45,9 @@ type podState struct {
 	dueIndex int
 	// phase is the phase the Pod is counted in for the in-flight gauges, "" when not counted.
 	phase string
+	// sandboxSeen: a version with PodReadyToStartContainers True was seen; sandboxLate: the
+	// first such version showed a container already past its sandbox (sandboxReportedLate).
+	sandboxSeen, sandboxLate bool
 	// gates: the Pod was seen with scheduling gates (gated), then first without (removedSeen):
 	// when the watch showed it (gatesRemovedAt) and the managedFields time and manager of the
 	// write that removed them, when that write changed its manager's entry.
@@ -162,6 +165,10 @@ func (ps *podState) update(p *corev1.Pod, recv time.Time) {
 		}
 		ps.nominated = n[:min(len(n), maxNodeName)]
 	}
+	if !ps.sandboxSeen && condTrue(p, corev1.PodReadyToStartContainers) {
+		ps.sandboxSeen = true
+		ps.sandboxLate = sandboxReportedLate(p)
+	}
 	if at.IsZero() { // a change seen is never marked at the zero time
 		return
 	}
@@ -199,6 +206,38 @@ func (ps *podState) update(p *corev1.Pod, recv time.Time) {
 			}
 		}
 	}
+}
+
+// sandboxReportedLate reports whether the first version of a Pod showing
+// PodReadyToStartContainers True shows a container already past its sandbox (started, ended, or
+// waiting on its image or start) without the condition's second lying before that container's
+// start: the kubelet did not report the sandbox ready before going on. Kubelets before 1.36 set
+// the condition only with the containers' status; a newer one's report may also have been
+// merged with the next by the time the watch saw it. Either way the condition then states no
+// more than an upper bound of the sandbox ready.
+func sandboxReportedLate(p *corev1.Pod) bool {
+	cond := condition(p, corev1.PodReadyToStartContainers)
+	if cond == nil {
+		return false
+	}
+	for _, list := range [...][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for i := range list {
+			st := &list[i].State
+			switch {
+			case st.Running != nil:
+				if !cond.LastTransitionTime.Before(&st.Running.StartedAt) {
+					return true
+				}
+			case st.Terminated != nil:
+				if !cond.LastTransitionTime.Before(&st.Terminated.StartedAt) {
+					return true
+				}
+			case st.Waiting != nil && st.Waiting.Reason != "" && st.Waiting.Reason != "ContainerCreating" && st.Waiting.Reason != "PodInitializing":
+				return true // waiting on its image or its start: nothing dates it against the condition
+			}
+		}
+	}
+	return false
 }
 
 // update follows the gates from one version of the Pod (prev) to the next (p), received at.
@@ -446,6 +485,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	}
 	obs.KubeletStarted.Add(ps.seen.at(change{what: seenStart}), phases.SourceWatch)
 	obs.SandboxReady = ps.condTimes(corev1.PodReadyToStartContainers)
+	obs.SandboxReadyLate = ps.sandboxLate
 	obs.Initialized = ps.condTimes(corev1.PodInitialized)
 	obs.ContainersReady = ps.condTimes(corev1.ContainersReady)
 	obs.Ready = ps.condTimes(corev1.PodReady)

@@ -416,3 +416,53 @@ func matrixRow(t *testing.T, dir string) string {
 	return fmt.Sprintf("| %s | %s | %s | %s | %s | `%s`, `%s` | %s | %s | %s |\n", info.KubeletVersion, runtime, transfer, size, present,
 		msg("warm", "Created"), msg("warm", "Started"), sandbox, cri, strings.Join(failures, " → "))
 }
+
+// TestRealNodeSandboxWithoutEvents replays each capture of the matrix with its Events left out
+// (expired, or a readyspan started late) and holds kubelet.sandbox to the kubelet's own CRI
+// spans: an end it calls observed lies within the whole second of PodReadyToStartContainers
+// after the sandbox was ready (RunPodSandbox's end), never seconds later. Kubelets before 1.36
+// set that condition only once the containers started, so there it states nothing of the
+// sandbox, and the end must be marked not observed.
+func TestRealNodeSandboxWithoutEvents(t *testing.T) {
+	for _, dir := range kubeletDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			bare := t.TempDir()
+			for _, f := range []string{"watch.pods.jsonl", "pods.json"} {
+				data, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(bare, f), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cri := criSpansIn(t, dir)
+			traces := replayDirWith(t, bare, Config{Backfill: true, FailAfter: 20 * time.Second})
+			checked := 0
+			for _, tr := range traces {
+				calls := cri[tr.Pod.Name]
+				var ready time.Time
+				for _, s := range calls {
+					if s.Name == "RunPodSandbox" {
+						ready = s.end()
+						break
+					}
+				}
+				sb := tr.Find(phases.SpanKubeletSandbox)
+				if ready.IsZero() || sb == nil {
+					continue
+				}
+				checked++
+				observed := sb.Attr(phases.AttrObserved) != false
+				late := sb.End.Sub(ready)
+				t.Logf("%s: sandbox end %s (observed %v), RunPodSandbox ended %s: %v later", tr.Pod.Name, sb.End.Format(time.StampMicro), observed, ready.Format(time.StampMicro), late)
+				if observed && (late < -time.Millisecond || late > time.Second+100*time.Millisecond) {
+					t.Errorf("%s: kubelet.sandbox ends %v after the kubelet's sandbox was ready, yet is marked observed", tr.Pod.Name, late)
+				}
+			}
+			if checked == 0 {
+				t.Fatal("no Pod of the capture has both a sandbox span and the kubelet's RunPodSandbox")
+			}
+		})
+	}
+}
