@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -33,7 +34,8 @@ type options struct {
 	encodings                                 []string
 	duration, settle, drain                   time.Duration
 	limit                                     time.Duration
-	readyspanArgs                             []string
+	readyspanArgs, readyspanEnv               []string
+	profile                                   bool
 }
 
 func parseRun(args []string) (options, error) {
@@ -46,11 +48,13 @@ func parseRun(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", ".local/ceiling", "directory for the report and the processes' logs")
 	rates := fs.String("rates", "100,300,1000", "Pod startups per second, comma-separated, each run in turn")
 	encodings := fs.String("encodings", "json,protobuf", "encodings to serve, comma-separated: json, protobuf")
-	fs.DurationVar(&o.duration, "duration", 15*time.Second, "how long copies of the template keep starting at each rate")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long copies of the template keep starting at each rate")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "readyspan's settle time, taken off the export lag (tracer.Config.Settle as readyspan run sets it)")
 	fs.DurationVar(&o.drain, "drain", 30*time.Second, "how long to wait for the last traces after the stream ends")
 	fs.DurationVar(&o.limit, "limit", time.Second, "the lag p99 beyond which a watcher has not kept up")
 	rsArgs := fs.String("readyspan-args", "", "more flags for readyspan run, space-separated")
+	rsEnv := fs.String("readyspan-env", "", "more environment for readyspan run, space-separated KEY=VALUE (e.g. GOGC=200)")
+	fs.BoolVar(&o.profile, "profile", false, "run readyspan with --pprof and keep a CPU profile of each stream and its allocations in --out (readyspan-<encoding>-<rate>.pprof, .allocs.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -68,7 +72,7 @@ func parseRun(args []string) (options, error) {
 		}
 		o.encodings = append(o.encodings, e)
 	}
-	o.readyspanArgs = strings.Fields(*rsArgs)
+	o.readyspanArgs, o.readyspanEnv = strings.Fields(*rsArgs), strings.Fields(*rsEnv)
 	return o, nil
 }
 
@@ -162,14 +166,15 @@ func measure(ctx context.Context, o options, st *fakeapi.Stream, enc string, rat
 			return res, err
 		}
 		defer sink.Shutdown()
-		args := append([]string{"run", "--kubeconfig", kubeconfig, "--metrics-addr", readyAddr, "--otlp-endpoint", sink.Addr(), "--otlp-insecure"}, o.readyspanArgs...)
-		cmd, err = start(logPath, o.readyspan, args...)
-	default:
-		args := []string{"--kubeconfig", kubeconfig, "--ready-addr", readyAddr}
-		if enc == "json" {
-			args = append(args, "--json")
+		args := append([]string{"run", "--kubeconfig", kubeconfig, "--metrics-addr", readyAddr, "--otlp-endpoint", sink.Addr(), "--otlp-insecure",
+			"--watch-encoding", enc}, o.readyspanArgs...)
+		if o.profile {
+			args = append(args, "--pprof")
 		}
-		cmd, err = start(logPath, o.baseline, args...)
+		cmd, err = start(logPath, o.readyspanEnv, o.readyspan, args...)
+	default:
+		args := []string{"--kubeconfig", kubeconfig, "--ready-addr", readyAddr, "--encoding", enc}
+		cmd, err = start(logPath, nil, o.baseline, args...)
 	}
 	if err != nil {
 		return res, err
@@ -183,6 +188,15 @@ func measure(ctx context.Context, o options, st *fakeapi.Stream, enc string, rat
 	time.Sleep(time.Second) // idle samples
 	loadStart := time.Now()
 	api.Start(ctx)
+	profiled := make(chan error, 1)
+	if o.profile && watcher == "readyspan" {
+		go func() {
+			secs := int(st.Duration.Seconds())
+			profiled <- fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", readyAddr, max(secs, 1)), filepath.Join(o.out, name+".pprof"))
+		}()
+	} else {
+		profiled <- nil
+	}
 	select {
 	case <-api.Done():
 	case <-ctx.Done():
@@ -211,10 +225,22 @@ func measure(ctx context.Context, o options, st *fakeapi.Stream, enc string, rat
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-	} else {
-		time.Sleep(o.settle) // the baseline's own tail: what it still decodes
+	} else { // every event written to its watches, and a second to decode what is buffered
+		deadline := time.Now().Add(o.drain)
+		for !api.Delivered() && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
 	}
 	loadEnd := time.Now()
+	if err := <-profiled; err != nil {
+		step("  CPU profile of %s: %v", name, err)
+	}
+	if o.profile && watcher == "readyspan" { // what was allocated since the start: the GC's work
+		if err := fetch(ctx, "http://"+readyAddr+"/debug/pprof/allocs", filepath.Join(o.out, name+".allocs.pprof")); err != nil {
+			step("  allocation profile of %s: %v", name, err)
+		}
+	}
 	time.Sleep(3 * time.Second) // steady state
 	end := time.Now()
 	samples := smp.stop()
@@ -224,6 +250,9 @@ func measure(ctx context.Context, o options, st *fakeapi.Stream, enc string, rat
 	}
 	res.Delivery = report.Summarize(api.Delivery())
 	if sink != nil {
+		if err := writePods(filepath.Join(o.out, name+"-pods.jsonl"), pods, sink.Received()); err != nil {
+			return res, err
+		}
 		lags, missing := report.Lag(pods, sink.Received(), o.settle, true)
 		res.Lag, res.NoTrace = report.Summarize(lags), len(missing)
 		res.Traces, _, _, _ = sink.Counts()
@@ -236,6 +265,45 @@ func measure(ctx context.Context, o options, st *fakeapi.Stream, enc string, rat
 		step("  %s asked for paths the server does not serve: %v", watcher, rq.Unknown)
 	}
 	return res, nil
+}
+
+// writePods writes each Pod's times, as make scale's -pods.jsonl: when the server sent its Ready
+// and its address's ready, and when its trace was received.
+func writePods(path string, pods []report.PodTimes, received map[string]time.Time) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, p := range pods {
+		line := struct {
+			report.PodTimes
+			Received time.Time `json:"received,omitzero"`
+		}{p, received[report.TraceID(p.UID)]}
+		if err := enc.Encode(line); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// fetch writes what url answers to path.
+func fetch(ctx context.Context, url, path string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 func writeKubeconfig(path string, srv *httptest.Server) error {
@@ -268,12 +336,14 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func start(logPath, bin string, args ...string) (*exec.Cmd, error) {
+// start runs bin with the environment and env (KEY=VALUE) added, its output to logPath.
+func start(logPath string, env []string, bin string, args ...string) (*exec.Cmd, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()

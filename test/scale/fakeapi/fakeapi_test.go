@@ -198,6 +198,9 @@ func TestInformer(t *testing.T) {
 			if n := len(nodes.GetStore().List()); n != 1 {
 				t.Errorf("nodes after sync = %d, want 1", n)
 			}
+			if api.Delivered() {
+				t.Error("Delivered before the stream started")
+			}
 			api.Start(ctx)
 			<-api.Done()
 			err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
@@ -217,6 +220,9 @@ func TestInformer(t *testing.T) {
 			})
 			if err != nil {
 				t.Fatalf("the informers did not catch up: %d Pods in the store", len(pods.GetStore().List()))
+			}
+			if !api.Delivered() {
+				t.Error("the informers hold every change, but the server says it has not written them all")
 			}
 			want := 0
 			for _, e := range s.events {

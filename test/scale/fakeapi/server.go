@@ -55,13 +55,20 @@ type Server struct {
 	watches  map[string]int // watch requests by resource
 	lists    map[string]int // list requests by resource
 	protoReq int            // requests answered in protobuf
+	open     map[*watcher]bool
+}
+
+// watcher is one open watch: its resource and how much of the resource's log it has written.
+type watcher struct {
+	res     *Resource
+	written int
 }
 
 // NewServer serves s; Start releases its events.
 func NewServer(s *Stream) *Server {
 	srv := &Server{stream: s, BookmarkEvery: 5 * time.Second, notify: make(chan struct{}), done: make(chan struct{}),
 		logs: map[*Resource][]int{}, state: map[*Resource]map[string]*object{}, sentAt: make([]time.Time, len(s.events)),
-		unknown: map[string]int{}, watches: map[string]int{}, lists: map[string]int{}}
+		unknown: map[string]int{}, watches: map[string]int{}, lists: map[string]int{}, open: map[*watcher]bool{}}
 	for i := range s.initial {
 		o := &s.initial[i]
 		srv.stateOf(o.res)[o.key] = o
@@ -122,6 +129,22 @@ func (s *Server) release(ctx context.Context) {
 		s.notify = make(chan struct{})
 		s.mu.Unlock()
 	}
+}
+
+// Delivered tells whether every event is out and every open watch has written all of its
+// resource's events to its connection (what a watcher still decodes then is in its buffers).
+func (s *Server) Delivered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released < len(s.stream.events) {
+		return false
+	}
+	for w := range s.open {
+		if w.written < len(s.logs[w.res]) {
+			return false
+		}
+	}
+	return true
 }
 
 // SentAt is when the stream's ith event was released (zero if it was not).
@@ -357,6 +380,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *Resource, ns
 	}
 
 	s.mu.Lock()
+	me := &watcher{res: res}
+	s.open[me] = true
+	defer func() { s.mu.Lock(); delete(s.open, me); s.mu.Unlock() }()
 	s.watches[res.GVR.Resource]++
 	if proto {
 		s.protoReq++
@@ -370,6 +396,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *Resource, ns
 	} else {
 		pos = sort.Search(len(log), func(i int) bool { return s.stream.events[log[i]].rv > from })
 	}
+	me.written = pos
 	s.mu.Unlock()
 
 	ct := ContentJSON
@@ -425,6 +452,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res *Resource, ns
 			}
 			now := time.Now()
 			s.mu.Lock()
+			me.written = pos
 			for _, i := range sent {
 				s.delivery = append(s.delivery, now.Sub(s.sentAt[i]))
 			}
