@@ -12,7 +12,7 @@ VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmt-check lint vulncheck bench fuzz e2e e2e-faults scale cluster-build cluster-up cluster-down cluster-status demo image clean
+.PHONY: all build test vet fmt-check lint vulncheck bench fuzz e2e e2e-faults scale ceiling cluster-build cluster-up cluster-down cluster-status demo image clean
 
 all: build
 
@@ -90,6 +90,18 @@ e2e: cluster-build build ## end to end against the local cluster
 # SCALE_RATE (and SCALE_ROLLS, SCALE_REPLICAS, SCALE_DEADLINE, SCALE_SHARDS) set it.
 scale: cluster-build build ## readyspan against the bare informers under load, on fake nodes
 	SCALE_NODES='$(SCALE_NODES)' SCALE_PODS='$(SCALE_PODS)' SCALE_RATE='$(SCALE_RATE)' deploy/local/scripts/scale.sh
+
+# `make ceiling`: readyspan's own ceiling, apart from the control plane (docs/scale.md): a
+# recording of the scale test bed's load served by a test-only API server (test/scale/fakeapi) at
+# each of CEILING_RATES Pod startups/s, in each of CEILING_ENCODINGS, to readyspan run and then to
+# the bare baseline. No cluster. CEILING_ARGS: more `ceiling run` flags (--duration, --unit…).
+CEILING_RATES ?= 100,300,1000
+CEILING_ENCODINGS ?= json,protobuf
+ceiling: build ## readyspan's ceiling against a replayed stream, next to the baseline's
+	$(GO) build -o $(BIN)/scale-baseline ./test/scale/baseline
+	$(GO) build -o $(BIN)/ceiling ./test/scale/ceiling
+	$(BIN)/ceiling run --readyspan $(BIN)/readyspan --baseline $(BIN)/scale-baseline \
+	  --rates '$(CEILING_RATES)' --encodings '$(CEILING_ENCODINGS)' $(CEILING_ARGS)
 
 e2e-faults: cluster-build ## the fault suite on the local cluster (docs/faults.md)
 	deploy/local/scripts/faults.sh
