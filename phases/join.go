@@ -60,6 +60,8 @@ const (
 	compAttrSubresource = "subresource" // "", "binding", "status"
 	compAttrVerb        = "verb"        // POST, PUT, PATCH
 	compSyncPod         = "syncPod"
+	compCreateEtcd      = "Create etcd3"
+	compUpdateEtcd      = "GuaranteedUpdate etcd3"
 	criService          = "runtime.v1.RuntimeService/"
 	criImageService     = "runtime.v1.ImageService/"
 )
@@ -76,8 +78,8 @@ var compNames = map[string]map[string]string{
 		"Patch":                   SpanAPIHandler,
 		"Call mutating webhook":   SpanAPIMutatingHook,
 		"Call validating webhook": SpanAPIValidatingHook,
-		"Create etcd3":            SpanAPIStorage,
-		"GuaranteedUpdate etcd3":  SpanAPIStorage,
+		compCreateEtcd:            SpanAPIStorage,
+		compUpdateEtcd:            SpanAPIStorage,
 	},
 	ServiceKubelet: {
 		compSyncPod:                    SpanKubeletSyncPod,

@@ -7,6 +7,7 @@ package prometheus
 import (
 	"runtime"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,7 @@ type Metrics struct {
 	buildInfo     *prometheus.GaugeVec
 	inFlight      prometheus.Gauge
 	rollouts      rolloutMetrics
+	components    *componentMetrics
 }
 
 // New registers readyspan's metrics with reg. workloads are the kinds of workload readyspan
@@ -59,7 +61,7 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 		return prometheus.HistogramOpts{Name: name, Help: help, Buckets: Buckets}
 	}
 	overflow := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_metrics_label_overflow_total",
-		Help: "Traces whose namespace or workload label (--metrics-pod-labels) read \"other\" because the label had reached --metrics-label-limit values, by label."}, []string{"label"})
+		Help: "Traces whose namespace or workload label (--metrics-pod-labels) read \"other\" because the label had reached --metrics-label-limit values, and admission webhook calls whose webhook label read \"other\" past its first " + strconv.Itoa(WebhookLabelLimit) + " names, by label."}, []string{"label"})
 	pl := newPodLabeler(o, overflow)
 	m := &Metrics{
 		phaseDuration: prometheus.NewHistogramVec(h("readyspan_phase_duration_seconds",
@@ -112,12 +114,14 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 			Help: "readyspan's version; always 1."}, []string{"version", "goversion"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "readyspan_pods_in_flight",
 			Help: "Pods being traced right now."}),
-		rollouts: newRolloutMetrics(workloads),
+		rollouts:   newRolloutMetrics(workloads),
+		components: newComponentMetrics(overflow),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.labelOverflow, m.imagePull, m.imagePulls, m.schedAttempts, m.schedWaits,
 		m.podsInPhase, m.podsStuck, m.podsFailed, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	reg.MustRegister(m.rollouts.collectors()...)
+	reg.MustRegister(m.components.collectors()...)
 	m.rollouts.init()
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, p := range []string{phases.PhaseScheduling, phases.PhaseKubelet, phases.PhaseStatus} {
@@ -194,6 +198,7 @@ func (m *Metrics) Export(t *phases.Trace) {
 	for _, w := range s.SchedulingWaits {
 		observe(m.schedWaits.WithLabelValues(w.Kind), w.Duration, id)
 	}
+	m.components.export(t, id)
 	switch s.Outcome {
 	case phases.OutcomeStuck:
 		m.podsStuck.WithLabelValues(s.CurrentPhase).Inc()

@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,11 +51,17 @@ func (e *Env) withOTLPReceive(t *testing.T) {
 // TestComponentSpansJoined runs readyspan with its OTLP input on, the local cluster's
 // apiserver, kubelet and containerd sending their own spans to it (through Jaeger, as a
 // Collector would), and checks each Pod's trace in Jaeger: the request that created the Pod
-// inside controllers (a Deployment's Pods) or apiserver (a bare Pod) with its authorization and
-// etcd write, the Binding inside scheduling, the kubelet's syncPod and CRI calls inside kubelet
-// with containerd's network setup beneath RunPodSandbox, each copy's link resolving to the
-// component's own span in Jaeger with the same start and length, nothing marked missing, and
-// every trace still exported exactly once (the OTLP witness).
+// inside controllers.replicaset (a Deployment's Pods) or apiserver (a bare Pod) with its
+// authorization and etcd write, the Binding inside scheduling, the kubelet's syncPod and CRI
+// calls inside kubelet with containerd's network setup beneath RunPodSandbox, each copy's link
+// resolving to the component's own span in Jaeger with the same start and length, nothing
+// marked missing, and every trace still exported exactly once (the OTLP witness).
+//
+// Every Pod is labelled for the local webhook server's sidecar injection (50 ms): its one call
+// must be its own span beneath the create request, the request the webhook server logged (by
+// the AdmissionReview's UID, which the apiserver's span carries) for this Pod, its length within
+// 5 ms of the server's own handling time; and readyspan's webhook histogram must count each
+// call the server logged for these Pods once, its etcd histogram each Pod's create.
 func TestComponentSpansJoined(t *testing.T) {
 	e := Setup(t)
 	e.withOTLPReceive(t)
@@ -61,8 +69,11 @@ func TestComponentSpansJoined(t *testing.T) {
 	ctx := Ctx(t)
 	e.createService(t, ns, service("chain"))
 	e.createService(t, ns, service("bare"))
-	e.createDeployment(t, ns, webDeployment("chain", 3))
+	d := webDeployment("chain", 3)
+	d.Spec.Template.Labels[injectLabel] = injectValue
+	e.createDeployment(t, ns, d)
 	bare := sleeper("bare", BusyboxImage)
+	bare.Labels[injectLabel] = injectValue
 	bare.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1}
 	e.createPod(t, ns, bare)
 	pods := e.WaitPodsReady(t, ns, "app in (chain,bare)", 4, 2*time.Minute)
@@ -74,13 +85,14 @@ func TestComponentSpansJoined(t *testing.T) {
 	}
 	joined := func(tr *Trace) bool { return complete(tr) && tr.Find("kubelet.sync_pod") != nil }
 	traces := e.WaitTraces(t, uids, 3*time.Minute, joined)
+	calls := webhookCalls(t, e, ns, len(pods))
 	for _, p := range pods {
 		tr := traces[string(p.UID)]
 		t.Run(p.Name, func(t *testing.T) {
 			if v := tr.Root().StrTag("readyspan.components.missing"); v != "" {
 				t.Errorf("marked missing: %s", v)
 			}
-			createPhase, createName := "controllers", "controllers.pod_create"
+			createPhase, createName := "controllers.replicaset", "controllers.pod_create"
 			if p.Name == "bare" {
 				createPhase, createName = "apiserver", "apiserver.request"
 			}
@@ -96,6 +108,7 @@ func TestComponentSpansJoined(t *testing.T) {
 					t.Errorf("no %s inside %s (%s)", w.name, w.phase, tr.Summary())
 				}
 			}
+			checkWebhookSpan(t, tr, p, createPhase, createName, calls)
 			// containerd's network setup lies beneath the kubelet's RunPodSandbox.
 			for _, rps := range descendants(tr, "kubelet", "kubelet.cri.run_pod_sandbox") {
 				found := false
@@ -146,7 +159,130 @@ func TestComponentSpansJoined(t *testing.T) {
 		})
 	}
 	e.CheckExportedOnce(t, names)
+	checkCallHistograms(t, calls, len(pods))
 	e.logJoinWait(t)
+}
+
+// The local webhook server's sidecar injection (deploy/local/config/webhooks.yaml).
+const (
+	injectLabel   = "readyspan.dev/inject"
+	injectValue   = "sidecar"
+	injectWebhook = "inject.readyspan.dev"
+	// webhookSpanTolerance bounds the apiserver's span around a webhook call against the
+	// server's own handling time: the difference is the HTTPS round trip on loopback and the
+	// AdmissionReview's encoding and decoding.
+	webhookSpanTolerance = 5 * time.Millisecond
+)
+
+// webhookCall is one line of the local webhook server's log (localwebhook's Record).
+type webhookCall struct {
+	Hook, UID, Namespace, Name, GenerateName string
+	Patched, Allowed                         bool
+	HandlingMs                               float64
+}
+
+// webhookCalls reads the webhook server's log for the mutate calls of Pods in ns, by the
+// AdmissionReview's UID, waiting for at least want of them.
+func webhookCalls(t *testing.T, e *Env, ns string, want int) map[string]webhookCall {
+	t.Helper()
+	calls := map[string]webhookCall{}
+	Eventually(t, 10*time.Second, "the webhook server's log lines for the Pods of "+ns, func() (bool, error) {
+		data, err := os.ReadFile(filepath.Join(e.State, "logs", "webhook.log"))
+		if err != nil {
+			return false, err
+		}
+		clear(calls)
+		for _, line := range strings.Split(string(data), "\n") {
+			var c webhookCall
+			if json.Unmarshal([]byte(line), &c) == nil && c.Namespace == ns && c.Hook == "mutate" && c.UID != "" {
+				calls[c.UID] = c
+			}
+		}
+		return len(calls) >= want, fmt.Errorf("%d mutate calls for %s logged, want %d", len(calls), ns, want)
+	})
+	return calls
+}
+
+// checkWebhookSpan: the Pod's trace holds one mutating webhook span, beneath its create
+// request inside phase, naming the local injector; the call it copies is the one the webhook
+// server logged for this Pod (the AdmissionReview's UID, the Pod's namespace and name or
+// generateName), and its length is the server's handling time within webhookSpanTolerance.
+func checkWebhookSpan(t *testing.T, tr *Trace, p corev1.Pod, phase, createName string, calls map[string]webhookCall) {
+	t.Helper()
+	sidecar := false
+	for _, c := range p.Spec.Containers {
+		sidecar = sidecar || c.Name == "readyspan-sidecar"
+	}
+	if !sidecar {
+		t.Errorf("no injected sidecar in the Pod: it did not pass through the webhook")
+	}
+	hooks := descendants(tr, phase, "apiserver.admission.mutating_webhook")
+	creates := descendants(tr, phase, createName)
+	if len(hooks) != 1 || len(creates) != 1 {
+		t.Errorf("%d mutating webhook spans and %d %s inside %s, want one of each (%s)", len(hooks), len(creates), createName, phase, tr.Summary())
+		return
+	}
+	hook := hooks[0]
+	if !slices.Contains(tr.Descendants(creates[0]), hook) {
+		t.Errorf("%s is not beneath %s", hook, creates[0])
+	}
+	if w := hook.StrTag("webhook"); w != injectWebhook {
+		t.Errorf("%s names webhook %q, want %q", hook, w, injectWebhook)
+	}
+	uid := hook.StrTag("UID")
+	c, ok := calls[uid]
+	switch {
+	case !ok:
+		t.Errorf("%s copies the call of AdmissionReview %q, which the webhook server did not log for this namespace", hook, uid)
+		return
+	case c.Name != p.Name && (c.GenerateName == "" || !strings.HasPrefix(p.Name, c.GenerateName)):
+		t.Errorf("%s copies the call of AdmissionReview %s, which the webhook server logged for %q (generateName %q), not %s", hook, uid, c.Name, c.GenerateName, p.Name)
+	case !c.Patched || !c.Allowed:
+		t.Errorf("the webhook server's call %s: %+v, want patched and allowed", uid, c)
+	}
+	handled := time.Duration(c.HandlingMs * float64(time.Millisecond))
+	d := hook.Duration() - handled
+	t.Logf("webhook call %s: the apiserver's span %v, the server's handling %v (%+v)", uid, hook.Duration(), handled, d)
+	if d > webhookSpanTolerance || d < -webhookSpanTolerance {
+		t.Errorf("webhook call %s: the apiserver's span %v, the server's handling %v: %v apart, tolerance %v", uid, hook.Duration(), handled, d, webhookSpanTolerance)
+	}
+}
+
+// checkCallHistograms: readyspan's webhook histogram counts the injector's calls exactly as
+// the webhook server logged them (only this test's Pods carry the label since readyspan was
+// restarted for it), and its etcd histogram at least each Pod's create.
+func checkCallHistograms(t *testing.T, calls map[string]webhookCall, pods int) {
+	t.Helper()
+	hooks, err := metricValue(`readyspan_admission_webhook_duration_seconds_count{type="mutating",webhook="` + injectWebhook + `"}`)
+	if err != nil || hooks != float64(len(calls)) {
+		t.Errorf("readyspan_admission_webhook_duration_seconds_count for %s: %v (%v), want %d (the calls the webhook server logged)", injectWebhook, hooks, err, len(calls))
+	}
+	creates, err := metricValue(`readyspan_etcd_write_duration_seconds_count{operation="create"}`)
+	if err != nil || creates < float64(pods) {
+		t.Errorf("readyspan_etcd_write_duration_seconds_count{operation=\"create\"}: %v (%v), want at least %d", creates, err, pods)
+	}
+	t.Logf("readyspan's histograms: %v webhook calls of %s, %v etcd creates", hooks, injectWebhook, creates)
+}
+
+// metricValue is the value of one series on the local readyspan's /metrics (labels as
+// Prometheus's text format writes them, sorted).
+func metricValue(series string) (float64, error) {
+	resp, err := http.Get("http://127.0.0.1:8080/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no series %s", series)
 }
 
 // receivedFromAPIServer is how many spans the local readyspan's OTLP input received from the
