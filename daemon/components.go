@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"sync"
 	"time"
@@ -176,3 +179,52 @@ func boolLabel(b bool) string {
 	}
 	return "false"
 }
+
+// ComponentJoin is the OTLP input with its join stage, for a command that traces without the
+// daemon (readyspan watch): the components' spans received on its address are joined into each
+// finished Pod trace before it goes to next, exactly as readyspan run --otlp-receive does. It
+// has no metrics and no access rules: StartComponentJoin takes a loopback address only.
+type ComponentJoin struct {
+	recv  *otlpin.Receiver
+	stage *joinStage
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+// StartComponentJoin listens on o.Addr (a loopback address) and joins what it receives into
+// the traces given to Pod, which then go to next (from the stage's own goroutine).
+func StartComponentJoin(ctx context.Context, o ReceiveOptions, next func(*phases.Trace), log *slog.Logger) (*ComponentJoin, error) {
+	if !otlpin.Loopback(o.Addr) {
+		return nil, fmt.Errorf("--otlp-receive %q: only a loopback address here (readyspan run serves other addresses behind its access rules)", o.Addr)
+	}
+	if o.Wait <= 0 {
+		return nil, errors.New("--otlp-receive-wait must be positive")
+	}
+	store := otlpin.NewStore(o.Hold, o.MaxBytes, nil)
+	recv, err := otlpin.Listen(o.Config, store, nil, log)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &ComponentJoin{recv: recv, stage: newJoinStage(store, o.Wait, next, nil, log), stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.stage.run(ctx)
+	}()
+	return c, nil
+}
+
+// Pod takes a finished trace; it goes on once the components' spans it expects are held, or
+// after the wait.
+func (c *ComponentJoin) Pod(t *phases.Trace) { c.stage.pod(t) }
+
+// Stop sends the traces still waiting with what arrived, and stops the input.
+func (c *ComponentJoin) Stop(ctx context.Context) error {
+	c.stop()
+	<-c.done
+	c.stage.flush()
+	return c.recv.Shutdown(ctx)
+}
+
+// Addr is the address the input listens on.
+func (c *ComponentJoin) Addr() net.Addr { return c.recv.Addr() }

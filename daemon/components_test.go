@@ -2,15 +2,18 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -403,5 +406,87 @@ func TestJoinStageWaits(t *testing.T) {
 	}
 	if v := out[1].Root().Attr(phases.AttrComponentsMissing); v != nil {
 		t.Errorf("b marked missing %v", v)
+	}
+}
+
+// TestComponentJoinOverTheWire: readyspan watch --otlp-receive (StartComponentJoin) receives the
+// real capture's spans over OTLP/HTTP and joins into each Pod's trace exactly what the daemon's
+// stage joins from the same spans, and refuses an address that is not loopback.
+func TestComponentJoinOverTheWire(t *testing.T) {
+	reqs := readRequests(t, filepath.Join(captureDir, "components.otlp.gz"))
+	deltas, err := tracer.LoadRecording(filepath.Join(captureDir, "recording"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := func() []*phases.Trace {
+		var out []*phases.Trace
+		c := tracer.New(tracer.Config{Backfill: true}, tracer.SinkFunc(func(tr *phases.Trace) { out = append(out, tr) }), nil, nil)
+		tracer.Replay(c, deltas)
+		return out
+	}
+	joinedSpans := func(tr *phases.Trace) int {
+		n := 0
+		for i := range tr.Spans {
+			if tr.Spans[i].StartBound.Source == phases.SourceComponentSpan {
+				n++
+			}
+		}
+		return n
+	}
+
+	// The daemon's stage, the spans added to its store directly.
+	store := otlpin.NewStore(time.Hour, 0, nil)
+	for _, req := range reqs {
+		store.Add(otlpin.Decode(req))
+	}
+	want := map[string]int{}
+	stage := newJoinStage(store, time.Hour, func(tr *phases.Trace) { want[tr.Pod.UID] = joinedSpans(tr) }, nil, nil)
+	for _, tr := range replay() {
+		stage.pod(tr)
+	}
+	stage.flush()
+
+	var mu sync.Mutex
+	got := map[string]int{}
+	cj, err := StartComponentJoin(t.Context(), ReceiveOptions{Config: otlpin.Config{Addr: "127.0.0.1:0", Hold: time.Hour}, Wait: time.Minute},
+		func(tr *phases.Trace) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[tr.Pod.UID] = joinedSpans(tr)
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range reqs {
+		b, err := proto.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post("http://"+cj.Addr().String()+"/v1/traces", "application/x-protobuf", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST /v1/traces: %s", resp.Status)
+		}
+	}
+	for _, tr := range replay() {
+		cj.Pod(tr)
+	}
+	if err := cj.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(want) < 7 {
+		t.Fatalf("%d traces through the input, %d through the stage; want the same, at least 7", len(got), len(want))
+	}
+	for uid, n := range want {
+		if n == 0 || got[uid] != n {
+			t.Errorf("Pod %s: %d spans joined through the input, %d through the stage (want the same, and some)", uid, got[uid], n)
+		}
+	}
+
+	if _, err := StartComponentJoin(t.Context(), ReceiveOptions{Config: otlpin.Config{Addr: "0.0.0.0:0"}, Wait: time.Second}, func(*phases.Trace) {}, nil); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("a wildcard address: %v, want refused (only loopback)", err)
 	}
 }

@@ -2,9 +2,10 @@ package phases
 
 import "time"
 
-// The apiserver's attribute on a webhook call span that names the webhook (kube-apiserver 1.37:
-// the webhook's name in its configuration, a qualified DNS name such as inject.example.com).
-const compAttrWebhook = "webhook"
+// AttrComponentWebhook is the apiserver's attribute on a webhook call span, kept on its copy,
+// that names the webhook (kube-apiserver 1.37: the webhook's name in its configuration, a
+// qualified DNS name such as inject.example.com).
+const AttrComponentWebhook = "webhook"
 
 // The kinds of admission webhook (AdmissionCall.Type).
 const (
@@ -51,7 +52,7 @@ func (t *Trace) ComponentCalls() (hooks []AdmissionCall, writes []StorageWrite) 
 			if s.Name == SpanAPIValidatingHook {
 				typ = WebhookValidating
 			}
-			name, _ := s.Attr(compAttrWebhook).(string)
+			name, _ := s.Attr(AttrComponentWebhook).(string)
 			hooks = append(hooks, AdmissionCall{Webhook: name, Type: typ, Duration: s.Duration(), Error: s.Status == StatusError})
 		case SpanAPIStorage:
 			orig, _ := s.Attr(AttrComponentSpanName).(string)

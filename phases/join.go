@@ -18,8 +18,10 @@ const (
 	// AttrComponentsMissing lists, on the root, the components whose spans a trace waited for
 	// and was exported without ("kube-apiserver,kubelet"): they did not arrive in time.
 	AttrComponentsMissing = "readyspan.components.missing"
-	// AttrLinkKind is on the link from a copy to its original: "component-span".
+	// AttrLinkKind is on the link from a copy to its original: LinkComponentSpan.
 	AttrLinkKind = "readyspan.link"
+	// LinkComponentSpan is AttrLinkKind's value.
+	LinkComponentSpan = "component-span"
 )
 
 // ComponentSpan is one span a component exported itself (the kube-apiserver, a kubelet,
@@ -385,7 +387,7 @@ func (j *joiner) copySpan(s *ComponentSpan, name string, parent SpanID) SpanID {
 	if s.Error {
 		c.Status, c.StatusMessage = StatusError, s.StatusMessage
 	}
-	c.AddLink(Link{TraceID: s.TraceID, SpanID: s.SpanID, Attrs: []Attr{{AttrLinkKind, "component-span"}}})
+	c.AddLink(Link{TraceID: s.TraceID, SpanID: s.SpanID, Attrs: []Attr{{AttrLinkKind, LinkComponentSpan}}})
 	j.added = append(j.added, c)
 	return c.SpanID
 }

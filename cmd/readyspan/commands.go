@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/readyspan/readyspan/daemon"
 	"github.com/readyspan/readyspan/exporters/otlp"
+	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/safetext"
@@ -37,6 +39,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out.register(fs)
 	duration := fs.Duration("for", 0, "stop after this long (default: until interrupted)")
 	auditLog := fs.String("audit-log", "", "kube-apiserver audit log to follow (measures the apiserver phase)")
+	receive := fs.String("otlp-receive", "", "receive the components' own spans (kube-apiserver, kubelet, containerd) over OTLP/gRPC and OTLP/HTTP on this loopback host:port and join them into each Pod's trace, as readyspan run does (docs/otlp.md)")
+	receiveWait := fs.Duration("otlp-receive-wait", daemon.DefaultComponentWait, "with --otlp-receive: how long a finished Pod trace waits, at most, for the components' spans it expects before it is printed with what arrived")
 	if _, err := parseOutput(fs, args, &out); err != nil {
 		return err
 	}
@@ -59,13 +63,23 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			werr = err
 		}
 	})
-	corr := tracer.New(cfg, tracer.SinkFunc(func(t *phases.Trace) {
+	var sink tracer.Sink = tracer.SinkFunc(func(t *phases.Trace) {
 		mu.Lock()
 		defer mu.Unlock()
 		if err := out.write(stdout, t); err != nil && werr == nil {
 			werr = err
 		}
-	}), nil, log)
+	})
+	if *receive != "" {
+		join, err := daemon.StartComponentJoin(ctx, daemon.ReceiveOptions{Config: otlpin.Config{Addr: *receive}, Wait: *receiveWait}, sink.Export, log)
+		if err != nil {
+			return err
+		}
+		// Deferred first, run last: the traces still waiting are printed before the watch ends.
+		defer func() { _ = join.Stop(context.WithoutCancel(ctx)) }()
+		sink = tracer.SinkFunc(join.Pod)
+	}
+	corr := tracer.New(cfg, sink, nil, log)
 	p := tracer.NewSource(tracer.SourceConfig{
 		Client: client, Host: restCfg.Host,
 		Watch:    kf.watchConfig(namespaces, jsonClient),

@@ -31,14 +31,8 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 	if why, ok := root.Attr(phases.AttrInconsistency).(string); ok {
 		fmt.Fprintf(w, "  warning: timestamps out of order, the spans are clamped into order: %s\n", safetext.Field(why))
 	}
-	depth := map[phases.SpanID]int{root.SpanID: 0}
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		d := 0
-		if i > 0 {
-			d = depth[s.ParentSpanID] + 1
-		}
-		depth[s.SpanID] = d
+	for _, row := range treeOrder(t.Spans) {
+		i, s, d := row.index, &t.Spans[row.index], row.depth
 		name := strings.Repeat("  ", d) + s.Name
 		if c, ok := s.Attr(phases.AttrContainerName).(string); ok && phases.IsContainerSpan(s.Name) {
 			name += " " + safetext.Field(c)
@@ -67,11 +61,14 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 				notes = append(notes, k.label+safetext.Field(v))
 			}
 		}
+		if v, ok := s.Attr(phases.AttrComponentWebhook).(string); ok && (s.Name == phases.SpanAPIMutatingHook || s.Name == phases.SpanAPIValidatingHook) {
+			notes = append(notes, safetext.Field(v))
+		}
 		if v, ok := s.Attr(phases.AttrNodeName).(string); ok && s.Name == phases.SpanSchedulingWaitingForNode {
 			notes = append(notes, "node "+safetext.Field(v))
 		}
 		for _, l := range s.Links() {
-			if rel, ok := linkAttr(l, phases.AttrLinkRelation); ok && rel != "pod_trace" && rel != "rollout" {
+			if rel, ok := linkAttr(l, phases.AttrLinkRelation); ok && rel != "pod_trace" && rel != "rollout" && rel != phases.LinkComponentSpan {
 				who, _ := linkAttr(l, phases.AttrPodName)
 				if ns, ok := linkAttr(l, phases.AttrNamespace); ok {
 					who = ns + "/" + who
@@ -88,6 +85,55 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 		fmt.Fprintf(w, "  %-34s %9s %10s |%s| %s %s\n", trim(name, 34), fmtDur(s.Start.Sub(root.Start)), durText(s), bar(s, root), src, strings.Join(dedupe(notes), ", "))
 	}
 	return nil
+}
+
+// row is one line of the waterfall: a span's index in the trace and its depth.
+type row struct{ index, depth int }
+
+// treeOrder lists the spans with each one's children right beneath it, siblings in the trace's
+// order (start order), so that a span stands under its parent even where it starts before
+// spans of another branch (the components' spans joined into a trace: a request that began
+// before the phase it belongs to was drawn). A span whose parent is not in the trace follows,
+// one level below the root.
+func treeOrder(spans []phases.Span) []row {
+	if len(spans) == 0 {
+		return nil
+	}
+	children := map[phases.SpanID][]int{}
+	index := make(map[phases.SpanID]int, len(spans))
+	for i := range spans {
+		index[spans[i].SpanID] = i
+	}
+	for i := 1; i < len(spans); i++ {
+		children[spans[i].ParentSpanID] = append(children[spans[i].ParentSpanID], i)
+	}
+	out := make([]row, 0, len(spans))
+	seen := make([]bool, len(spans))
+	var visit func(i, d int)
+	visit = func(i, d int) {
+		if seen[i] {
+			return // a cycle in the parents ends here
+		}
+		seen[i] = true
+		out = append(out, row{i, d})
+		for _, c := range children[spans[i].SpanID] {
+			visit(c, d+1)
+		}
+	}
+	visit(0, 0)
+	for i := 1; i < len(spans); i++ {
+		if !seen[i] {
+			if _, ok := index[spans[i].ParentSpanID]; !ok {
+				visit(i, 1)
+			}
+		}
+	}
+	for i := 1; i < len(spans); i++ { // what only a cycle holds
+		if !seen[i] {
+			visit(i, 1)
+		}
+	}
+	return out
 }
 
 // linkAttr is a link's string attribute.

@@ -2,7 +2,8 @@
 # The demo (make demo): brings the local cluster up if needed, applies deploy/examples/ in the
 # namespace readyspan-demo, labels the node a few seconds later so the unschedulable Pod can be
 # bound, and shows `readyspan watch` waterfalls as the Pods' startups complete (until all seven
-# have or DEMO_SECONDS, default 90, have passed). Then it rolls web out again (a template change)
+# have or DEMO_SECONDS, default 90, have passed), with the components' own spans joined in (the
+# admission webhook's call for web's Pods). Then it rolls web out again (a template change)
 # and shows the rollout's Gantt chart, and prints where to look next.
 source "$(dirname "$0")/lib.sh"
 
@@ -23,10 +24,19 @@ kubectl delete namespace "$ns" --ignore-not-found --wait=true --timeout=60s >/de
 kubectl label node "$NODE_NAME" "$label-" >/dev/null 2>&1 || true
 
 watch_log=$LOGS/demo-watch.log
-echo "demo: readyspan watch (waterfalls appear as each Pod's startup completes; failures after 30s)"
+# The watch receives the components' own spans (apiserver, kubelet, containerd), which Jaeger
+# forwards to READYSPAN_OTLP_PORT, and joins them into the waterfalls: web's Pods show the
+# admission webhook's call inside controllers.replicaset. Not when a readyspan run listens there
+# already (READYSPAN_ARGS with --otlp-receive): its traces in Jaeger have them instead.
+receive=(--otlp-receive "127.0.0.1:$READYSPAN_OTLP_PORT")
+if (echo >"/dev/tcp/127.0.0.1/$READYSPAN_OTLP_PORT") 2>/dev/null; then
+  echo "demo: 127.0.0.1:$READYSPAN_OTLP_PORT is taken (readyspan run --otlp-receive?): the watch shows no component spans"
+  receive=()
+fi
+echo "demo: readyspan watch (waterfalls appear as each Pod's startup completes, a few seconds later with the components' spans; failures after 30s)"
 echo
 "$BIN/readyspan" watch --kubeconfig "$KUBECONFIG_FILE" --namespace "$ns" --fail-after 30s --audit-log "$LOGS/audit.log" \
-  --for "$((seconds + 100))s" > >(tee "$watch_log") 2>>"$LOGS/demo-watch.err" &
+  "${receive[@]}" --for "$((seconds + 100))s" > >(tee "$watch_log") 2>>"$LOGS/demo-watch.err" &
 watch_pid=$!
 trap 'kill $watch_pid 2>/dev/null || true' EXIT
 sleep 2
@@ -81,6 +91,9 @@ The background \`readyspan run\` exports the same traces to Jaeger (failed Pods 
   curl -s 'http://$JAEGER_QUERY/api/traces?service=readyspan&limit=20' | jq -r '.data[] | .traceID + "  " + ([.spans[] | select(.operationName=="pod.startup") | .tags[] | select(.key=="k8s.pod.name") | .value] | join(""))'
   uid=\$(bin/kubectl --kubeconfig .local/kubeconfig -n $ns get pod cold-pull -o jsonpath='{.metadata.uid}' | tr -d -)
   curl -s http://$JAEGER_QUERY/api/traces/\$uid | jq -r '.data[0].spans[] | "\(.operationName) \(.duration)us"'
+
+  # the background readyspan run with the components' spans too (the watch must be done: same port)
+  READYSPAN_ARGS="--otlp-receive 127.0.0.1:$READYSPAN_OTLP_PORT" deploy/local/scripts/readyspan.sh restart
 
   # phase durations in Prometheus
   curl -s http://$PROMETHEUS/api/v1/query --data-urlencode 'query=sum by (phase) (readyspan_phase_duration_seconds_count)' | jq -c '.data.result[] | [.metric.phase, .value[1]]'

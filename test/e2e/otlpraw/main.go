@@ -1,5 +1,6 @@
-// Command otlpraw keeps the OTLP/gRPC trace requests it receives, as received: each request's
-// protobuf encoding, preceded by its length as a uvarint, appended to one file. It makes the
+// Command otlpraw keeps the OTLP trace requests it receives (OTLP/gRPC, and OTLP/HTTP with
+// protobuf bodies, on the same address), as received: each request's protobuf encoding,
+// preceded by its length as a uvarint, appended to one file. It makes the
 // captures of the components' own spans that readyspan's OTLP input is tested on
 // (otlpin/testdata; deploy/local/scripts/capture-components.sh runs it where readyspan's
 // --otlp-receive would listen).
@@ -8,15 +9,21 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
@@ -47,7 +54,7 @@ func (r *raw) Export(_ context.Context, req *collectortrace.ExportTraceServiceRe
 }
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:4321", "address to receive OTLP/gRPC on")
+	listen := flag.String("listen", "127.0.0.1:4321", "address to receive OTLP/gRPC and OTLP/HTTP on")
 	out := flag.String("out", "", "file to append the requests to")
 	flag.Parse()
 	if err := run(*listen, *out); err != nil {
@@ -69,10 +76,61 @@ func run(listen, out string) error {
 	if err != nil {
 		return err
 	}
-	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, &raw{out: f})
+	r := &raw{out: f}
+	g := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(g, r)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", r.serveHTTP)
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true) // gRPC without TLS: HTTP/2 with prior knowledge
+	srv := &http.Server{Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
+				g.ServeHTTP(w, req)
+				return
+			}
+			mux.ServeHTTP(w, req)
+		})}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	go func() { <-ctx.Done(); srv.GracefulStop() }()
-	return srv.Serve(ln)
+	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// serveHTTP keeps one OTLP/HTTP request (protobuf, gzip-compressed or not), as the
+// OpenTelemetry Collector's otlphttp exporter sends it.
+func (r *raw) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	var body io.Reader = http.MaxBytesReader(w, req.Body, 64<<20)
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body = zr
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var in collectortrace.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp, err := r.Export(req.Context(), &in)
+	if err == nil {
+		b, err = proto.Marshal(resp)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(b)
 }

@@ -12,7 +12,9 @@
 // Every AdmissionReview it answers is one JSON line on stdout with the request's UID, the
 // object's namespace and name (or generateName), the decision, and the server's own measured
 // handling time, from the request's arrival to the response written: the reference a trace's
-// admission span is compared with.
+// admission span is compared with. The first request on a new connection also states the time
+// from the connection's accept to the request's arrival (the TLS handshake), which the caller
+// waited for too.
 package main
 
 import (
@@ -26,10 +28,12 @@ import (
 	"io"
 	"log"
 	"mime"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -86,7 +90,7 @@ func run() (err error) {
 	}
 	s := &Server{InjectDelay: *injectDelay, DenyDelay: *denyDelay, SidecarImage: *image, Log: os.Stdout}
 	srv := &http.Server{
-		Addr: *addr, Handler: s.Handler(),
+		Addr: *addr, Handler: s.Handler(), ConnContext: s.ConnContext,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 	}
@@ -131,6 +135,24 @@ type Record struct {
 	// HandlingMs is the server's own measure, from the request's arrival (before its body is
 	// read) to the response written.
 	HandlingMs float64 `json:"handlingMs"`
+	// NewConnection marks the first request on its connection; ConnectMs is then the time
+	// from the connection's accept to the request's arrival: the TLS handshake and the
+	// request's headers, which the caller waited for before HandlingMs began.
+	NewConnection bool    `json:"newConnection,omitempty"`
+	ConnectMs     float64 `json:"connectMs,omitempty"`
+}
+
+// conn is what the server knows of one connection.
+type conn struct {
+	accepted time.Time
+	used     atomic.Bool // a request has come on it
+}
+
+type connKey struct{}
+
+// ConnContext is the http.Server's ConnContext: it stamps each connection's accept.
+func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, &conn{accepted: time.Now()})
 }
 
 // Handler serves /mutate, /validate and /healthz.
@@ -144,6 +166,10 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, hook string) {
 	rec := Record{Start: time.Now(), Hook: hook}
+	if c, ok := r.Context().Value(connKey{}).(*conn); ok && c.used.CompareAndSwap(false, true) {
+		rec.NewConnection = true
+		rec.ConnectMs = float64(rec.Start.Sub(c.accepted).Microseconds()) / 1000
+	}
 	defer func() {
 		rec.HandlingMs = float64(time.Since(rec.Start).Microseconds()) / 1000
 		s.write(&rec)

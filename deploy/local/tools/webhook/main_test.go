@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,4 +193,60 @@ func TestBadRequests(t *testing.T) {
 	if w.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /mutate: %d, want 405", w.Code)
 	}
+}
+
+// TestNewConnectionTimed: over TLS, the first request on a connection is marked new with the
+// time from the connection's accept (its handshake included) to the request; the next request
+// on the same connection is not.
+func TestNewConnectionTimed(t *testing.T) {
+	var log syncBuffer
+	s := &Server{Log: &log, SidecarImage: "busybox"}
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Config.ConnContext = s.ConnContext
+	srv.StartTLS()
+	defer srv.Close()
+	client := srv.Client()
+	for range 2 {
+		resp, err := client.Post(srv.URL+"/mutate", "application/json", bytes.NewReader(reviewOf(t, nil, "app")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body) // read to the end: the connection is reused
+		resp.Body.Close()
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d log lines, want 2:\n%s", len(lines), log.String())
+	}
+	var first, second Record
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &second); err != nil {
+		t.Fatal(err)
+	}
+	if !first.NewConnection || first.ConnectMs <= 0 {
+		t.Errorf("first request: newConnection %v, connectMs %v; want true and the handshake's time", first.NewConnection, first.ConnectMs)
+	}
+	if second.NewConnection || second.ConnectMs != 0 {
+		t.Errorf("second request on the same connection: newConnection %v, connectMs %v; want neither", second.NewConnection, second.ConnectMs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
