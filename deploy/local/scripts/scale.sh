@@ -17,6 +17,10 @@
 #     0 for none; needs SCALE_BASELINE_ENCODING=protobuf)
 #   SCALE_COLLECTOR (0: 1 puts Jaeger v2, an OpenTelemetry Collector, between readyspan and the
 #     receiver, with deploy/local/config/collector-scale.yaml)
+#   SCALE_OTLP_RECEIVE (0: 1 turns the apiserver's tracing on, every request sampled, and sends
+#     its spans to readyspan's --otlp-receive on 127.0.0.1:4322, which joins them into the traces;
+#     the load then waits 150 s after the sync, so the apiserver's exporter, which found nothing
+#     listening before readyspan started, is past its gRPC reconnect backoff, up to 2 minutes)
 #   SCALE_ARGS: more scalerun flags
 source "$(dirname "$0")/lib.sh"
 
@@ -36,6 +40,13 @@ if [ "${SCALE_JSON_BASELINE:-1}" = 1 ]; then
   encodings+=(--json-baseline)
 fi
 out=$STATE/scale
+apiserver_tracing=--tracing-config-file=
+receive=()
+if [ "${SCALE_OTLP_RECEIVE:-0}" = 1 ]; then
+  receive_addr=127.0.0.1:4322
+  apiserver_tracing=--tracing-config-file=$out/apiserver-tracing.yaml
+  receive=(--readyspan-args "--otlp-receive $receive_addr" --idle 150s)
+fi
 
 lock_cluster
 if running kube-apiserver; then
@@ -46,6 +57,14 @@ fi
 SKIP_PACKAGES=1 "$LOCAL/scripts/build.sh" kwok
 (cd "$ROOT" && go build -o "$BIN/scale-baseline" ./test/scale/baseline && go build -o "$BIN/scalerun" ./test/scale/scalerun)
 mkdir -p "$out"
+if [ "${SCALE_OTLP_RECEIVE:-0}" = 1 ]; then
+  cat >"$out/apiserver-tracing.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: TracingConfiguration
+endpoint: $receive_addr
+samplingRatePerMillion: 1000000
+EOF
+fi
 
 # shellcheck disable=SC2317 # finish runs from the EXIT trap
 finish() {
@@ -58,11 +77,11 @@ trap finish EXIT
 
 # The controller-manager's client makes the Pods and their events: its default 20 QPS would cap
 # the test bed at about 10 Pods/s, so it gets what large clusters give it. The apiserver neither
-# traces every request (the local cluster's setting, for the demo) nor writes the audit log
-# (readyspan does not read it here): on two cores both take CPU the load needs. A later flag
-# wins, so these empty values turn both off.
+# traces every request (the local cluster's setting, for the demo; SCALE_OTLP_RECEIVE=1 sends
+# them to readyspan) nor writes the audit log (readyspan does not read it here): on two cores both
+# take CPU the load needs. A later flag wins, so these empty values turn both off.
 # etcd does not fsync: its data is thrown away after the run.
-ETCD_ARGS="--unsafe-no-fsync" APISERVER_ARGS="--tracing-config-file= --audit-policy-file=" \
+ETCD_ARGS="--unsafe-no-fsync" APISERVER_ARGS="$apiserver_tracing --audit-policy-file=" \
   KCM_ARGS="--kube-api-qps=300 --kube-api-burst=600" "$LOCAL/scripts/up.sh"
 "$LOCAL/scripts/readyspan.sh" stop >/dev/null
 stop jaeger 15
@@ -81,4 +100,4 @@ wait_for kwok 30 curl -sf http://127.0.0.1:10247/healthz
 # shellcheck disable=SC2086 # SCALE_ARGS is words
 "$BIN/scalerun" --kubeconfig "$KUBECONFIG_FILE" --readyspan "$BIN/readyspan" --baseline "$BIN/scale-baseline" \
   --out "$out" --nodes "$nodes" --pods "$pods" --rate "$rate" --rolls "$rolls" --replicas "$replicas" \
-  --deadline "$deadline" --shards "$shards" "${encodings[@]}" "${collector[@]}" ${SCALE_ARGS:-}
+  --deadline "$deadline" --shards "$shards" "${encodings[@]}" "${collector[@]}" "${receive[@]}" ${SCALE_ARGS:-}

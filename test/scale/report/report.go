@@ -265,6 +265,7 @@ type Report struct {
 	Unparsed        map[string]float64 `json:"unparsed_messages"` // readyspan_unparsed_messages_total by reason
 	ExportErrors    float64            `json:"export_errors"`
 	UIRingMiB       float64            `json:"ui_ring_mib"`        // readyspan_ui_ring_bytes at the end: the web UI's recent traces, part of readyspan's RSS
+	OTLPIn          *OTLPIn            `json:"otlp_in,omitempty"`  // readyspan's OTLP input, when it received spans (SCALE_OTLP_RECEIVE)
 	ReadyspanHeap   Heap               `json:"readyspan_heap"`     // readyspan's Go heap at the end of the steady state
 	Requests        map[string]float64 `json:"apiserver_requests"` // dispatched by the apiserver, by flow schema (one per user)
 	// Watchers are readyspan and the baselines side by side, each in its encoding: what each
@@ -292,6 +293,21 @@ type Watcher struct {
 	// its start and streamed initial list, not the events it sends afterwards).
 	Requests       float64 `json:"apiserver_requests"`
 	RequestSeconds float64 `json:"apiserver_request_seconds"`
+}
+
+// OTLPIn is what readyspan's OTLP input (--otlp-receive) took in over the run, from its
+// metrics at the end.
+type OTLPIn struct {
+	Received map[string]float64 `json:"received_spans"` // readyspan_otlp_received_spans_total by component
+	Joined   map[string]float64 `json:"joined_spans"`   // readyspan_otlp_joined_spans_total by component
+	Dropped  map[string]float64 `json:"dropped_spans"`  // readyspan_otlp_dropped_spans_total by reason
+	// HeldSpans and HeldMiB are what it held at the end (readyspan_otlp_held_spans, _bytes):
+	// spans no trace took yet, kept until --otlp-receive-hold.
+	HeldSpans float64 `json:"held_spans"`
+	HeldMiB   float64 `json:"held_mib"`
+	// Missing is readyspan_otlp_traces_missing_component_total by component: traces exported
+	// without spans they waited for.
+	Missing map[string]float64 `json:"traces_missing_component"`
 }
 
 // Restart is what it costs to start watching a cluster that is already full: a readyspan (after
@@ -391,6 +407,10 @@ func (r *Report) Table(w io.Writer) error {
 	fmt.Fprintf(tw, "watch events/s (readyspan)\t%.1f\n", r.WatchEventsPerS)
 	fmt.Fprintf(tw, "dropped / unparsed / export errors\t%s / %s / %.0f\n", fmtMap(r.Dropped), fmtMap(r.Unparsed), r.ExportErrors)
 	fmt.Fprintf(tw, "apiserver requests by user\t%s\n", fmtMap(r.Requests))
+	if o := r.OTLPIn; o != nil {
+		fmt.Fprintf(tw, "OTLP input: received / joined spans\t%s / %s\n", fmtMap(o.Received), fmtMap(o.Joined))
+		fmt.Fprintf(tw, "OTLP input: dropped spans / traces missing a component\t%s / %s\n", fmtMap(o.Dropped), fmtMap(o.Missing))
+	}
 	fmt.Fprintf(tw, "\t\n")
 	fmt.Fprintf(tw, "\treadyspan\tbaseline\tratio\n")
 	fmt.Fprintf(tw, "CPU seconds (load + export)\t%.2f\t%.2f\t%.2f\n", r.Readyspan.CPUSeconds, r.Baseline.CPUSeconds, r.CPURatio)
@@ -400,6 +420,9 @@ func (r *Report) Table(w io.Writer) error {
 	fmt.Fprintf(tw, "RSS steady MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSSteadyMiB, r.Baseline.RSSSteadyMiB, r.RSSRatio)
 	fmt.Fprintf(tw, "RSS peak MiB\t%.1f\t%.1f\t%.2f\n", r.Readyspan.RSSPeakMiB, r.Baseline.RSSPeakMiB, r.PeakRatio)
 	fmt.Fprintf(tw, "  of which the UI's ring of recent traces\t%.1f\t\t\n", r.UIRingMiB)
+	if o := r.OTLPIn; o != nil {
+		fmt.Fprintf(tw, "  held by the OTLP input at the end\t%.1f (%.0f spans)\t\t\n", o.HeldMiB, o.HeldSpans)
+	}
 	fmt.Fprintf(tw, "RSS trend, the load's second half, MiB/min\t%.2f\t%.2f\t\n", r.Readyspan.RSSTrendMiBPerMin, r.Baseline.RSSTrendMiBPerMin)
 	fmt.Fprintf(tw, "bytes per cached Pod\t%.0f\t%.0f\t\n", r.Readyspan.BytesPerPod, r.Baseline.BytesPerPod)
 	if p := r.BaselineJSON; p != nil {

@@ -381,6 +381,16 @@ func build(o options, res load.Result, sink *otlpsink.Sink, rsBefore, rsAfter []
 		ReadyspanHeap:   report.HeapOf(after[0]),
 		Requests:        requests,
 	}
+	if received := byLabel(after, "readyspan_otlp_received_spans_total", "component"); scrape.Sum(received) > 0 {
+		r.OTLPIn = &report.OTLPIn{
+			Received:  received,
+			Joined:    byLabel(after, "readyspan_otlp_joined_spans_total", "component"),
+			Dropped:   byLabel(after, "readyspan_otlp_dropped_spans_total", "reason"),
+			HeldSpans: scrape.Sum(byLabel(after, "readyspan_otlp_held_spans", "")),
+			HeldMiB:   scrape.Sum(byLabel(after, "readyspan_otlp_held_bytes", "")) / (1 << 20),
+			Missing:   byLabel(after, "readyspan_otlp_traces_missing_component_total", "component"),
+		}
+	}
 	if secs := w.LoadEnd.Sub(w.LoadStart).Seconds(); secs > 0 {
 		r.WatchEventsPerS = float64(int(scrape.Sum(r.WatchEvents)/secs*10)) / 10
 	}
