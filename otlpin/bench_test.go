@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -72,5 +73,39 @@ func readCapture(tb testing.TB, path string) [][]byte {
 			tb.Fatal(err)
 		}
 		out = append(out, b)
+	}
+}
+
+// TestSpanBytesEstimate holds the real capture's spans and compares the live heap they take
+// with what the store counts (readyspan_otlp_held_bytes, bounded by --otlp-receive-max-mib):
+// the bound is in MiB of memory, so the estimate must stay near what holding really costs.
+// It fails when a change to what is held (a field, interning, the indexes) moves the cost.
+func TestSpanBytesEstimate(t *testing.T) {
+	raw := readCapture(t, "testdata/capture-chain/components.otlp.gz")
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	s := NewStore(time.Hour, 0, nil)
+	for _, r := range raw {
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(r, &req); err != nil {
+			t.Fatal(err)
+		}
+		s.Add(Decode(&req))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	live := float64(ms.HeapAlloc) - float64(before)
+	spans, est := s.Held()
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(raw) // freed between the two readings, it would hide the store's growth
+	if spans < 1000 {
+		t.Fatalf("%d spans held, want the capture's thousands", spans)
+	}
+	ratio := live / float64(est)
+	t.Logf("%d spans held: estimated %.0f B each, live heap %.0f B each (%.2f×)", spans, float64(est)/float64(spans), live/float64(spans), ratio)
+	if ratio < 0.8 || ratio > 1.25 {
+		t.Errorf("holding %d spans took %.0f bytes of heap, the store counts %d (%.2f×): spanBytes no longer says what a held span costs", spans, live, est, ratio)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unique"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -67,7 +68,7 @@ func decodeSpan(comp string, sp *tracepb.Span) phases.ComponentSpan {
 			break
 		}
 		if v, ok := value(a.GetValue()); ok {
-			c.Attrs = append(c.Attrs, phases.Attr{Key: bound(a.GetKey(), maxKeyLen), Value: v})
+			c.Attrs = append(c.Attrs, phases.Attr{Key: intern(bound(a.GetKey(), maxKeyLen)), Value: v})
 		}
 	}
 	return c
@@ -76,7 +77,11 @@ func decodeSpan(comp string, sp *tracepb.Span) phases.ComponentSpan {
 func value(v *commonpb.AnyValue) (any, bool) {
 	switch x := v.GetValue().(type) {
 	case *commonpb.AnyValue_StringValue:
-		return bound(x.StringValue, maxValueLen), true
+		v := bound(x.StringValue, maxValueLen)
+		if len(v) <= maxInternedValue {
+			v = intern(v)
+		}
+		return v, true
 	case *commonpb.AnyValue_IntValue:
 		return x.IntValue, true
 	case *commonpb.AnyValue_BoolValue:
@@ -102,3 +107,13 @@ func bound(s string, n int) string {
 	}
 	return s
 }
+
+// maxInternedValue is the longest string attribute value interned: the short ones repeat from
+// span to span (a method, a status, an address, a resource), the long ones (URLs, audit IDs,
+// keys) rarely do.
+const maxInternedValue = 48
+
+// intern returns the canonical copy of s. A held span's keys and short values are mostly the
+// same few strings; interned, each is held once for all spans instead of once per span, and
+// dropped by the runtime when no span holds it (a hostile sender cannot grow a table).
+func intern(s string) string { return unique.Make(s).Value() }

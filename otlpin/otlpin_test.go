@@ -161,12 +161,12 @@ func TestStoreFiltersAndHolds(t *testing.T) {
 		t.Errorf("web-2's request after the hold: %v expired, want 3", got)
 	}
 
-	small := NewStore(time.Hour, 1500, nil)
+	small := NewStore(time.Hour, 3000, nil)
 	for i := byte(10); i < 20; i++ {
 		small.Add(Decode(podCreate(i, "ns", "p")))
 	}
-	if n, b := small.Held(); b > 1500 || n == 0 {
-		t.Errorf("held %d spans, %d bytes with a bound of 1500", n, b)
+	if n, b := small.Held(); b > 3000 || n == 0 {
+		t.Errorf("held %d spans, %d bytes with a bound of 3000", n, b)
 	}
 	if v := testutil.ToFloat64(small.m.drop.WithLabelValues(phases.ServiceAPIServer, ReasonBytes)); v == 0 {
 		t.Error("nothing evicted for the byte bound")

@@ -435,17 +435,25 @@ func (s *Store) remove(id phases.TraceID, h *held) {
 	}
 }
 
-// spanBytes estimates what a held span costs: its strings and a fixed part for the rest.
+// spanBytes estimates what a held span costs in memory, as measured on a real capture
+// (TestSpanBytesEstimate): the span with its share of the trace's slice and indexes, and per
+// attribute its slot, its boxed value and the strings that are not interned (decode.go).
 func spanBytes(sp *phases.ComponentSpan) int64 {
-	n := 160 + len(sp.Name) + len(sp.StatusMessage) + len(sp.Service)
+	n := heldSpanBytes + len(sp.Name) + len(sp.StatusMessage)
 	for _, a := range sp.Attrs {
-		n += 40 + len(a.Key)
-		if v, ok := a.Value.(string); ok {
+		n += heldAttrBytes
+		if v, ok := a.Value.(string); ok && len(v) > maxInternedValue {
 			n += len(v)
 		}
 	}
 	return int64(n)
 }
+
+// The fixed parts of spanBytes.
+const (
+	heldSpanBytes = 420 // phases.ComponentSpan (160 bytes), the slice's spare room, its trace's share of the indexes
+	heldAttrBytes = 48  // phases.Attr (32 bytes) and its boxed value (16)
+)
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
