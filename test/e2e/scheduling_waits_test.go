@@ -213,7 +213,17 @@ func TestWaitingForNode(t *testing.T) {
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.Kube.CoreV1().Events("")})
 	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "cluster-autoscaler"})
 	rec.Eventf(pod, corev1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: %v", "[{kwok-pool 0->1 (max: 3)}]")
-	b.Shutdown() // flushes the queue
+	// The recorder writes from its own goroutine, and Shutdown does not wait for a write still
+	// queued: wait until the apiserver has the Event, then stop the broadcaster.
+	Eventually(t, 30*time.Second, "the TriggeredScaleUp event in the apiserver", func() (bool, error) {
+		for _, ev := range e.PodEvents(t, ns, pod.Name) {
+			if ev.Reason == "TriggeredScaleUp" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	b.Shutdown()
 	time.Sleep(2 * time.Second)
 
 	node := &corev1.Node{
