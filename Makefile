@@ -49,8 +49,8 @@ vulncheck: ## govulncheck against the Go vulnerability database (bin/vulndb)
 	$(BIN)/govulncheck -db '$(GOVULNDB)' ./...
 	cd deploy/image && $(BIN)/govulncheck -db '$(GOVULNDB)' ./...
 
-bench: ## reconstruction and OTLP export throughput, and allocations
-	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./tracer/ ./exporters/otlp/
+bench: ## reconstruction, OTLP export and OTLP input throughput, and allocations
+	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./tracer/ ./exporters/otlp/ ./otlpin/
 
 # Every fuzz target, a short run each (FUZZTIME); seeds are committed in each package's
 # testdata/fuzz/<target>/ and run by plain `go test` too.
