@@ -1,0 +1,173 @@
+package phases
+
+// The scheduling phase: the scheduler's attempts and the waits that are not the scheduler's
+// (gates, volume binding, a node being added), preemption and its links.
+
+import (
+	"time"
+)
+
+// scheduling adds to the scheduling phase (drawn as phase) what it holds: the scheduler's
+// failed attempts as events, the node it nominated, links to the Pods preempted for this one,
+// and the waits that were not the scheduler's: a scheduling gate, a new node.
+func (b *builder) scheduling(parent int, phase interval) {
+	p := b.pod
+	sp := &b.trace.Spans[parent]
+	for _, o := range p.SchedulingFailure {
+		sp.AddEvent(occurrenceEvent("FailedScheduling", o))
+	}
+	if p.NominatedNode != "" {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNominatedNode, p.NominatedNode})
+	}
+	for _, v := range p.Victims {
+		sp.AddLink(podLink(v, linkVictim))
+	}
+	from := phase.start
+	if p.Gated {
+		from = b.gated(parent, phase)
+	}
+	if !b.waitingForNode(parent, phase, from) {
+		for _, o := range p.Autoscaler {
+			sp.AddEvent(occurrenceEvent(o.Reason, o))
+		}
+	}
+	sortEvents(b.trace.Spans[parent].Events())
+}
+
+// Link relations (AttrLinkRelation) of the links between a preemptor's and its victims' traces.
+const (
+	linkVictim      = "preemption_victim"
+	linkPreemptedBy = "preempted_by"
+)
+
+// podLink links to the root of another Pod's trace.
+func podLink(ref PodRef, relation string) Link {
+	as := []Attr{{AttrLinkRelation, relation}, {AttrPodUID, ref.UID}}
+	if ref.Name != "" {
+		as = append(as, Attr{AttrPodName, ref.Name}, Attr{AttrNamespace, ref.Namespace})
+	}
+	return Link{TraceID: TraceIDFor(ref.UID), SpanID: SpanIDFor(ref.UID, RootSpanName), Attrs: as}
+}
+
+// gated draws scheduling.gated, from the Pod's creation to the removal of its last scheduling
+// gate, and returns where the scheduler could start: the removal as drawn. A removal nobody saw
+// (the watch missed the version without gates) ends at the scheduler's first attempt, or at
+// the phase's end, and says it was not observed.
+func (b *builder) gated(parent int, phase interval) point {
+	p := b.pod
+	end := resolve(p.GatesRemoved)
+	if !end.observed {
+		end = derived(phase.end.t)
+		if first, ok := firstAttempt(p); ok && first < end.t {
+			end = derived(first)
+		}
+	}
+	i, drawn := b.draw(spanHead{Name: SpanSchedulingGated, Path: SpanSchedulingGated, Service: ServiceScheduler}, parent, phase.start, end)
+	b.waited(WaitGated, drawn)
+	if by := p.GatesRemovedBy; by != "" {
+		b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrGatesRemovedBy, by})
+	}
+	return drawn.end
+}
+
+// waited keeps a wait drawn for the summary, when both its ends were observed.
+func (b *builder) waited(kind string, drawn interval) {
+	if drawn.start.observed && drawn.end.observed {
+		b.waits = append(b.waits, Wait{Kind: kind, Duration: drawn.end.t.Sub(drawn.start.t)})
+	}
+}
+
+// firstAttempt is the earliest precise stamp of the scheduler's attempts: its first failure or
+// the bind.
+func firstAttempt(p *Pod) (Instant, bool) {
+	var first Instant
+	for _, o := range p.SchedulingFailure {
+		if o.Time.Source.rank() == 0 && (first == 0 || o.Time.At < first) {
+			first = o.Time.At
+		}
+	}
+	for _, s := range p.Scheduled {
+		if s.Source.rank() == 0 && (first == 0 || s.At < first) {
+			first = s.At
+		}
+	}
+	return first, first != 0
+}
+
+// waitingForNode draws scheduling.waiting_for_node when the Pod waited for a node to be added:
+// an autoscaler said it would add one (TriggeredScaleUp, Karpenter's Nominated), or the Pod was
+// bound to a Node created after it. The wait starts at the first sign that no node fitted (the
+// scheduler's first failed attempt after from, or the autoscaler's first event) and ends when the
+// new Node turned Ready; a Pod still waiting when its trace ended waits to the phase's end. It
+// reports whether it drew the span (which then holds the autoscaler's events).
+func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
+	p := b.pod
+	autoscaler, triggered := "", false
+	for _, o := range p.Autoscaler {
+		switch o.Reason {
+		case "TriggeredScaleUp":
+			autoscaler, triggered = "cluster-autoscaler", true
+		case "Nominated":
+			autoscaler, triggered = "karpenter", true
+		case "NotTriggerScaleUp":
+			if autoscaler == "" {
+				autoscaler = "cluster-autoscaler"
+			}
+		}
+	}
+	bound := resolve(p.Scheduled).observed
+	if p.NewNode == nil && (!triggered || bound) {
+		return false // no node was added for it, or it found room on one that was there
+	}
+	// The first sign, at or after from: a failed attempt, an autoscaler's event.
+	start := point{}
+	consider := func(o Occurrence) {
+		if o.Time.At == 0 || o.Time.At < from.t {
+			return
+		}
+		if !start.observed || o.Time.At < start.t {
+			start = point{t: o.Time.At, src: o.Time.Source, observed: true}
+		}
+	}
+	for _, o := range p.SchedulingFailure {
+		consider(o)
+	}
+	for _, o := range p.Autoscaler {
+		consider(o)
+	}
+	if !start.observed {
+		start = from
+	}
+	end := derived(phase.end.t)
+	var ready, created point
+	if n := p.NewNode; n != nil {
+		created, ready = resolve(n.Created), resolve(n.Ready)
+		if ready.observed {
+			end = ready
+		}
+	}
+	service := ServiceScheduler
+	if autoscaler != "" {
+		service = autoscaler
+	}
+	i, drawn := b.draw(spanHead{Name: SpanSchedulingWaitingForNode, Path: SpanSchedulingWaitingForNode, Service: service}, parent, start, end)
+	b.waited(WaitNode, drawn)
+	sp := &b.trace.Spans[i]
+	if n := p.NewNode; n != nil {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNodeName, n.Name})
+		if created.observed {
+			sp.Attrs = append(sp.Attrs, Attr{AttrNodeCreated, created.t.Time().UTC().Format(time.RFC3339Nano)})
+		}
+		if ready.observed {
+			sp.Attrs = append(sp.Attrs, Attr{AttrNodeReady, ready.t.Time().UTC().Format(time.RFC3339Nano)})
+		}
+	}
+	if autoscaler != "" {
+		sp.Attrs = append(sp.Attrs, Attr{AttrAutoscaler, autoscaler})
+	}
+	for _, o := range p.Autoscaler {
+		sp.AddEvent(occurrenceEvent(o.Reason, o))
+	}
+	sortEvents(sp.Events())
+	return true
+}
