@@ -118,8 +118,12 @@ func (a *activeRollout) reject(j rollout.Rejection, seen time.Time) {
 			continue
 		}
 		if s.fromCondition {
-			// The condition said it first; its Event names the owner and counts.
+			// The condition said it first; its Event names the owner and counts, and states the
+			// time within the condition's second (lastTransitionTime is to the second).
 			s.Owner, s.fromCondition = j.Owner, false
+			if !j.First.Before(s.First) && j.First.Before(s.First.Add(time.Second)) {
+				s.First = j.First
+			}
 		} else if s.Owner != j.Owner {
 			continue
 		}

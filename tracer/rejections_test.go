@@ -2,16 +2,17 @@ package tracer
 
 import (
 	"encoding/json"
-
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -365,3 +366,49 @@ type progressStats struct {
 }
 
 func (p *progressStats) RolloutProgress(pr rollout.Progress) { p.last = pr }
+
+// The Deployment's ReplicaFailure condition can arrive before the FailedCreate Event it copies
+// (the recorder writes Events from a queue): the condition states its time to the second, the
+// Event's name to the nanosecond, so the rejection's first occurrence is the Event's when it
+// falls within the condition's second.
+func TestConditionThenEventKeepsTheEventsStamp(t *testing.T) {
+	s := newSim(t, "cond-event")
+	d := s.deploymentOf("web", 1, 0)
+	rs := s.replicaSet(d, "5d8f", 20)
+	const msg = `pods "web-5d8f-x2k4f" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`
+	refused := s.at(500) // 34.200: the refusal, as the Event's name states it
+	s.deploymentAt(d, 1000, func(d *appsv1.Deployment) {
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Conditions: []appsv1.DeploymentCondition{{
+			Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "Error creating: " + msg,
+			LastTransitionTime: secs(s.at(1000))}}} // 34.000
+	})
+	ev := &corev1.Event{
+		TypeMeta:       metav1.TypeMeta{Kind: "Event", APIVersion: "v1"},
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", rs.Name, refused.UnixNano()), Namespace: s.ns, UID: s.uid("event"), ResourceVersion: s.nextRV(), CreationTimestamp: secs(s.at(1200))},
+		InvolvedObject: corev1.ObjectReference{Kind: "ReplicaSet", Namespace: s.ns, Name: rs.Name, UID: rs.UID, APIVersion: "apps/v1", ResourceVersion: rs.ResourceVersion},
+		Reason:         "FailedCreate", Message: "Error creating: " + msg, Type: corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "replicaset-controller"},
+		FirstTimestamp: secs(refused), LastTimestamp: secs(refused), Count: 1,
+	}
+	s.emit(ResourceEvents, Added, ev, s.at(1200))
+
+	var traces []*rollout.Trace
+	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { traces = append(traces, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+	var clock time.Time
+	for _, dl := range s.deltas {
+		clock = dl.Recv
+		c.Tick(clock)
+		c.Handle(dl)
+	}
+	c.Tick(clock.Add(DefaultRolloutBlockedAfter + time.Second))
+	if len(traces) != 1 || traces[0].Summary.Outcome != rollout.OutcomeBlocked {
+		t.Fatalf("%d rollout traces, want one blocked", len(traces))
+	}
+	j := traces[0].Rollout.Rejections
+	if len(j) != 1 || j[0].Owner != rs.Name {
+		t.Fatalf("rejections %+v, want one, named by its Event", j)
+	}
+	if !j[0].First.Equal(refused) {
+		t.Errorf("first refusal at %s, want the Event's %s (the condition says %s)", j[0].First.Format(time.StampMicro), refused.Format(time.StampMicro), secs(s.at(1000)).Format(time.StampMicro))
+	}
+}
