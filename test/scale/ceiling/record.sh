@@ -4,8 +4,8 @@
 # apiserver answers, `ceiling record` beside it: whole objects, as the apiserver sends them. Then
 # takes the test bed down and compresses the recording into OUT.tar.gz.
 #
-# Brings the local cluster up: run it under the machine's cluster lock,
-#   flock /tmp/readyspan-cluster.lock test/scale/ceiling/record.sh test/scale/ceiling/testdata/kwok-25
+# Brings the local cluster up (it must be down, as for make scale):
+#   test/scale/ceiling/record.sh .local/rec/kwok-25
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 out=${1:?usage: record.sh OUT (the recording is written to OUT/, then OUT.tar.gz)}
