@@ -34,18 +34,23 @@ func BenchmarkReceiveCapture(b *testing.B) {
 	var held int64
 	for i := 0; i < b.N; i++ {
 		s := NewStore(time.Hour, 0, nil)
-		for _, r := range raw {
-			var req collectortrace.ExportTraceServiceRequest
-			if err := proto.Unmarshal(r, &req); err != nil {
-				b.Fatal(err)
-			}
-			s.Add(Decode(&req))
-		}
+		receive(b, s, raw)
 		_, held = s.Held()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*spans), "ns/span")
 	b.ReportMetric(float64(spans), "spans")
 	b.ReportMetric(float64(held), "held-B")
+}
+
+// receive does what the receiver does with each request after gRPC or HTTP has read it.
+func receive(tb testing.TB, s *Store, raw [][]byte) {
+	for _, r := range raw {
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(r, &req); err != nil {
+			tb.Fatal(err)
+		}
+		s.Add(Decode(&req))
+	}
 }
 
 func readCapture(tb testing.TB, path string) [][]byte {
@@ -87,13 +92,7 @@ func TestSpanBytesEstimate(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
 	s := NewStore(time.Hour, 0, nil)
-	for _, r := range raw {
-		var req collectortrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(r, &req); err != nil {
-			t.Fatal(err)
-		}
-		s.Add(Decode(&req))
-	}
+	receive(t, s, raw)
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	live := float64(ms.HeapAlloc) - float64(before)
