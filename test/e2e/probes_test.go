@@ -76,16 +76,16 @@ func TestProbesAndHooks(t *testing.T) {
 	const eventSlack, watchBound = time.Millisecond, time.Second
 
 	startup := sleeper("startup", BusyboxImage)
-	startup.Spec.Containers[0].Command = []string{"sh", "-c", "sleep 3; touch /tmp/started; exec sleep 3600"}
-	startup.Spec.Containers[0].StartupProbe = execProbe("test -f /tmp/started || { echo not started; exit 1; }", 30)
+	startup.Spec.Containers[0].Command = []string{"sh", "-c", "sleep 3; touch /dev/shm/started; exec sleep 3600"}
+	startup.Spec.Containers[0].StartupProbe = execProbe("test -f /dev/shm/started || { echo not started; exit 1; }", 30)
 
-	// Its first run never makes /tmp/healthy: three failed liveness probes kill it; the second
+	// Its first run never makes /dev/shm/healthy: three failed liveness probes kill it; the second
 	// run (the emptyDir outlives the container) makes it and gets Ready.
 	liveness := sleeper("liveness", BusyboxImage)
 	liveness.Spec.Volumes = []corev1.Volume{{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	liveness.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "state", MountPath: "/state"}}
-	liveness.Spec.Containers[0].Command = []string{"sh", "-c", "if [ -f /state/ran ]; then touch /tmp/healthy; else touch /state/ran; fi; exec sleep 3600"}
-	healthy := "test -f /tmp/healthy || { echo not healthy; exit 1; }"
+	liveness.Spec.Containers[0].Command = []string{"sh", "-c", "if [ -f /state/ran ]; then touch /dev/shm/healthy; else touch /state/ran; fi; exec sleep 3600"}
+	healthy := "test -f /dev/shm/healthy || { echo not healthy; exit 1; }"
 	liveness.Spec.Containers[0].LivenessProbe = execProbe(healthy, 3)
 	liveness.Spec.Containers[0].ReadinessProbe = execProbe(healthy, 1)
 

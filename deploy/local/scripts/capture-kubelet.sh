@@ -54,9 +54,9 @@ YAML
   pod cold "$REGISTRY/$COLD_REPO:$ns"
   pod warm "$BUSYBOX_IMAGE"
   pod missing "$REGISTRY/readyspan/does-not-exist:v1" "    command: [sleep, '3600']"
-  pod probes "$BUSYBOX_IMAGE" "    command: [sh, -c, 'sleep 2; touch /tmp/started; sleep 2; touch /tmp/ready; exec sleep 3600']
-    startupProbe: {exec: {command: [test, -f, /tmp/started]}, periodSeconds: 1, failureThreshold: 30}
-    readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 1}"
+  pod probes "$BUSYBOX_IMAGE" "    command: [sh, -c, 'sleep 2; touch /dev/shm/started; sleep 2; touch /dev/shm/ready; exec sleep 3600']
+    startupProbe: {exec: {command: [test, -f, /dev/shm/started]}, periodSeconds: 1, failureThreshold: 30}
+    readinessProbe: {exec: {command: [test, -f, /dev/shm/ready]}, periodSeconds: 1}"
 } | kubectl apply -f -
 kubectl wait -n "$ns" --for condition=Ready pod/cold pod/warm pod/probes --timeout 120s
 # The missing image: its first pull fails (ErrImagePull), the next waits (ImagePullBackOff).
