@@ -48,6 +48,49 @@ type Config struct {
 	Verb string
 	// NextProtos are the protocols TLS offers (ALPN); none is HTTP/1.1 only.
 	NextProtos []string
+	// Path, when set, is the non-resource path every request is checked against whatever its
+	// own: one endpoint served at several paths (OTLP/HTTP's /v1/traces and OTLP/gRPC's
+	// method) is one thing to grant.
+	Path string
+	// Grants are further verbs on the path asked for each caller along with Verb and handed to
+	// the handler in the request's Identity: what else the caller may do there, not whether it
+	// may call at all.
+	Grants []string
+}
+
+// Identity is who a checked request comes from, for a handler that decides more than whether
+// it may call (IdentityFrom).
+type Identity struct {
+	User string
+	// Node is the node a node-bound token names: a ServiceAccount token projected into a Pod
+	// carries its node's name (TokenReview's authentication.kubernetes.io/node-name extra,
+	// Kubernetes 1.30 and later), as a kubelet's credential does under NodeRestriction.
+	Node string
+	// Granted are the Config.Grants the caller has.
+	Granted []string
+}
+
+// Has reports whether the caller was granted verb (one of Config.Grants).
+func (id Identity) Has(verb string) bool {
+	for _, g := range id.Granted {
+		if g == verb {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeNameExtra is the TokenReview extra that names the node a bound ServiceAccount token's
+// Pod runs on.
+const NodeNameExtra = "authentication.kubernetes.io/node-name"
+
+type identityKey struct{}
+
+// IdentityFrom is the identity Guard.Handler checked for the request (false where the guard
+// is not Secure: nobody was asked).
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
 }
 
 // Guard wraps a handler and listens according to a Config.
@@ -63,7 +106,7 @@ type Guard struct {
 
 type decision struct {
 	code    int // 0: allowed; else 401 or 403
-	user    string
+	id      Identity
 	expires time.Time
 }
 
@@ -91,8 +134,16 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Guard, err
 // Listen opens the listener: TLS when Secure.
 func (g *Guard) Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || !g.cfg.Secure {
-		return ln, err
+	if err != nil {
+		return nil, err
+	}
+	return g.Wrap(ln)
+}
+
+// Wrap serves TLS on ln when Secure; on an error it closes ln.
+func (g *Guard) Wrap(ln net.Listener) (net.Listener, error) {
+	if !g.cfg.Secure {
+		return ln, nil
 	}
 	cert, err := g.certificate()
 	if err != nil {
@@ -106,7 +157,7 @@ func (g *Guard) certificate() (tls.Certificate, error) {
 	if g.cfg.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(g.cfg.CertFile, g.cfg.KeyFile)
 		if err != nil {
-			return cert, fmt.Errorf("load the metrics TLS certificate: %w", err)
+			return cert, fmt.Errorf("load the TLS certificate %s: %w", g.cfg.CertFile, err)
 		}
 		return cert, nil
 	}
@@ -162,22 +213,26 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 			http.Error(rw, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
 			return
 		}
-		d := g.decide(r.Context(), strings.TrimSpace(token), r.URL.Path)
+		path := r.URL.Path
+		if g.cfg.Path != "" {
+			path = g.cfg.Path
+		}
+		d := g.decide(r.Context(), strings.TrimSpace(token), path)
 		switch d.code {
 		case 0:
-			next.ServeHTTP(rw, r)
+			next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), identityKey{}, d.id)))
 		case http.StatusUnauthorized:
 			http.Error(rw, "Unauthorized", http.StatusUnauthorized)
 		case http.StatusForbidden:
-			http.Error(rw, fmt.Sprintf("Forbidden: %s may not %s %s", d.user, g.verb(), r.URL.Path), http.StatusForbidden)
+			http.Error(rw, fmt.Sprintf("Forbidden: %s may not %s %s", d.id.User, g.verb(), path), http.StatusForbidden)
 		default:
 			http.Error(rw, "cannot check the request with the apiserver", d.code)
 		}
 	})
 }
 
-// decide asks the apiserver who the token is and whether they may GET path, or answers from
-// the cache. An apiserver error is not cached: the next request asks again.
+// decide asks the apiserver who the token is, whether they may use Verb on path and which of
+// the Grants they have, or answers from the cache. An apiserver error is not cached: the next request asks again.
 func (g *Guard) decide(ctx context.Context, token, path string) decision {
 	key := sha256.Sum256([]byte(token + "\x00" + path))
 	now := g.now()
@@ -200,22 +255,47 @@ func (g *Guard) decide(ctx context.Context, token, path string) decision {
 		d.code = http.StatusUnauthorized
 	} else {
 		u := tr.Status.User
-		d.user = u.Username
+		d.id.User = u.Username
+		if nodes := u.Extra[NodeNameExtra]; len(nodes) == 1 {
+			d.id.Node = nodes[0]
+		}
 		extra := map[string]authzv1.ExtraValue{}
 		for k, v := range u.Extra {
 			extra[k] = authzv1.ExtraValue(v)
 		}
-		sar, err := g.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User: u.Username, Groups: u.Groups, UID: u.UID, Extra: extra,
-			NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: g.verb()},
-		}}, metav1.CreateOptions{})
+		allowed := func(verb string) (bool, error) {
+			sar, err := g.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+				User: u.Username, Groups: u.Groups, UID: u.UID, Extra: extra,
+				NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: verb},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				return false, err
+			}
+			if !sar.Status.Allowed {
+				g.log.Debug("Request denied", "user", u.Username, "path", path, "verb", verb, "reason", sar.Status.Reason)
+			}
+			return sar.Status.Allowed, nil
+		}
+		ok, err := allowed(g.verb())
 		if err != nil {
 			g.log.Warn("SubjectAccessReview failed; answering 503", "err", err)
 			return decision{code: http.StatusServiceUnavailable}
 		}
-		if !sar.Status.Allowed {
+		if !ok {
 			d.code = http.StatusForbidden
-			g.log.Debug("Request denied", "user", u.Username, "path", path, "reason", sar.Status.Reason)
+		}
+		for _, verb := range g.cfg.Grants {
+			if !ok {
+				break
+			}
+			has, err := allowed(verb)
+			if err != nil {
+				g.log.Warn("SubjectAccessReview failed; answering 503", "err", err)
+				return decision{code: http.StatusServiceUnavailable}
+			}
+			if has {
+				d.id.Granted = append(d.id.Granted, verb)
+			}
 		}
 	}
 	g.mu.Lock()

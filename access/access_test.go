@@ -178,7 +178,7 @@ func TestGuardConfigErrors(t *testing.T) {
 		}
 	}
 	g, _ := New(Config{Secure: true, CertFile: "/nonexistent.crt", KeyFile: "/nonexistent.key"}, nil, nil)
-	if _, err := g.Listen("127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "load the metrics TLS certificate") {
+	if _, err := g.Listen("127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "load the TLS certificate") {
 		t.Errorf("missing certificate files: %v", err)
 	}
 }

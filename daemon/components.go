@@ -169,7 +169,7 @@ func (j *joinStage) expectedMissing(t *phases.Trace) []string {
 // query is what a Pod's trace asks of the store.
 func query(t *phases.Trace) otlpin.Query {
 	root := t.Root()
-	return otlpin.Query{UID: t.Pod.UID, Namespace: t.Pod.Namespace, Name: t.Pod.Name,
+	return otlpin.Query{UID: t.Pod.UID, Node: t.Pod.Node, Namespace: t.Pod.Namespace, Name: t.Pod.Name,
 		From: root.Start.Add(-requestSlack), To: root.End.Add(requestSlack)}
 }
 

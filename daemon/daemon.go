@@ -81,9 +81,12 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 		return nil, fmt.Errorf("set up OTLP exporter: %w", err)
 	}
 	d.exp.Start(ctx)
+	// A failed New returns a nil Daemon: the deferred clean-up holds its own reference.
+	started := d
 	defer func() {
 		if err != nil {
-			d.shutdownExporter(ctx)
+			_ = started.recv.Shutdown(ctx)
+			started.shutdownExporter(ctx)
 		}
 	}()
 	promexp.RegisterExportBacklog(reg, func() promexp.ExportBacklog {
@@ -117,10 +120,11 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 	cfg.Rollouts = rollouts
 	if o.Receive.Addr != "" {
 		store := otlpin.NewStore(o.Receive.Hold, o.Receive.MaxBytes, reg)
-		rc := o.Receive.Config
-		rc.Access = o.Access
-		if d.recv, err = otlpin.Listen(rc, store, client, log); err != nil {
+		if d.recv, err = otlpin.Listen(o.Receive.Config, store, client, log); err != nil {
 			return nil, err
+		}
+		if o.Receive.Insecure {
+			log.Warn("The OTLP input is open: whoever reaches it may add spans to any Pod's trace (--otlp-receive-insecure)", "addr", o.Receive.Addr)
 		}
 		d.join = newJoinStage(store, o.Receive.Wait, sink.Export, reg, log)
 		sink = tracer.SinkFunc(d.join.pod)
@@ -135,7 +139,6 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 		Correlator:  d.corr,
 	})
 	if d.srv, err = d.serve(reg, ui); err != nil {
-		_ = d.recv.Shutdown(ctx)
 		return nil, err
 	}
 	return d, nil

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -161,12 +162,12 @@ func TestStoreFiltersAndHolds(t *testing.T) {
 		t.Errorf("web-2's request after the hold: %v expired, want 3", got)
 	}
 
-	small := NewStore(time.Hour, 3000, nil)
+	small := NewStore(time.Hour, 6000, nil)
 	for i := byte(10); i < 20; i++ {
 		small.Add(Decode(podCreate(i, "ns", "p")))
 	}
-	if n, b := small.Held(); b > 3000 || n == 0 {
-		t.Errorf("held %d spans, %d bytes with a bound of 3000", n, b)
+	if n, b := small.Held(); b > 6000 || n == 0 {
+		t.Errorf("held %d spans, %d bytes with a bound of 6000", n, b)
 	}
 	if v := testutil.ToFloat64(small.m.drop.WithLabelValues(phases.ServiceAPIServer, ReasonBytes)); v == 0 {
 		t.Error("nothing evicted for the byte bound")
@@ -222,10 +223,11 @@ func TestReceiverGRPCAndHTTP(t *testing.T) {
 	}
 }
 
-// Strings from outside are bounded and made valid UTF-8 before they are held.
+// Strings from outside are bounded before they are held; invalid UTF-8 is refused, as
+// proto.Unmarshal refuses it.
 func TestDecodeBoundsStrings(t *testing.T) {
 	long := strings.Repeat("é", 1000)
-	sp := span(1, 1, 0, long, "key\xff", long)
+	sp := span(1, 1, 0, long, "key", long)
 	for i := 0; i < 100; i++ {
 		sp.Attributes = append(sp.Attributes, str("k", "v"))
 	}
@@ -241,6 +243,14 @@ func TestDecodeBoundsStrings(t *testing.T) {
 	}
 	if got.Service != phases.ServiceKubelet {
 		t.Errorf("service %q", got.Service)
+	}
+	b, err := proto.Marshal(request("kubelet", span(1, 1, 0, "syncPod", "keyX", "v")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("keyX"), []byte("key\xff"), 1)
+	if err := DecodeMessage(b, func([]phases.ComponentSpan) { t.Error("a span with invalid UTF-8 decoded") }); !errors.Is(err, errBadMessage) {
+		t.Errorf("invalid UTF-8: %v, want it refused", err)
 	}
 }
 

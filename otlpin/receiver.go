@@ -1,47 +1,65 @@
 package otlpin
 
 import (
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
-	_ "google.golang.org/grpc/encoding/gzip" // OTLP exporters (a Collector's by default) compress
-	"google.golang.org/protobuf/proto"
+	"golang.org/x/net/netutil"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/access"
 )
 
-// maxRequestBytes bounds one request, compressed or not (an OTLP exporter's batch is well
-// below: 512 spans by default).
-const maxRequestBytes = 16 << 20
+// Limits of the input, as an OpenTelemetry Collector's OTLP receiver sets them (confighttp's
+// max_request_body_size and timeouts, configgrpc's max_recv_msg_size_mib and
+// max_concurrent_streams): every one bounds what a sender, slow, large or many, can make
+// readyspan hold.
+const (
+	// maxRequestBytes bounds one request once decompressed (an OTLP exporter's batch is well
+	// below: 512 spans by default).
+	maxRequestBytes = 16 << 20
+	// DefaultInflightBytes bounds the memory of all requests being read and decoded at once;
+	// past it a request is refused with the retryable answer (HTTP 429, gRPC
+	// RESOURCE_EXHAUSTED with a retry delay), so a Collector in front backs off and retries.
+	DefaultInflightBytes = 64 << 20
+	// retryDelay is the delay a refused sender is told to wait.
+	retryDelay = 2 * time.Second
+	// maxConns bounds the connections open at once; more wait to be accepted.
+	maxConns = 256
+	// maxStreams bounds the requests in flight on one HTTP/2 (gRPC) connection.
+	maxStreams = 16
+
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second // a whole request, headers and body
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 2 * time.Minute
+	pingTimeout       = 15 * time.Second // an HTTP/2 connection that does not answer a ping is closed
+	sendPingAfter     = time.Minute      // an idle HTTP/2 connection is pinged after this
+)
 
 // Config is the OTLP input's configuration.
 type Config struct {
 	// Addr is where to listen (host:port). OTLP/gRPC and OTLP/HTTP (POST /v1/traces, protobuf)
 	// share it.
 	Addr string
-	// CertFile and KeyFile serve TLS; empty, plain text (TLS optional), unless Access applies.
+	// CertFile and KeyFile serve TLS; empty, plain text on loopback or with Insecure, a
+	// self-signed certificate where senders authenticate.
 	CertFile, KeyFile string
-	// Access is the metrics address's access configuration. Where Addr is not a loopback
-	// address, it applies here too: with Secure, TLS (a self-signed certificate without
-	// CertFile) and every request's bearer token checked by the apiserver, as for /metrics, the
-	// non-resource path being the request's (/v1/traces, or the gRPC method's) and the verb
-	// create.
-	Access access.Config
+	// Insecure serves an address that is not loopback to anyone who reaches it, without TLS
+	// or tokens (--otlp-receive-insecure): every sender may then write every span.
+	Insecure bool
 	// Hold and MaxBytes bound what is held (DefaultHold, DefaultMaxBytes when zero).
 	Hold     time.Duration
 	MaxBytes int64
+	// MaxInflightBytes bounds the requests being read (DefaultInflightBytes when zero).
+	MaxInflightBytes int64
 }
 
 // Loopback reports whether addr's host is a loopback address (or localhost).
@@ -57,6 +75,10 @@ func Loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// Guarded reports whether senders authenticate: on any address but loopback, unless the
+// operator opened it with Insecure.
+func (c *Config) Guarded() bool { return !Loopback(c.Addr) && !c.Insecure }
+
 // Validate checks the configuration before anything listens.
 func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
@@ -65,23 +87,27 @@ func (c *Config) Validate() error {
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return errors.New("--otlp-receive-tls-cert-file and --otlp-receive-tls-key-file go together")
 	}
-	if c.Hold < 0 || c.MaxBytes < 0 {
-		return errors.New("--otlp-receive-hold and --otlp-receive-max-mib must not be negative")
+	if c.Hold < 0 || c.MaxBytes < 0 || c.MaxInflightBytes < 0 {
+		return errors.New("--otlp-receive-hold, --otlp-receive-max-mib and --otlp-receive-inflight-mib must not be negative")
+	}
+	if c.MaxInflightBytes > 0 && c.MaxInflightBytes < 2*chunkCharge {
+		return fmt.Errorf("--otlp-receive-inflight-mib must be at least %d", 2*chunkCharge>>20)
 	}
 	return nil
 }
 
 // Receiver serves the OTLP input and fills a Store.
 type Receiver struct {
-	store *Store
-	srv   *http.Server
-	grpc  *grpc.Server
-	addr  net.Addr
-	log   *slog.Logger
+	store    *Store
+	inflight *budget
+	srv      *http.Server
+	addr     net.Addr
+	log      *slog.Logger
 }
 
-// Listen starts receiving on cfg.Addr into store. client checks tokens when the access rules
-// apply (see Config.Access).
+// Listen starts receiving on cfg.Addr into store. Where cfg.Guarded, client checks each
+// sender's token and what it may write (see sender.go); Listen fails without one. Every error
+// names what failed: the address, the certificate, the access rules.
 func Listen(cfg Config, store *Store, client kubernetes.Interface, log *slog.Logger) (*Receiver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -89,30 +115,33 @@ func Listen(cfg Config, store *Store, client kubernetes.Interface, log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Receiver{store: store, log: log}
-	r.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(maxRequestBytes))
-	collectortrace.RegisterTraceServiceServer(r.grpc, traceService{r: r})
-	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/traces", r.serveHTTP)
-	var handler http.Handler = http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
-		if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
-			r.grpc.ServeHTTP(rw, req)
-			return
-		}
-		mux.ServeHTTP(rw, req)
-	})
+	maxInflight := cfg.MaxInflightBytes
+	if maxInflight == 0 {
+		maxInflight = DefaultInflightBytes
+	}
+	r := &Receiver{store: store, inflight: &budget{max: maxInflight}, log: log}
+	handler, wrap, err := guard(cfg, client, log, http.HandlerFunc(r.serve))
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("--otlp-receive %s: %w", cfg.Addr, err)
+	}
+	if ln, err = wrap(netutil.LimitListener(ln, maxConns)); err != nil {
+		return nil, fmt.Errorf("--otlp-receive: %w", err)
+	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true) // gRPC without TLS: HTTP/2 with prior knowledge
-	r.srv = &http.Server{Handler: handler, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute,
+	r.srv = &http.Server{Handler: handler, Protocols: &protocols,
+		ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
+		MaxHeaderBytes: 64 << 10,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams, SendPingTimeout: sendPingAfter, PingTimeout: pingTimeout,
+			MaxReceiveBufferPerStream: 1 << 20, MaxReceiveBufferPerConnection: 4 << 20},
 		// A bad client's errors (a failed handshake) at debug, not on stderr.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	ln, handler, err := listen(cfg, client, handler, log)
-	if err != nil {
-		return nil, fmt.Errorf("listen on --otlp-receive %s: %w", cfg.Addr, err)
-	}
-	r.srv.Handler = handler
 	r.addr = ln.Addr()
 	go func() {
 		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -125,34 +154,31 @@ func Listen(cfg Config, store *Store, client kubernetes.Interface, log *slog.Log
 // h2 is offered to TLS clients first: gRPC needs HTTP/2.
 var nextProtos = []string{"h2", "http/1.1"}
 
-// listen opens the listener and guards the handler: where the metrics address's access rules
-// apply (Addr not loopback, Access.Secure) as /metrics is guarded; else TLS when a certificate
-// is given, and open.
-func listen(cfg Config, client kubernetes.Interface, h http.Handler, log *slog.Logger) (net.Listener, http.Handler, error) {
-	if !Loopback(cfg.Addr) && cfg.Access.Secure {
-		acc := access.Config{Secure: true, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, Verb: "create", NextProtos: nextProtos}
-		if acc.CertFile == "" {
-			acc.CertFile, acc.KeyFile = cfg.Access.CertFile, cfg.Access.KeyFile
+// guard returns the handler as senders reach it and what wraps the listener: where cfg is
+// Guarded, TLS (cfg's certificate, else a self-signed one) and every request's bearer token
+// checked with the apiserver, the sender needing VerbSend on AccessPath and its grants asked;
+// else TLS when a certificate is given, and open.
+func guard(cfg Config, client kubernetes.Interface, log *slog.Logger, h http.Handler) (http.Handler, func(net.Listener) (net.Listener, error), error) {
+	if cfg.Guarded() {
+		if client == nil {
+			return nil, nil, fmt.Errorf("--otlp-receive %s: senders on an address that is not loopback must authenticate, and there is no apiserver to ask (use a loopback address, or --otlp-receive-insecure)", cfg.Addr)
 		}
-		guard, err := access.New(acc, client, log)
+		g, err := access.New(access.Config{Secure: true, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, Verb: VerbSend,
+			Path: AccessPath, Grants: []string{VerbAnyNode, VerbAPIServer}, NextProtos: nextProtos}, client, log)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("--otlp-receive: %w", err)
 		}
-		ln, err := guard.Listen(cfg.Addr)
-		return ln, guard.Handler(h), err
+		return g.Handler(h), g.Wrap, nil
 	}
-	var cert tls.Certificate
-	if cfg.CertFile != "" {
-		var err error
-		if cert, err = tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile); err != nil {
-			return nil, nil, fmt.Errorf("load the OTLP input's TLS certificate: %w", err)
-		}
+	if cfg.CertFile == "" {
+		return h, func(ln net.Listener) (net.Listener, error) { return ln, nil }, nil
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil || cfg.CertFile == "" {
-		return ln, h, err
+	cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--otlp-receive-tls-cert-file: %w", err)
 	}
-	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: nextProtos}), h, nil
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: nextProtos}
+	return h, func(ln net.Listener) (net.Listener, error) { return tls.NewListener(ln, tc), nil }, nil
 }
 
 // Addr is the address the receiver listens on.
@@ -166,53 +192,22 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 	return r.srv.Shutdown(ctx)
 }
 
-type traceService struct {
-	collectortrace.UnimplementedTraceServiceServer
-	r *Receiver
+// serve tells the two transports apart: gRPC is HTTP/2 with a gRPC content type.
+func (r *Receiver) serve(rw http.ResponseWriter, req *http.Request) {
+	if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
+		r.serveGRPC(rw, req)
+		return
+	}
+	if req.URL.Path != "/v1/traces" {
+		http.NotFound(rw, req)
+		return
+	}
+	r.serveHTTP(rw, req)
 }
 
-func (t traceService) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	t.r.store.Add(Decode(req))
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-// serveHTTP is OTLP/HTTP: POST /v1/traces, a protobuf ExportTraceServiceRequest, gzip or not.
-func (r *Receiver) serveHTTP(rw http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost {
-		http.Error(rw, "POST an OTLP ExportTraceServiceRequest", http.StatusMethodNotAllowed)
-		return
-	}
-	if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
-		http.Error(rw, fmt.Sprintf("unsupported content type %q: readyspan reads OTLP/HTTP as application/x-protobuf", ct), http.StatusUnsupportedMediaType)
-		return
-	}
-	var body io.Reader = http.MaxBytesReader(rw, req.Body, maxRequestBytes)
-	switch enc := req.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		zr, err := gzip.NewReader(body)
-		if err != nil {
-			http.Error(rw, "bad gzip body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		defer zr.Close()
-		body = io.LimitReader(zr, maxRequestBytes+1)
-	default:
-		http.Error(rw, fmt.Sprintf("unsupported content encoding %q", enc), http.StatusUnsupportedMediaType)
-		return
-	}
-	b, err := io.ReadAll(body)
-	if err != nil || len(b) > maxRequestBytes {
-		http.Error(rw, "request too large or unreadable", http.StatusRequestEntityTooLarge)
-		return
-	}
-	var msg collectortrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &msg); err != nil {
-		http.Error(rw, "not an OTLP ExportTraceServiceRequest: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	r.store.Add(Decode(&msg))
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-	rw.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = rw.Write(out)
+// file decodes a request's message and files its spans from sender, a chunk at a time.
+func (r *Receiver) file(sender Sender, b []byte) error {
+	fr := r.store.Request(sender)
+	defer fr.End()
+	return DecodeMessage(b, fr.Add)
 }

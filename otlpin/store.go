@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,14 +17,20 @@ const (
 	// to take it: longer than the slowest startup readyspan follows (--fail-after, 2 min by
 	// default) plus its settle and wait.
 	DefaultHold = 10 * time.Minute
-	// DefaultMaxBytes bounds what is held, by the estimate spanBytes makes.
+	// DefaultMaxBytes bounds what is held, by the estimate the store keeps of its heap.
 	DefaultMaxBytes = 64 << 20
 	// undecidedFor is how long the spans of a trace whose root has not arrived, and none of
-	// which says what it concerns, are held: the components export in batches of a few seconds
-	// (5 s by default for each of them), and a trace's root ends, so is exported, last.
+	// which says what it concerns, are held; and how long a trace decided unrelated is
+	// remembered, so that its late spans are dropped at once: the components export in batches
+	// of a few seconds (5 s by default for each of them), and a trace's root ends, so is
+	// exported, last.
 	undecidedFor = 30 * time.Second
-	// expireEvery is how often the held traces are scanned for expiry.
-	expireEvery = time.Second
+	// maxKeysPerTrace is how many Pods one component trace may name: an apiserver request or a
+	// kubelet syncPod concerns one; a trace that names more is not one readyspan can place.
+	maxKeysPerTrace = 4
+	// maxTracesPerKey is how many held traces one Pod may have (the kubelet syncs a Pod on
+	// every change and once a minute): past it the oldest go, so no index list grows long.
+	maxTracesPerKey = 256
 )
 
 // Reasons a span is dropped, as the readyspan_otlp_dropped_spans_total reason label.
@@ -31,10 +38,13 @@ const (
 	ReasonUnrelated  = "unrelated"  // concerns no Pod or workload (at once)
 	ReasonComponent  = "component"  // from a service readyspan does not join (at once)
 	ReasonRead       = "read"       // a read request (GET, LIST, WATCH): never joined (at once)
+	ReasonMalformed  = "malformed"  // no valid trace or span ID (at once)
+	ReasonForbidden  = "forbidden"  // its sender may not write this component's spans, or for a Pod on another node
+	ReasonAmbiguous  = "ambiguous"  // its trace names more Pods than one request or syncPod can
 	ReasonUnresolved = "unresolved" // its trace's root never arrived to say what it concerns
 	ReasonExpired    = "expired"    // held for --otlp-receive-hold, and no Pod's trace took it
 	ReasonBytes      = "bytes"      // evicted, oldest first, to keep within the byte bound
-	ReasonMalformed  = "malformed"  // no valid trace or span ID
+	ReasonCrowded    = "crowded"    // one of more than maxTracesPerKey traces of one Pod, the oldest
 )
 
 // componentLabels are the component label's values: the three components joined, and other.
@@ -56,34 +66,45 @@ func component(service string) string {
 }
 
 // Store holds the components' spans that concern a Pod or workload, by trace, until a Pod's
-// trace takes them or they expire. It is safe for concurrent use.
+// trace takes them or they expire. It is safe for concurrent use. Everything it keeps (spans,
+// the strings they share, the indexes, the traces it remembers as unrelated) is charged to
+// one byte count, bounded by maxBytes: the oldest goes first, what never concerned a Pod
+// before what does. Every operation takes its lock for work linear in what it is given, and a
+// request's spans are filed a chunk at a time, so a large request never holds the lock long.
 type Store struct {
 	mu       sync.Mutex
 	hold     time.Duration
 	maxBytes int64
 	now      func() time.Time
 
-	traces    map[phases.TraceID]*held
-	order     []orderEntry                 // traces in arrival order, for eviction by bytes
-	unrelated map[phases.TraceID]time.Time // decided: later spans of these are dropped at once
-	byPod     map[string][]phases.TraceID  // "namespace/name" → apiserver requests on the Pod
-	byUID     map[string][]phases.TraceID  // Pod UID → kubelet traces
+	traces    map[heldKey]*held
+	all       queue              // every held trace in arrival order: expiry and eviction
+	undecided queue              // the held traces not yet known to concern a Pod, in arrival order
+	byPod     map[string][]*held // "namespace/name" → apiserver requests on the Pod
+	byUID     map[string][]*held // Pod UID → kubelet traces
+	unrelated map[phases.TraceID]*decided
+	decided   decidedQueue
+	strs      interner
 	bytes     int64
 	spans     int
-	expired   time.Time // last expiry scan
+	requests  uint64
 	lastSeen  map[string]time.Time
 	started   time.Time
 
 	m *metrics
 }
 
-type orderEntry struct {
-	id    phases.TraceID
-	first time.Time
+// heldKey is a held trace's identity: its trace ID and, for a node-bound sender's spans, the
+// node they may join Pods of. A sender for another node that reuses a trace ID gets a trace
+// of its own, never a share in the genuine one.
+type heldKey struct {
+	id   phases.TraceID
+	node string
 }
 
 // held is one component trace's spans received so far.
 type held struct {
+	key      heldKey
 	spans    []phases.ComponentSpan
 	bytes    int64
 	first    time.Time // when its first span arrived
@@ -95,7 +116,24 @@ type held struct {
 	runtime  int       // spans from containerd
 	pods     []string
 	uids     []string
+	request  uint64 // the last request that added to it
+	all, und links
 }
+
+// Fixed costs charged to the byte bound, besides strings: measured against the live heap by
+// TestHeldBytesMatchHeap for every shape of input it feeds.
+var (
+	spanSize = int64(unsafe.Sizeof(phases.ComponentSpan{}))
+	attrSize = int64(unsafe.Sizeof(phases.Attr{}))
+)
+
+const (
+	heldTraceBytes = int64(unsafe.Sizeof(held{})) + 96 // with its slot in traces
+	boxedBytes     = 16                                // a string or number attribute value's box
+	indexRefBytes  = 16                                // a trace's place in an index list
+	indexKeyBytes  = 96                                // an index key's slot and list
+	decidedBytes   = 112                               // a remembered unrelated trace: its record and map slot
+)
 
 // NewStore returns an empty store; reg, when not nil, gets its metrics.
 func NewStore(hold time.Duration, maxBytes int64, reg prometheus.Registerer) *Store {
@@ -107,10 +145,12 @@ func NewStore(hold time.Duration, maxBytes int64, reg prometheus.Registerer) *St
 	}
 	s := &Store{
 		hold: hold, maxBytes: maxBytes, now: time.Now,
-		traces: map[phases.TraceID]*held{}, unrelated: map[phases.TraceID]time.Time{},
-		byPod: map[string][]phases.TraceID{}, byUID: map[string][]phases.TraceID{},
+		traces: map[heldKey]*held{}, unrelated: map[phases.TraceID]*decided{},
+		byPod: map[string][]*held{}, byUID: map[string][]*held{},
 		lastSeen: map[string]time.Time{},
 	}
+	s.all.links = func(h *held) *links { return &h.all }
+	s.undecided.links = func(h *held) *links { return &h.und }
 	s.started = s.now()
 	s.m = newMetrics(reg, s)
 	return s
@@ -125,14 +165,42 @@ func (s *Store) SetNow(now func() time.Time) {
 	s.started = now()
 }
 
-// Add takes the spans of one request, in the order received.
+// Add files one request's spans from a trusted sender (a replay, a test).
 func (s *Store) Add(spans []phases.ComponentSpan) {
+	r := s.Request(Trusted)
+	for len(spans) > 0 {
+		n := min(len(spans), chunkSpans)
+		r.Add(spans[:n])
+		spans = spans[n:]
+	}
+	r.End()
+}
+
+// Request is one request's filing: its spans come a chunk at a time (Add, each under one
+// hold of the store's lock) and what its traces concern is decided when it ends (End), so a
+// root and the span that says what the trace concerns may come in any order within it.
+type Request struct {
+	s       *Store
+	sender  Sender
+	seq     uint64
+	touched []*held
+}
+
+// Request starts filing a request from sender.
+func (s *Store) Request(sender Sender) *Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests++
+	return &Request{s: s, sender: sender, seq: s.requests}
+}
+
+// Add files a chunk of the request's spans; it copies what it keeps.
+func (r *Request) Add(spans []phases.ComponentSpan) {
+	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	s.expire(now)
-	groups := map[phases.TraceID][]int{}
-	var ids []phases.TraceID
 	for i := range spans {
 		sp := &spans[i]
 		s.m.received(sp.Service)
@@ -144,50 +212,100 @@ func (s *Store) Add(spans []phases.ComponentSpan) {
 			s.m.dropped(sp.Service, ReasonComponent, 1)
 			continue
 		}
+		node, ok := r.sender.may(sp.Service)
+		if !ok {
+			s.m.dropped(sp.Service, ReasonForbidden, 1)
+			continue
+		}
 		s.lastSeen[sp.Service] = now
 		if _, ok := s.unrelated[sp.TraceID]; ok {
 			s.m.dropped(sp.Service, ReasonUnrelated, 1)
 			continue
 		}
-		if _, ok := groups[sp.TraceID]; !ok {
-			ids = append(ids, sp.TraceID)
-		}
-		groups[sp.TraceID] = append(groups[sp.TraceID], i)
-	}
-	for _, id := range ids {
-		h := s.traces[id]
+		key := heldKey{sp.TraceID, node}
+		h := s.traces[key]
 		if h == nil {
-			h = &held{first: now}
-			s.traces[id] = h
-			s.order = append(s.order, orderEntry{id, now})
+			h = &held{key: key, first: now}
+			s.traces[key] = h
+			s.all.push(h)
+			s.undecided.push(h)
+			s.charge(h, heldTraceBytes)
 		}
-		for _, i := range groups[id] {
-			s.addSpan(id, h, &spans[i])
+		if h.request != r.seq {
+			h.request = r.seq
+			r.touched = append(r.touched, h)
 		}
-		switch {
-		case h.rooted && h.read:
-			s.drop(id, ReasonRead)
-			s.unrelated[id] = now
-		case h.rooted && !h.relevant:
-			s.drop(id, ReasonUnrelated)
-			s.unrelated[id] = now
-		}
+		s.addSpan(h, sp)
 	}
-	for s.bytes > s.maxBytes && len(s.order) > 0 {
-		e := s.order[0]
-		s.order = s.order[1:]
-		if h := s.traces[e.id]; h != nil && h.first.Equal(e.first) {
-			s.drop(e.id, ReasonBytes)
-		}
-	}
+	s.evict()
 }
 
-// addSpan adds one span to its trace and notes what it says the trace concerns.
-func (s *Store) addSpan(id phases.TraceID, h *held, sp *phases.ComponentSpan) {
-	b := spanBytes(sp)
-	h.spans = append(h.spans, *sp)
-	h.bytes += b
-	s.bytes += b
+// End decides, for each trace the request added to, whether what has come of it says it
+// concerns nothing readyspan joins.
+func (r *Request) End() {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.expire(now)
+	for _, h := range r.touched {
+		if s.traces[h.key] != h {
+			continue // taken, expired or evicted since
+		}
+		switch {
+		case len(h.pods) > maxKeysPerTrace || len(h.uids) > maxKeysPerTrace:
+			s.drop(h, ReasonAmbiguous)
+			s.remember(h.key.id, now)
+		case h.rooted && h.read:
+			s.drop(h, ReasonRead)
+			s.remember(h.key.id, now)
+		case h.rooted && !h.relevant:
+			s.drop(h, ReasonUnrelated)
+			s.remember(h.key.id, now)
+		}
+	}
+	r.touched = nil
+	s.evict()
+}
+
+// addSpan adds one span to its trace, with its strings held once, and notes what it says the
+// trace concerns.
+func (s *Store) addSpan(h *held, in *phases.ComponentSpan) {
+	// The shared strings are charged to the store, not to the trace: they outlive it while
+	// another trace holds them.
+	sp := *in
+	before := s.strs.bytes
+	sp.Name, _ = s.strs.ref(sp.Name)
+	n := int64(allocBytes(len(sp.StatusMessage)))
+	if len(sp.Attrs) > 0 {
+		sp.Attrs = make([]phases.Attr, len(in.Attrs))
+		n += int64(allocBytes(int(attrSize) * len(sp.Attrs)))
+		for i, a := range in.Attrs {
+			a.Key, _ = s.strs.ref(a.Key)
+			switch v := a.Value.(type) {
+			case string:
+				n += boxedBytes
+				if interned(v) {
+					v, _ = s.strs.ref(v)
+				} else {
+					n += int64(allocBytes(len(v)))
+				}
+				a.Value = v
+			case int64, float64:
+				n += boxedBytes
+			}
+			sp.Attrs[i] = a
+		}
+	}
+	if len(h.spans) == cap(h.spans) {
+		grown := append(h.spans, sp)
+		n += (int64(cap(grown)) - int64(cap(h.spans))) * spanSize
+		h.spans = grown
+	} else {
+		h.spans = append(h.spans, sp)
+	}
+	s.charge(h, n)
+	s.bytes += s.strs.bytes - before
 	s.spans++
 	if h.start.IsZero() || sp.Start.Before(h.start) {
 		h.start = sp.Start
@@ -203,27 +321,70 @@ func (s *Store) addSpan(id phases.TraceID, h *held, sp *phases.ComponentSpan) {
 		if sp.Attr(attrResource) == "pods" && sp.Attr(attrVerb) == "POST" && sp.Attr(attrSubresource) == "" && sp.Attr(attrAuditID) != "" {
 			h.create = true
 		}
-		if r, ns, name, ok := concerns(sp); ok {
-			h.relevant = true
+		if r, ns, name, ok := concerns(&sp); ok {
+			s.relevant(h)
 			if r == "pods" && name != "" {
-				key := ns + "/" + name
-				if !contains(h.pods, key) {
-					h.pods = append(h.pods, key)
-					s.byPod[key] = append(s.byPod[key], id)
-				}
+				s.index(h, &h.pods, s.byPod, ns+"/"+name)
 			}
 		}
 	case phases.ServiceContainerd:
 		h.runtime++
 	case phases.ServiceKubelet:
 		if uid := sp.Attr(phases.AttrPodUID); uid != "" {
-			h.relevant = true
-			if !contains(h.uids, uid) {
-				h.uids = append(h.uids, uid)
-				s.byUID[uid] = append(s.byUID[uid], id)
-			}
+			s.relevant(h)
+			s.index(h, &h.uids, s.byUID, uid)
 		}
 	}
+}
+
+// interned says which string attribute values are held once: the short ones repeat from span
+// to span (a method, a status, an address, a resource, a Pod's UID), the long ones (URLs,
+// audit IDs, keys) rarely do.
+func interned(v string) bool { return len(v) <= maxInternedValue }
+
+const maxInternedValue = 48
+
+// relevant marks a trace as concerning a Pod or workload: it leaves the undecided.
+func (s *Store) relevant(h *held) {
+	if !h.relevant {
+		h.relevant = true
+		s.undecided.remove(h)
+	}
+}
+
+// index notes that the trace concerns key, in its own list and the index; past
+// maxKeysPerTrace keys it stops (End drops such a trace), and past maxTracesPerKey traces of
+// one key the oldest goes.
+func (s *Store) index(h *held, keys *[]string, idx map[string][]*held, key string) {
+	for _, k := range *keys {
+		if k == key {
+			return
+		}
+	}
+	if len(*keys) > maxKeysPerTrace {
+		return
+	}
+	*keys = append(*keys, key)
+	if len(*keys) > maxKeysPerTrace {
+		return // not indexed: End drops it
+	}
+	list, ok := idx[key]
+	n := int64(indexRefBytes + allocBytes(len(key)))
+	if !ok {
+		n += indexKeyBytes
+	}
+	if len(list) >= maxTracesPerKey {
+		oldest := list[0]
+		s.drop(oldest, ReasonCrowded)
+		list = idx[key]
+	}
+	idx[key] = append(list, h)
+	s.charge(h, n)
+}
+
+func (s *Store) charge(h *held, n int64) {
+	h.bytes += n
+	s.bytes += n
 }
 
 // Attributes of the apiserver's spans that say what a request concerns.
@@ -248,7 +409,7 @@ var workloads = map[string]bool{"pods": true, "deployments": true, "replicasets"
 func concerns(sp *phases.ComponentSpan) (resource, ns, name string, ok bool) {
 	if key := sp.Attr(attrStorageKey); key != "" {
 		key = strings.TrimPrefix(key, "/registry")
-		parts := strings.Split(strings.TrimPrefix(key, "/"), "/")
+		parts := strings.SplitN(strings.TrimPrefix(key, "/"), "/", 4)
 		if len(parts) >= 3 && workloads[parts[0]] {
 			return parts[0], parts[1], parts[2], true
 		}
@@ -270,7 +431,7 @@ func concerns(sp *phases.ComponentSpan) (resource, ns, name string, ok bool) {
 // requestPath reads /api/v1/namespaces/NS/RESOURCE[/NAME…] and
 // /apis/GROUP/VERSION/namespaces/NS/RESOURCE[/NAME…].
 func requestPath(path string) (resource, ns, name string, ok bool) {
-	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	parts := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 8)
 	switch {
 	case len(parts) >= 2 && parts[0] == "api":
 		parts = parts[2:]
@@ -291,43 +452,52 @@ func requestPath(path string) (resource, ns, name string, ok bool) {
 	return parts[0], ns, name, true
 }
 
-// Query is what a Pod's trace asks of the store: its UID (the kubelet's spans), its namespace
-// and name (the apiserver's requests on it) and the window in which those requests count.
+// Query is what a Pod's trace asks of the store: its UID (the kubelet's spans), the node it is
+// bound to (whose senders may write them), its namespace and name (the apiserver's requests on
+// it) and the window in which those requests count.
 type Query struct {
-	UID, Namespace, Name string
-	From, To             time.Time
+	UID, Node, Namespace, Name string
+	From, To                   time.Time
 }
 
 // Take removes and returns the traces that concern the Pod: every kubelet trace of its UID
-// (with containerd's spans in it), and every apiserver request on its namespace and name
-// that started within [From, To] (a later Pod of the same name has its own window). Their
-// spans count as joined.
+// (with containerd's spans in it) from a sender that may write for its node, and every
+// apiserver request on its namespace and name that started within [From, To] (a later Pod of
+// the same name has its own window). Their spans count as joined; a node-bound sender's spans
+// for this Pod from another node are dropped as forbidden.
 func (s *Store) Take(q Query) []phases.ComponentTrace {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire(s.now())
 	var out []phases.ComponentTrace
-	take := func(id phases.TraceID) {
-		h := s.traces[id]
-		if h == nil || !h.relevant {
+	take := func(h *held) {
+		if !h.relevant {
 			return
 		}
 		for _, sp := range h.spans {
 			s.m.joined(sp.Service)
 		}
 		out = append(out, h.spans)
-		s.remove(id, h)
+		s.remove(h)
 	}
-	for _, id := range append([]phases.TraceID(nil), s.byUID[q.UID]...) {
-		take(id)
+	for _, h := range append([]*held(nil), s.byUID[q.UID]...) {
+		if !mayJoin(h, q) {
+			s.drop(h, ReasonForbidden)
+			continue
+		}
+		take(h)
 	}
-	for _, id := range append([]phases.TraceID(nil), s.byPod[q.Namespace+"/"+q.Name]...) {
-		if h := s.traces[id]; h != nil && !h.start.Before(q.From) && !h.start.After(q.To) {
-			take(id)
+	for _, h := range append([]*held(nil), s.byPod[q.Namespace+"/"+q.Name]...) {
+		if !h.start.Before(q.From) && !h.start.After(q.To) {
+			take(h)
 		}
 	}
 	return out
 }
+
+// mayJoin says whether a held trace's sender may write for the query's Pod: any node, or the
+// node the Pod is bound to.
+func mayJoin(h *held, q Query) bool { return h.key.node == "" || h.key.node == q.Node }
 
 // Presence is which of the spans a Pod's trace expects the store holds.
 type Presence struct {
@@ -341,14 +511,14 @@ func (s *Store) Present(q Query) Presence {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var p Presence
-	for _, id := range s.byUID[q.UID] {
-		if h := s.traces[id]; h != nil && h.rooted && phases.StartedPod(h.spans) {
+	for _, h := range s.byUID[q.UID] {
+		if mayJoin(h, q) && h.rooted && phases.StartedPod(h.spans) {
 			p.Sync = true
 			p.Runtime = p.Runtime || h.runtime > 0
 		}
 	}
-	for _, id := range s.byPod[q.Namespace+"/"+q.Name] {
-		if h := s.traces[id]; h != nil && h.rooted && h.create && !h.start.Before(q.From) && !h.start.After(q.To) {
+	for _, h := range s.byPod[q.Namespace+"/"+q.Name] {
+		if h.rooted && h.create && !h.start.Before(q.From) && !h.start.After(q.To) {
 			p.Create = true
 		}
 	}
@@ -370,106 +540,189 @@ func (s *Store) Sending(component string, window time.Duration) bool {
 	return ok && now.Sub(t) <= window || now.Sub(s.started) < startupGrace
 }
 
-// Held is how many spans and bytes the store holds.
+// Held is how many spans the store holds and the bytes it counts for all it keeps.
 func (s *Store) Held() (spans int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.spans, s.bytes
 }
 
-// expire drops what was held too long, at most once per expireEvery.
+// expire drops what was held too long and forgets unrelated traces remembered long enough;
+// each queue is in arrival order, so it looks at no more than it removes.
 func (s *Store) expire(now time.Time) {
-	if now.Sub(s.expired) < expireEvery {
-		return
+	for h := s.all.head; h != nil && now.Sub(h.first) > s.hold; h = s.all.head {
+		if h.relevant {
+			s.drop(h, ReasonExpired)
+		} else {
+			s.drop(h, ReasonUnresolved)
+		}
 	}
-	s.expired = now
-	for id, h := range s.traces {
-		age := now.Sub(h.first)
+	for h := s.undecided.head; h != nil && now.Sub(h.first) > min(undecidedFor, s.hold); h = s.undecided.head {
+		s.drop(h, ReasonUnresolved)
+	}
+	for d := s.decided.head; d != nil && now.Sub(d.at) > undecidedFor; d = s.decided.head {
+		s.forget(d)
+	}
+}
+
+// evict keeps what is counted within the bound: the unrelated traces remembered go first,
+// then the undecided traces, then the oldest held.
+func (s *Store) evict() {
+	for s.bytes > s.maxBytes {
 		switch {
-		case !h.relevant && age > min(undecidedFor, s.hold):
-			s.drop(id, ReasonUnresolved)
-		case h.relevant && age > s.hold:
-			s.drop(id, ReasonExpired)
+		case s.decided.head != nil:
+			s.forget(s.decided.head)
+		case s.undecided.head != nil:
+			s.drop(s.undecided.head, ReasonBytes)
+		case s.all.head != nil:
+			s.drop(s.all.head, ReasonBytes)
+		default:
+			return
 		}
 	}
-	for id, t := range s.unrelated {
-		if now.Sub(t) > s.hold {
-			delete(s.unrelated, id)
-		}
-	}
-	// The arrival queue keeps entries of traces already gone until they reach its head.
-	i := 0
-	for i < len(s.order) && s.traces[s.order[i].id] == nil {
-		i++
-	}
-	s.order = s.order[i:]
 }
 
 // drop removes a trace, counting its spans as dropped for the reason.
-func (s *Store) drop(id phases.TraceID, reason string) {
-	h := s.traces[id]
-	if h == nil {
-		return
-	}
+func (s *Store) drop(h *held, reason string) {
 	for _, sp := range h.spans {
 		s.m.dropped(sp.Service, reason, 1)
 	}
-	s.remove(id, h)
+	s.remove(h)
 }
 
-func (s *Store) remove(id phases.TraceID, h *held) {
-	delete(s.traces, id)
+// remove takes a trace out of the store and its indexes, freeing what it was charged.
+func (s *Store) remove(h *held) {
+	if s.traces[h.key] != h {
+		return
+	}
+	delete(s.traces, h.key)
+	s.all.remove(h)
+	s.undecided.remove(h)
+	before := s.strs.bytes
+	for _, sp := range h.spans {
+		s.strs.unref(sp.Name)
+		for _, a := range sp.Attrs {
+			s.strs.unref(a.Key)
+			if v, ok := a.Value.(string); ok && interned(v) {
+				s.strs.unref(v)
+			}
+		}
+	}
+	s.bytes -= before - s.strs.bytes
 	s.bytes -= h.bytes
 	s.spans -= len(h.spans)
 	for _, k := range h.pods {
-		s.byPod[k] = without(s.byPod[k], id)
-		if len(s.byPod[k]) == 0 {
-			delete(s.byPod, k)
-		}
+		unindex(s.byPod, k, h)
 	}
 	for _, u := range h.uids {
-		s.byUID[u] = without(s.byUID[u], id)
-		if len(s.byUID[u]) == 0 {
-			delete(s.byUID, u)
+		unindex(s.byUID, u, h)
+	}
+	h.spans = nil
+}
+
+func unindex(idx map[string][]*held, key string, h *held) {
+	list := idx[key]
+	for i, x := range list {
+		if x == h {
+			list = append(list[:i], list[i+1:]...)
+			break
 		}
+	}
+	if len(list) == 0 {
+		delete(idx, key)
+	} else {
+		idx[key] = list
 	}
 }
 
-// spanBytes estimates what a held span costs in memory, as measured on a real capture
-// (TestSpanBytesEstimate): the span with its share of the trace's slice and indexes, and per
-// attribute its slot, its boxed value and the strings that are not interned (decode.go).
-func spanBytes(sp *phases.ComponentSpan) int64 {
-	n := heldSpanBytes + len(sp.Name) + len(sp.StatusMessage)
-	for _, a := range sp.Attrs {
-		n += heldAttrBytes
-		if v, ok := a.Value.(string); ok && len(v) > maxInternedValue {
-			n += len(v)
-		}
-	}
-	return int64(n)
+// decided is a trace remembered as unrelated until at.
+type decided struct {
+	id         phases.TraceID
+	at         time.Time
+	prev, next *decided
 }
 
-// The fixed parts of spanBytes.
-const (
-	heldSpanBytes = 420 // phases.ComponentSpan (160 bytes), the slice's spare room, its trace's share of the indexes
-	heldAttrBytes = 48  // phases.Attr (32 bytes) and its boxed value (16)
-)
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// remember notes that a trace concerns nothing readyspan joins, so that its later spans are
+// dropped at once.
+func (s *Store) remember(id phases.TraceID, now time.Time) {
+	if _, ok := s.unrelated[id]; ok {
+		return
 	}
-	return false
+	d := &decided{id: id, at: now}
+	s.unrelated[id] = d
+	s.decided.push(d)
+	s.bytes += decidedBytes
 }
 
-func without(ids []phases.TraceID, id phases.TraceID) []phases.TraceID {
-	out := ids[:0]
-	for _, x := range ids {
-		if x != id {
-			out = append(out, x)
-		}
+func (s *Store) forget(d *decided) {
+	s.decided.remove(d)
+	delete(s.unrelated, d.id)
+	s.bytes -= decidedBytes
+}
+
+// links place a held trace in one of the store's queues.
+type links struct{ prev, next *held }
+
+// queue is a list of held traces in arrival order, linked through the traces themselves so
+// that a trace leaves it in constant time.
+type queue struct {
+	head, tail *held
+	links      func(*held) *links
+}
+
+func (q *queue) push(h *held) {
+	l := q.links(h)
+	l.prev, l.next = q.tail, nil
+	if q.tail != nil {
+		q.links(q.tail).next = h
+	} else {
+		q.head = h
 	}
-	return out
+	q.tail = h
+}
+
+// remove takes h out of the queue; a trace not in it is left alone.
+func (q *queue) remove(h *held) {
+	l := q.links(h)
+	if l.prev == nil && q.head != h {
+		return
+	}
+	if l.prev != nil {
+		q.links(l.prev).next = l.next
+	} else {
+		q.head = l.next
+	}
+	if l.next != nil {
+		q.links(l.next).prev = l.prev
+	} else {
+		q.tail = l.prev
+	}
+	l.prev, l.next = nil, nil
+}
+
+// decidedQueue is the remembered unrelated traces in the order they were decided.
+type decidedQueue struct{ head, tail *decided }
+
+func (q *decidedQueue) push(d *decided) {
+	d.prev = q.tail
+	if q.tail != nil {
+		q.tail.next = d
+	} else {
+		q.head = d
+	}
+	q.tail = d
+}
+
+func (q *decidedQueue) remove(d *decided) {
+	if d.prev != nil {
+		d.prev.next = d.next
+	} else {
+		q.head = d.next
+	}
+	if d.next != nil {
+		d.next.prev = d.prev
+	} else {
+		q.tail = d.prev
+	}
+	d.prev, d.next = nil, nil
 }

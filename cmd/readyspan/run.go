@@ -36,11 +36,13 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	shardIndex := fs.Int("shard", 0, "this replica's shard, from 0 to --total-shards-1: it traces the Pods and rollouts of the workloads whose key hashes to it (docs/scale.md)")
 	totalShards := fs.Int("total-shards", 1, "how many shards split the cluster; each shard runs its own readyspan (or its own leader-elected replicas)")
 	fs.StringVar(&o.AuditLog, "audit-log", "", "kube-apiserver audit log (JSON lines) to follow: measures the apiserver phase of Deployment changes and bare Pods")
-	fs.StringVar(&o.Receive.Addr, "otlp-receive", "", "receive the components' own spans (kube-apiserver, kubelet, containerd) over OTLP/gRPC and OTLP/HTTP on this host:port and join them into each Pod's trace (docs/otlp.md); where not loopback, --metrics-secure's rules apply")
-	fs.StringVar(&o.Receive.CertFile, "otlp-receive-tls-cert-file", "", "serve --otlp-receive over TLS with this certificate")
+	fs.StringVar(&o.Receive.Addr, "otlp-receive", "", "receive the components' own spans (kube-apiserver, kubelet, containerd) over OTLP/gRPC and OTLP/HTTP on this host:port and join them into each Pod's trace (docs/otlp.md); where not loopback, senders authenticate with a token the apiserver checks, over TLS")
+	fs.StringVar(&o.Receive.CertFile, "otlp-receive-tls-cert-file", "", "serve --otlp-receive over TLS with this certificate (where senders authenticate, a self-signed one is made at start without it)")
+	fs.BoolVar(&o.Receive.Insecure, "otlp-receive-insecure", false, "serve --otlp-receive on an address that is not loopback without TLS or tokens: whoever reaches it may add spans to any Pod's trace")
 	fs.StringVar(&o.Receive.KeyFile, "otlp-receive-tls-key-file", "", "the key of --otlp-receive-tls-cert-file")
 	fs.DurationVar(&o.Receive.Hold, "otlp-receive-hold", otlpin.DefaultHold, "how long received spans that concern a Pod or workload are held for its trace; then they are dropped and counted")
-	receiveMiB := fs.Int("otlp-receive-max-mib", otlpin.DefaultMaxBytes>>20, "most MiB of received spans held; past it the oldest are dropped and counted")
+	receiveMiB := fs.Int("otlp-receive-max-mib", otlpin.DefaultMaxBytes>>20, "most MiB of memory the received spans held take (with the strings they share and what the input remembers); past it the oldest are dropped and counted")
+	inflightMiB := fs.Int("otlp-receive-inflight-mib", otlpin.DefaultInflightBytes>>20, "most MiB of memory the OTLP requests being read and decoded take together; past it requests are refused with the retryable answer (HTTP 429, gRPC RESOURCE_EXHAUSTED)")
 	fs.DurationVar(&o.Receive.Wait, "otlp-receive-wait", daemon.DefaultComponentWait, "how long a finished Pod trace waits, at most, for the components' spans it expects before it is exported with what arrived")
 	fs.StringVar(&o.StateFile, "state-file", "", "file where a stopping readyspan records what it exported, so a restart neither loses nor repeats a trace")
 	uf.register(fs)
@@ -74,6 +76,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	o.OTLP.QueueTraces, o.OTLP.QueueBytes = *queueTraces, *queueBytes
 	o.Receive.MaxBytes = int64(*receiveMiB) << 20
+	o.Receive.MaxInflightBytes = int64(*inflightMiB) << 20
 	if o.Shard, err = shard.New(*shardIndex, *totalShards); err != nil {
 		return err
 	}

@@ -1,0 +1,127 @@
+package otlpin
+
+import (
+	"compress/flate"
+	"compress/gzip"
+	"errors"
+	"io"
+	"sync/atomic"
+)
+
+// budget bounds the memory of the requests being read and decoded, all transports together.
+// A request takes from it before it reads, in steps, and gives all back when it is filed: a
+// request that would pass the bound is refused at once, before its bytes are in memory.
+type budget struct {
+	max  int64
+	used atomic.Int64
+}
+
+func (b *budget) take(n int64) bool {
+	for {
+		u := b.used.Load()
+		if u+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+// charge is one request's share of the budget.
+type charge struct {
+	b *budget
+	n int64
+}
+
+func (c *charge) take(n int64) bool {
+	if !c.b.take(n) {
+		return false
+	}
+	c.n += n
+	return true
+}
+
+func (c *charge) release() {
+	c.b.used.Add(-c.n)
+	c.n = 0
+}
+
+// What a request costs while in flight, charged to the budget: per byte of its message (the
+// bytes, the room a growing buffer keeps, the request's list of the traces it adds to) and,
+// once, the chunk of decoded spans it files at a time.
+const (
+	inflightPerByte = 3
+	chunkCharge     = 1 << 20
+	readStep        = 32 << 10
+)
+
+var (
+	// errBusy: the budget is spent; the sender is told to retry later.
+	errBusy = errors.New("too many requests in flight: retry later")
+	// errTooLarge: the message is larger than maxRequestBytes, compressed or not.
+	errTooLarge = errors.New("request larger than 16 MiB (decompressed)")
+	// errBadGzip: the body is not gzip.
+	errBadGzip = errors.New("bad gzip body")
+)
+
+// readMessage reads a request's message from body, decompressing gzip, and charges it to c as
+// it goes: at most maxRequestBytes once decompressed, counted as they are read, so a small
+// body that would expand past the bound is refused having cost its bound and no more. size is
+// the message's length when the sender said it (uncompressed), else -1.
+func readMessage(body io.Reader, gz bool, size int64, c *charge) ([]byte, error) {
+	if size > maxRequestBytes {
+		return nil, errTooLarge
+	}
+	if !c.take(chunkCharge) {
+		return nil, errBusy
+	}
+	if gz {
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, errBadGzip
+		}
+		defer zr.Close()
+		body, size = zr, -1
+	}
+	if size >= 0 {
+		if !c.take(size * inflightPerByte) {
+			return nil, errBusy
+		}
+		b := make([]byte, size)
+		if _, err := io.ReadFull(body, b); err != nil {
+			return nil, err
+		}
+		if n, _ := body.Read(make([]byte, 1)); n > 0 {
+			return nil, errTooLarge
+		}
+		return b, nil
+	}
+	var b []byte
+	for {
+		if len(b)+readStep > cap(b) {
+			if len(b) > maxRequestBytes {
+				return nil, errTooLarge
+			}
+			if !c.take(readStep * inflightPerByte) {
+				return nil, errBusy
+			}
+			b = append(b, make([]byte, readStep)...)[:len(b)]
+		}
+		n, err := body.Read(b[len(b):min(cap(b), len(b)+readStep)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			if len(b) > maxRequestBytes {
+				return nil, errTooLarge
+			}
+			return b, nil
+		}
+		if err != nil {
+			var corrupt flate.CorruptInputError
+			if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt) {
+				return nil, errBadGzip
+			}
+			return nil, err
+		}
+	}
+}
