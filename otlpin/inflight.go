@@ -48,8 +48,8 @@ func (c *charge) release() {
 }
 
 // What a request costs while in flight, charged to the budget: per byte of its message (the
-// bytes, the room a growing buffer keeps, the request's list of the traces it adds to) and,
-// once, the chunk of decoded spans it files at a time.
+// bytes as read, the one buffer they are copied into, the request's list of the traces it adds
+// to) and, once, the chunk of decoded spans it files at a time.
 const (
 	inflightPerByte = 3
 	chunkCharge     = 1 << 20
@@ -97,24 +97,25 @@ func readMessage(body io.Reader, gz bool, size int64, c *charge) ([]byte, error)
 		}
 		return b, nil
 	}
-	var b []byte
+	// Read in fixed steps, copied once into one buffer at the end: a buffer grown by append
+	// would hold up to twice what it read, and leave its earlier arrays behind.
+	var steps [][]byte
+	n := 0
 	for {
-		if len(b)+readStep > cap(b) {
-			if len(b) > maxRequestBytes {
-				return nil, errTooLarge
-			}
-			if !c.take(readStep * inflightPerByte) {
-				return nil, errBusy
-			}
-			b = append(b, make([]byte, readStep)...)[:len(b)]
+		if n > maxRequestBytes {
+			return nil, errTooLarge
 		}
-		n, err := body.Read(b[len(b):min(cap(b), len(b)+readStep)])
-		b = b[:len(b)+n]
-		if errors.Is(err, io.EOF) {
-			if len(b) > maxRequestBytes {
-				return nil, errTooLarge
-			}
-			return b, nil
+		if !c.take(readStep * inflightPerByte) {
+			return nil, errBusy
+		}
+		step := make([]byte, readStep)
+		k, err := io.ReadFull(body, step)
+		if k > 0 {
+			steps = append(steps, step[:k])
+			n += k
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
 		}
 		if err != nil {
 			var corrupt flate.CorruptInputError
@@ -124,4 +125,13 @@ func readMessage(body io.Reader, gz bool, size int64, c *charge) ([]byte, error)
 			return nil, err
 		}
 	}
+	if n > maxRequestBytes {
+		return nil, errTooLarge
+	}
+	b := make([]byte, 0, n)
+	for i, step := range steps {
+		b = append(b, step...)
+		steps[i] = nil
+	}
+	return b, nil
 }

@@ -16,7 +16,7 @@ type internEntry struct {
 
 // internEntryBytes is what an entry costs besides its string: its map slot (with the map's
 // spare room) and the entry itself.
-const internEntryBytes = 72
+const internEntryBytes = 96
 
 // ref returns the canonical copy of s, and the bytes it added.
 func (t *interner) ref(s string) (string, int64) {

@@ -36,6 +36,11 @@ const (
 	// maxStreams bounds the requests in flight on one HTTP/2 (gRPC) connection.
 	maxStreams = 16
 
+)
+
+// The HTTP server's timeouts: a slow sender's connection is closed, not kept (variables for the
+// tests that wait for them).
+var (
 	readHeaderTimeout = 10 * time.Second
 	readTimeout       = 30 * time.Second // a whole request, headers and body
 	writeTimeout      = 30 * time.Second

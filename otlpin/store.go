@@ -28,6 +28,10 @@ const (
 	// maxKeysPerTrace is how many Pods one component trace may name: an apiserver request or a
 	// kubelet syncPod concerns one; a trace that names more is not one readyspan can place.
 	maxKeysPerTrace = 4
+	// maxSpansPerTrace is how many spans of one component trace are held: a syncPod with its
+	// CRI calls and containerd's spans, or an apiserver request, has tens; later ones are
+	// dropped as crowded.
+	maxSpansPerTrace = 1024
 	// maxTracesPerKey is how many held traces one Pod may have (the kubelet syncs a Pod on
 	// every change and once a minute): past it the oldest go, so no index list grows long.
 	maxTracesPerKey = 256
@@ -44,7 +48,7 @@ const (
 	ReasonUnresolved = "unresolved" // its trace's root never arrived to say what it concerns
 	ReasonExpired    = "expired"    // held for --otlp-receive-hold, and no Pod's trace took it
 	ReasonBytes      = "bytes"      // evicted, oldest first, to keep within the byte bound
-	ReasonCrowded    = "crowded"    // one of more than maxTracesPerKey traces of one Pod, the oldest
+	ReasonCrowded    = "crowded"    // past maxSpansPerTrace spans in a trace, or the oldest of more than maxTracesPerKey traces of one Pod
 )
 
 // componentLabels are the component label's values: the three components joined, and other.
@@ -128,11 +132,11 @@ var (
 )
 
 const (
-	heldTraceBytes = int64(unsafe.Sizeof(held{})) + 96 // with its slot in traces
-	boxedBytes     = 16                                // a string or number attribute value's box
-	indexRefBytes  = 16                                // a trace's place in an index list
-	indexKeyBytes  = 96                                // an index key's slot and list
-	decidedBytes   = 112                               // a remembered unrelated trace: its record and map slot
+	heldTraceBytes = int64(unsafe.Sizeof(held{})) + 128 // with its slot in traces
+	boxedBytes     = 16                                 // a string or number attribute value's box
+	indexRefBytes  = 16                                 // a trace's place in an index list
+	indexKeyBytes  = 96                                 // an index key's slot and list
+	decidedBytes   = 112                                // a remembered unrelated trace: its record and map slot
 )
 
 // NewStore returns an empty store; reg, when not nil, gets its metrics.
@@ -234,6 +238,10 @@ func (r *Request) Add(spans []phases.ComponentSpan) {
 		if h.request != r.seq {
 			h.request = r.seq
 			r.touched = append(r.touched, h)
+		}
+		if len(h.spans) == maxSpansPerTrace {
+			s.m.dropped(sp.Service, ReasonCrowded, 1)
+			continue
 		}
 		s.addSpan(h, sp)
 	}
