@@ -420,7 +420,9 @@ func TestSenderAuthority(t *testing.T) {
 	}
 	// The kubelet's syncPod of Pod uid-b (on node-b), and of uid-a (on node-a), each sent by
 	// node-a's Collector; the same trace of uid-b sent by the gateway.
-	sync := func(trace byte, uid string) []byte { return marshal(t, request("kubelet", span(trace, 1, 0, "syncPod", "k8s.pod.uid", uid))) }
+	sync := func(trace byte, uid string) []byte {
+		return marshal(t, request("kubelet", span(trace, 1, 0, "syncPod", "k8s.pod.uid", uid)))
+	}
 	for _, c := range []struct {
 		token string
 		body  []byte

@@ -35,7 +35,6 @@ const (
 	maxConns = 256
 	// maxStreams bounds the requests in flight on one HTTP/2 (gRPC) connection.
 	maxStreams = 16
-
 )
 
 // The HTTP server's timeouts: a slow sender's connection is closed, not kept (variables for the
