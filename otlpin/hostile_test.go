@@ -23,6 +23,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	gzipcodec "google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -473,4 +479,61 @@ func marshal(t *testing.T, req *collectortrace.ExportTraceServiceRequest) []byte
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Past the in-flight bound both transports answer with the OTLP specification's retryable
+// refusal: gRPC RESOURCE_EXHAUSTED carrying a RetryInfo delay (read here by a real gRPC
+// client), HTTP 429 with Retry-After. Once the bound frees, the same request is taken.
+func TestBusyIsRetryable(t *testing.T) {
+	s := NewStore(time.Minute, 0, nil)
+	r, err := Listen(Config{Addr: "127.0.0.1:0", MaxInflightBytes: 2 * chunkCharge}, s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	// A sender that states a large body and stalls holds the bound.
+	stall, err := net.Dial("tcp", r.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(stall, "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n", 300<<10)
+	time.Sleep(200 * time.Millisecond)
+
+	conn, err := grpc.NewClient(r.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = collectortrace.NewTraceServiceClient(conn).Export(ctx, podCreate(1, "ns", "a"), grpc.UseCompressor(gzipcodec.Name))
+	st := status.Convert(err)
+	var delay time.Duration
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			delay = ri.GetRetryDelay().AsDuration()
+		}
+	}
+	if st.Code() != codes.ResourceExhausted || delay <= 0 {
+		t.Errorf("gRPC past the bound: %v, retry delay %v; want RESOURCE_EXHAUSTED with a delay", err, delay)
+	}
+	resp, err := http.Post("http://"+r.Addr().String()+"/v1/traces", "application/x-protobuf", bytes.NewReader(marshal(t, podCreate(2, "ns", "b"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("HTTP past the bound: %s, Retry-After %q; want 429 with a delay", resp.Status, resp.Header.Get("Retry-After"))
+	}
+	if n := testutil.ToFloat64(s.m.refuse.WithLabelValues(refusedBusy)); n != 2 {
+		t.Errorf("%v refusals counted as busy, want 2", n)
+	}
+	stall.Close()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := collectortrace.NewTraceServiceClient(conn).Export(ctx, podCreate(1, "ns", "a")); err != nil {
+		t.Errorf("once the bound is free: %v", err)
+	}
+	if n, _ := s.Held(); n != 3 {
+		t.Errorf("%d spans held, want the retried request's 3", n)
+	}
 }
