@@ -663,6 +663,54 @@ func TestOTLPReceive(t *testing.T) {
 	}
 }
 
+// TestOTLPReceiveAuthenticated: once enabled, the OTLP input authenticates its senders unless
+// the operator says otherwise: readyspan may ask the apiserver (TokenReview,
+// SubjectAccessReview), the senders' ClusterRoles grant the verbs readyspan asks for on
+// /v1/traces, and the subjects given are bound to them; with insecure, the flag and none of it.
+func TestOTLPReceiveAuthenticated(t *testing.T) {
+	helmBin(t)
+	objs := mustTemplate(t, `otlpReceive:
+  enabled: true
+  nodeSenders: [{kind: ServiceAccount, name: collector, namespace: observability}]
+  apiserverSenders: [{kind: ServiceAccount, name: apiserver-collector, namespace: kube-system}]
+`)
+	args := strs(at(find(objs, "Deployment")[0], "spec", "template", "spec", "containers", 0, "args"))
+	if slices.Contains(args, "--otlp-receive-insecure") || !slices.Contains(args, "--otlp-receive-max-mib=32") || !slices.Contains(args, "--otlp-receive-inflight-mib=32") {
+		t.Errorf("args %v: want the input authenticated and its memory bounded", args)
+	}
+	roles := map[string]string{}
+	for _, r := range find(objs, "ClusterRole") {
+		roles[fmt.Sprint(at(r, "metadata", "name"))] = js(at(r, "rules"))
+	}
+	for name, want := range map[string]string{
+		"readyspan-delegated-auth":        `"tokenreviews"`,
+		"readyspan-otlp-node-sender":      `"verbs":["create"]`,
+		"readyspan-otlp-apiserver-sender": `"verbs":["create","create-apiserver"]`,
+		"readyspan-otlp-gateway-sender":   `"verbs":["create","create-any-node"]`,
+	} {
+		if !strings.Contains(roles[name], want) {
+			t.Errorf("ClusterRole %s: rules %s, want %s", name, roles[name], want)
+		}
+	}
+	bound := map[string]string{}
+	for _, b := range find(objs, "ClusterRoleBinding") {
+		bound[fmt.Sprint(at(b, "roleRef", "name"))] = js(at(b, "subjects"))
+	}
+	if !strings.Contains(bound["readyspan-otlp-node-sender"], `"collector"`) || !strings.Contains(bound["readyspan-otlp-apiserver-sender"], `"apiserver-collector"`) {
+		t.Errorf("bindings %v: want the given senders bound", bound)
+	}
+	if _, ok := bound["readyspan-otlp-gateway-sender"]; ok {
+		t.Error("a gateway binding without gateway senders")
+	}
+	open := mustTemplate(t, "otlpReceive: {enabled: true, insecure: true}\n")
+	if args := strs(at(find(open, "Deployment")[0], "spec", "template", "spec", "containers", 0, "args")); !slices.Contains(args, "--otlp-receive-insecure") {
+		t.Errorf("insecure: args %v lack --otlp-receive-insecure", args)
+	}
+	if s := js(open); strings.Contains(s, "tokenreviews") || strings.Contains(s, "otlp-node-sender") {
+		t.Error("insecure: the access rules' RBAC is there")
+	}
+}
+
 // TestOTLPHeaders: headers given as values go into a Secret the container reads
 // OTEL_EXPORTER_OTLP_HEADERS from (never into the Deployment), in key order, and a change rolls
 // the Pods.
