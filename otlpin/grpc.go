@@ -51,8 +51,8 @@ func (r *Receiver) serveGRPC(rw http.ResponseWriter, req *http.Request) {
 	case prefix[0] > 1 || compressed && !gz:
 		r.refuseGRPC(rw, codes.Internal, refusedMalformed, "compressed flag without a grpc-encoding", false)
 		return
-	case size > maxRequestBytes:
-		r.refuseGRPC(rw, codes.ResourceExhausted, refusedTooLarge, fmt.Sprintf("message larger than max (%d vs. %d)", size, maxRequestBytes), false)
+	case size > r.inflight.maxMessage():
+		r.refuseGRPC(rw, codes.ResourceExhausted, refusedTooLarge, fmt.Sprintf("message larger than max (%d vs. %d)", size, r.inflight.maxMessage()), false)
 		return
 	}
 	c := &charge{b: r.inflight}

@@ -537,3 +537,37 @@ func TestBusyIsRetryable(t *testing.T) {
 		t.Errorf("%d spans held, want the retried request's 3", n)
 	}
 }
+
+// A request larger than the in-flight bound could ever admit is refused as too large (413,
+// not retried), not told to retry forever.
+func TestTooLargeForTheBound(t *testing.T) {
+	s := NewStore(time.Minute, 0, nil)
+	r, err := Listen(Config{Addr: "127.0.0.1:0", MaxInflightBytes: 32 << 20}, s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	for _, c := range []struct {
+		size int
+		gz   bool
+		want int
+	}{{12 << 20, false, http.StatusRequestEntityTooLarge}, {12 << 20, true, http.StatusRequestEntityTooLarge}, {8 << 20, false, http.StatusBadRequest}} {
+		body := make([]byte, c.size)
+		if c.gz {
+			body = bomb(t, c.size)
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+r.Addr().String()+"/v1/traces", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		if c.gz {
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%d MiB (gzip %v) with a 32 MiB bound: %s, want %d", c.size>>20, c.gz, resp.Status, c.want)
+		}
+	}
+}

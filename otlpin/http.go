@@ -39,7 +39,7 @@ func (r *Receiver) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	if gz {
 		size = -1
 	}
-	b, err := readMessage(http.MaxBytesReader(rw, req.Body, maxRequestBytes), gz, size, c)
+	b, err := readMessage(http.MaxBytesReader(rw, req.Body, r.inflight.maxMessage()), gz, size, c)
 	if err == nil {
 		err = r.file(senderOf(req.Context()), b)
 	}

@@ -16,6 +16,12 @@ type budget struct {
 	used atomic.Int64
 }
 
+// maxMessage is the largest message the budget can ever admit, at most maxRequestBytes: a
+// larger one is refused as too large, not told to retry forever.
+func (b *budget) maxMessage() int64 {
+	return min(maxRequestBytes, (b.max-chunkCharge)/inflightPerByte/readStep*readStep)
+}
+
 func (b *budget) take(n int64) bool {
 	for {
 		u := b.used.Load()
@@ -59,18 +65,19 @@ const (
 var (
 	// errBusy: the budget is spent; the sender is told to retry later.
 	errBusy = errors.New("too many requests in flight: retry later")
-	// errTooLarge: the message is larger than maxRequestBytes, compressed or not.
-	errTooLarge = errors.New("request larger than 16 MiB (decompressed)")
+	// errTooLarge: the message is larger than the budget's maxMessage, compressed or not.
+	errTooLarge = errors.New("request too large (decompressed)")
 	// errBadGzip: the body is not gzip.
 	errBadGzip = errors.New("bad gzip body")
 )
 
 // readMessage reads a request's message from body, decompressing gzip, and charges it to c as
-// it goes: at most maxRequestBytes once decompressed, counted as they are read, so a small
+// it goes: at most the budget's maxMessage once decompressed, counted as they are read, so a small
 // body that would expand past the bound is refused having cost its bound and no more. size is
 // the message's length when the sender said it (uncompressed), else -1.
 func readMessage(body io.Reader, gz bool, size int64, c *charge) ([]byte, error) {
-	if size > maxRequestBytes {
+	limit := c.b.maxMessage()
+	if size > limit {
 		return nil, errTooLarge
 	}
 	if !c.take(chunkCharge) {
@@ -102,8 +109,12 @@ func readMessage(body io.Reader, gz bool, size int64, c *charge) ([]byte, error)
 	var steps [][]byte
 	n := 0
 	for {
-		if n > maxRequestBytes {
-			return nil, errTooLarge
+		if int64(n) >= limit {
+			// At the limit a byte more, read without a charge, says the message is too large.
+			if k, _ := io.ReadFull(body, make([]byte, 1)); k > 0 {
+				return nil, errTooLarge
+			}
+			break
 		}
 		if !c.take(readStep * inflightPerByte) {
 			return nil, errBusy
@@ -125,7 +136,7 @@ func readMessage(body io.Reader, gz bool, size int64, c *charge) ([]byte, error)
 			return nil, err
 		}
 	}
-	if n > maxRequestBytes {
+	if int64(n) > limit {
 		return nil, errTooLarge
 	}
 	b := make([]byte, 0, n)

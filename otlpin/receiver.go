@@ -23,7 +23,7 @@ import (
 // readyspan hold.
 const (
 	// maxRequestBytes bounds one request once decompressed (an OTLP exporter's batch is well
-	// below: 512 spans by default).
+	// below: 512 spans by default), and less where the in-flight bound could not admit it.
 	maxRequestBytes = 16 << 20
 	// DefaultInflightBytes bounds the memory of all requests being read and decoded at once;
 	// past it a request is refused with the retryable answer (HTTP 429, gRPC
