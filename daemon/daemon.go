@@ -137,7 +137,13 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 		AuditLog:    o.AuditLog,
 		AuditFailed: func(err error) { log.Error("Not reading the audit log", "err", err) },
 		Correlator:  d.corr,
+		// The webhook histogram is filled from the components' spans only; its webhook label
+		// takes the names the cluster's webhook configurations declare.
+		Webhooks: d.recv != nil,
 	})
+	if d.recv != nil {
+		d.metrics.SetWebhooks(d.source.Webhooks())
+	}
 	if d.srv, err = d.serve(reg, ui); err != nil {
 		return nil, err
 	}

@@ -41,10 +41,16 @@ func grants(rules []rbacv1.PolicyRule) map[grant]bool {
 	return out
 }
 
-// registryGrants is what the registry says readyspan reads.
+// registryGrants is what the registry says readyspan reads, with the webhook configurations
+// (webhookKinds) the OTLP input's webhook label is read from.
 func registryGrants() map[grant]bool {
 	out := map[grant]bool{}
 	for _, k := range kinds {
+		for _, v := range k.verbs {
+			out[grant{k.gvr.Group, k.gvr.Resource, v}] = true
+		}
+	}
+	for _, k := range webhookKinds {
 		for _, v := range k.verbs {
 			out[grant{k.gvr.Group, k.gvr.Resource, v}] = true
 		}
@@ -77,9 +83,10 @@ func diff(a, b map[grant]bool) []string {
 }
 
 // TestClusterRoleMatchesRegistry holds deploy/kubernetes/base/clusterrole.yaml to the registry
-// of kinds, both ways: every kind's verbs are granted on its group and resource (else its watch
-// is forbidden and readyspan is never ready), and nothing else is (a kind dropped from the
-// registry must leave the ClusterRole too: it grants read access to the whole cluster).
+// of kinds and the webhook configurations, both ways: every kind's verbs are granted on its
+// group and resource (else its watch is forbidden and readyspan is never ready, or its webhooks
+// are all "other"), and nothing else is (a kind dropped from the registry must leave the
+// ClusterRole too: it grants read access to the whole cluster).
 func TestClusterRoleMatchesRegistry(t *testing.T) {
 	var role rbacv1.ClusterRole
 	readManifest(t, "clusterrole.yaml", &role)

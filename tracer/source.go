@@ -22,6 +22,10 @@ type SourceConfig struct {
 	AuditLog    string      // kube-apiserver audit log to follow into the same stream; "" for none
 	AuditFailed func(error) // told when the audit log cannot be read; each command words it its own way
 
+	// Webhooks: watch the admission webhook configurations too (Webhooks), for what takes the
+	// names of webhooks from the components' spans (readyspan run --otlp-receive).
+	Webhooks bool
+
 	Correlator *Correlator // nil to only tap the deltas
 	Tap        func(Delta) // sees each delta before the correlator; nil for none
 }
@@ -30,26 +34,40 @@ type SourceConfig struct {
 // Deltas, the audit log added to the same stream, and the loop feeding them on. The steps are
 // separate because the commands interleave their own work (serving /readyz, printing) with them.
 type Source struct {
-	cfg     SourceConfig
-	watcher *Watcher
+	cfg      SourceConfig
+	watcher  *Watcher
+	webhooks *Webhooks // nil unless SourceConfig.Webhooks
 }
 
 // NewSource sets the informers up; nothing talks to the cluster until Start.
 func NewSource(cfg SourceConfig) *Source {
-	return &Source{cfg: cfg, watcher: NewWatcher(cfg.Client, cfg.Watch, cfg.Errs, cfg.Log)}
+	s := &Source{cfg: cfg, watcher: NewWatcher(cfg.Client, cfg.Watch, cfg.Errs, cfg.Log)}
+	if cfg.Webhooks {
+		s.webhooks = NewWebhooks(cfg.Client, cfg.Errs, cfg.Log)
+	}
+	return s
 }
 
 // Watcher is the Source's informers, for their health (/readyz) and sync.
 func (s *Source) Watcher() *Watcher { return s.watcher }
+
+// Webhooks is the Source's watch of the admission webhook configurations; nil unless
+// SourceConfig.Webhooks. It is not among what readiness waits for: without it only webhook
+// names go unlabelled.
+func (s *Source) Webhooks() *Webhooks { return s.webhooks }
 
 // Reachable tells whether the apiserver answers, in the words every command uses.
 func (s *Source) Reachable(ctx context.Context) error {
 	return Reachable(ctx, s.cfg.Client, s.cfg.Host)
 }
 
-// Start starts the informers and, if asked, follows the audit log; it returns at once.
+// Start starts the informers and, if asked, the webhook configurations' and follows the audit
+// log; it returns at once.
 func (s *Source) Start(ctx context.Context) {
 	s.watcher.Start(ctx)
+	if s.webhooks != nil {
+		s.webhooks.Start(ctx)
+	}
 	if s.cfg.AuditLog == "" {
 		return
 	}

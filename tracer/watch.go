@@ -361,14 +361,23 @@ func (w *Watcher) emit(d Delta) {
 	w.out <- d
 }
 
-func (w *Watcher) watchError(r Resource, err error) {
-	reason := "other"
+// watchErrorReason is a failed list's or watch's reason label: forbidden, expired or other; ""
+// for none, when the watch was stopped.
+func watchErrorReason(err error) string {
 	switch {
 	case apierrors.IsForbidden(err):
-		reason = "forbidden"
+		return "forbidden"
 	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-		reason = "expired"
+		return "expired"
 	case errors.Is(err, context.Canceled):
+		return ""
+	}
+	return "other"
+}
+
+func (w *Watcher) watchError(r Resource, err error) {
+	reason := watchErrorReason(err)
+	if reason == "" {
 		return
 	}
 	if w.errs != nil {

@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,9 +53,16 @@ func joined(t *testing.T, hooks ...string) *phases.Trace {
 	return tr
 }
 
+// declared are webhooks the cluster declares, by type: a stand-in for tracer.Webhooks where
+// what the cluster holds is not the point.
+type declared map[string][]string
+
+func (d declared) Declared(typ, name string) bool { return slices.Contains(d[typ], name) }
+
 func TestComponentHistograms(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
+	m.SetWebhooks(declared{phases.WebhookMutating: {"inject.example.com"}, phases.WebhookValidating: {"policy.example.com"}})
 	m.Export(trace()) // no joined spans: nothing observed
 	m.Export(joined(t, "inject.example.com"))
 	want := `
@@ -114,12 +122,17 @@ readyspan_etcd_write_duration_seconds_count{operation="update"} 1
 	}
 }
 
-// The webhook label keeps its first WebhookLabelLimit names; later ones read "other" and are
-// counted. A hostile name (invalid UTF-8, too long) is made a valid, bounded label value; a
-// nameless call reads "unknown".
+// The webhook label keeps its first WebhookLabelLimit declared names; later ones read "other"
+// and are counted. A name that is not valid UTF-8 or too long is made a valid, bounded label
+// value; a nameless call reads "unknown".
 func TestWebhookLabelBounded(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
+	hooks := declared{phases.WebhookValidating: {"policy.example.com"}}
+	for i := range WebhookLabelLimit + 4 {
+		hooks[phases.WebhookMutating] = append(hooks[phases.WebhookMutating], fmt.Sprintf("hook-%02d.example.com", i))
+	}
+	m.SetWebhooks(hooks)
 	// policy.example.com (validating) takes one place.
 	for i := range WebhookLabelLimit + 4 {
 		m.Export(joined(t, fmt.Sprintf("hook-%02d.example.com", i)))
@@ -138,14 +151,16 @@ func TestWebhookLabelBounded(t *testing.T) {
 		t.Errorf("%d webhook series, want %d (the cap and other)", n, WebhookLabelLimit+1)
 	}
 
+	// Names the apiserver would refuse, declared all the same: the label stays valid.
 	m2 := New(prometheus.NewRegistry(), "dev", tracer.RolloutKinds(), Options{})
+	m2.SetWebhooks(declared{phases.WebhookMutating: {"bad\xff.example.com", strings.Repeat("a", 300), strings.Repeat("é", 200)}})
 	for _, c := range []struct{ in, want string }{
 		{"bad\xff.example.com", "bad\uFFFD.example.com"},
 		{strings.Repeat("a", 300), strings.Repeat("a", maxWebhookName)},
 		{strings.Repeat("é", 200), strings.Repeat("é", maxWebhookName/2)}, // cut on a rune
 		{"", UnknownWebhook},
 	} {
-		if got := m2.components.webhookLabel(c.in); got != c.want {
+		if got := m2.components.webhookLabel(c.in, phases.WebhookMutating); got != c.want {
 			t.Errorf("webhookLabel(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}

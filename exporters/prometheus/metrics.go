@@ -61,7 +61,7 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 		return prometheus.HistogramOpts{Name: name, Help: help, Buckets: Buckets}
 	}
 	overflow := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_metrics_label_overflow_total",
-		Help: "Traces whose namespace or workload label (--metrics-pod-labels) read \"other\" because the label had reached --metrics-label-limit values, and admission webhook calls whose webhook label read \"other\" past its first " + strconv.Itoa(WebhookLabelLimit) + " names, by label."}, []string{"label"})
+		Help: "Traces whose namespace or workload label (--metrics-pod-labels) read \"other\" because the label had reached --metrics-label-limit values, and admission webhook calls whose webhook label read \"other\" past its first " + strconv.Itoa(WebhookLabelLimit) + " declared names, by label."}, []string{"label"})
 	pl := newPodLabeler(o, overflow)
 	m := &Metrics{
 		phaseDuration: prometheus.NewHistogramVec(h("readyspan_phase_duration_seconds",
