@@ -51,11 +51,13 @@ func (r *Receiver) serveGRPC(rw http.ResponseWriter, req *http.Request) {
 	case prefix[0] > 1 || compressed && !gz:
 		r.refuseGRPC(rw, codes.Internal, refusedMalformed, "compressed flag without a grpc-encoding", false)
 		return
-	case size > r.inflight.maxMessage():
-		r.refuseGRPC(rw, codes.ResourceExhausted, refusedTooLarge, fmt.Sprintf("message larger than max (%d vs. %d)", size, r.inflight.maxMessage()), false)
+	}
+	sender := senderOf(req.Context())
+	if limit := r.inflight.maxMessage(sender.Name); size > limit {
+		r.refuseGRPC(rw, codes.ResourceExhausted, refusedTooLarge, fmt.Sprintf("message larger than max (%d vs. %d)", size, limit), false)
 		return
 	}
-	c := &charge{b: r.inflight}
+	c := &charge{b: r.inflight, sender: sender.Name}
 	defer c.release()
 	var body io.Reader = io.LimitReader(req.Body, size)
 	if !compressed {
@@ -67,7 +69,7 @@ func (r *Receiver) serveGRPC(rw http.ResponseWriter, req *http.Request) {
 	}
 	b, err := readMessage(body, compressed, msgSize, c)
 	if err == nil {
-		err = r.file(senderOf(req.Context()), b)
+		err = r.file(sender, b)
 	}
 	switch {
 	case err == nil:

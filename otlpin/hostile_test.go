@@ -571,3 +571,42 @@ func TestTooLargeForTheBound(t *testing.T) {
 		}
 	}
 }
+
+// One authenticated sender's flood takes at most half of each bound: the spans another sender
+// sent for a starting Pod stay held, and its requests are still admitted.
+func TestSenderFloodLeavesRoom(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	s := NewStore(time.Hour, 4<<20, nil)
+	s.now = func() time.Time { return t0 }
+	genuine := s.Request(Sender{Name: "collector", AnyNode: true})
+	genuine.Add([]phases.ComponentSpan{{Service: phases.ServiceKubelet, TraceID: traceID(-1), SpanID: spanID(1), Name: "syncPod", Start: t0, End: t0,
+		Attrs: []phases.Attr{{Key: phases.AttrPodUID, Value: "real-pod"}}}})
+	genuine.End()
+	for r := 0; r < 200; r++ {
+		flood := s.Request(Sender{Name: "attacker", Node: "kwok-1"})
+		var spans []phases.ComponentSpan
+		for i := r * 256; i < (r+1)*256; i++ {
+			spans = append(spans, phases.ComponentSpan{Service: phases.ServiceKubelet, TraceID: traceID(i), SpanID: spanID(1), Name: "syncPod", Start: t0, End: t0,
+				Attrs: []phases.Attr{{Key: phases.AttrPodUID, Value: fmt.Sprintf("fake-%d", i)}}})
+		}
+		flood.Add(spans)
+		flood.End()
+	}
+	if _, held := s.Held(); held > 4<<20 {
+		t.Errorf("%d bytes held, past the bound", held)
+	}
+	if got := s.Take(Query{UID: "real-pod", Node: "node-a"}); len(got) != 1 {
+		t.Errorf("the genuine sender's syncPod: %d traces left after another sender's flood, want 1", len(got))
+	}
+
+	b := &budget{max: 8 << 20}
+	flood := &charge{b: b, sender: "attacker"}
+	for flood.take(readStep) {
+	}
+	if flood.n > b.max/2 {
+		t.Errorf("one sender took %d of %d in flight", flood.n, b.max)
+	}
+	if c := (&charge{b: b, sender: "collector"}); !c.take(chunkCharge) {
+		t.Error("another sender's request refused while one sender floods")
+	}
+}

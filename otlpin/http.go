@@ -33,15 +33,16 @@ func (r *Receiver) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 		r.refuseHTTP(rw, http.StatusUnsupportedMediaType, codes.InvalidArgument, refusedUnsupported, fmt.Sprintf("unsupported content encoding %q", bound(enc, 64)))
 		return
 	}
-	c := &charge{b: r.inflight}
+	sender := senderOf(req.Context())
+	c := &charge{b: r.inflight, sender: sender.Name}
 	defer c.release()
 	size := req.ContentLength
 	if gz {
 		size = -1
 	}
-	b, err := readMessage(http.MaxBytesReader(rw, req.Body, r.inflight.maxMessage()), gz, size, c)
+	b, err := readMessage(http.MaxBytesReader(rw, req.Body, r.inflight.maxMessage(sender.Name)), gz, size, c)
 	if err == nil {
-		err = r.file(senderOf(req.Context()), b)
+		err = r.file(sender, b)
 	}
 	var tooLarge *http.MaxBytesError
 	switch {

@@ -5,43 +5,69 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
-	"sync/atomic"
+	"sync"
 )
 
 // budget bounds the memory of the requests being read and decoded, all transports together.
 // A request takes from it before it reads, in steps, and gives all back when it is filed: a
-// request that would pass the bound is refused at once, before its bytes are in memory.
+// request that would pass the bound is refused at once, before its bytes are in memory. An
+// authenticated sender may take at most half of it, so that one sender's flood leaves room for
+// the others.
 type budget struct {
-	max  int64
-	used atomic.Int64
+	max int64
+
+	mu       sync.Mutex
+	used     int64
+	bySender map[string]int64
 }
 
-// maxMessage is the largest message the budget can ever admit, at most maxRequestBytes: a
-// larger one is refused as too large, not told to retry forever.
-func (b *budget) maxMessage() int64 {
-	return min(maxRequestBytes, (b.max-chunkCharge)/inflightPerByte/readStep*readStep)
-}
-
-func (b *budget) take(n int64) bool {
-	for {
-		u := b.used.Load()
-		if u+n > b.max {
-			return false
+func (b *budget) take(n int64, sender string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max || sender != "" && b.bySender[sender]+n > b.max/2 {
+		return false
+	}
+	b.used += n
+	if sender != "" {
+		if b.bySender == nil {
+			b.bySender = map[string]int64{}
 		}
-		if b.used.CompareAndSwap(u, u+n) {
-			return true
+		b.bySender[sender] += n
+	}
+	return true
+}
+
+func (b *budget) give(n int64, sender string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if sender != "" {
+		if b.bySender[sender] -= n; b.bySender[sender] <= 0 {
+			delete(b.bySender, sender)
 		}
 	}
 }
 
+// maxMessage is the largest message the budget can ever admit, at most maxRequestBytes: a
+// larger one is refused as too large, not told to retry forever. An authenticated sender's
+// half of the bound decides it.
+func (b *budget) maxMessage(sender string) int64 {
+	avail := b.max
+	if sender != "" {
+		avail = b.max / 2
+	}
+	return min(maxRequestBytes, (avail-chunkCharge)/inflightPerByte/readStep*readStep)
+}
+
 // charge is one request's share of the budget.
 type charge struct {
-	b *budget
-	n int64
+	b      *budget
+	sender string
+	n      int64
 }
 
 func (c *charge) take(n int64) bool {
-	if !c.b.take(n) {
+	if !c.b.take(n, c.sender) {
 		return false
 	}
 	c.n += n
@@ -49,7 +75,7 @@ func (c *charge) take(n int64) bool {
 }
 
 func (c *charge) release() {
-	c.b.used.Add(-c.n)
+	c.b.give(c.n, c.sender)
 	c.n = 0
 }
 
@@ -76,7 +102,7 @@ var (
 // body that would expand past the bound is refused having cost its bound and no more. size is
 // the message's length when the sender said it (uncompressed), else -1.
 func readMessage(body io.Reader, gz bool, size int64, c *charge) ([]byte, error) {
-	limit := c.b.maxMessage()
+	limit := c.b.maxMessage(c.sender)
 	if size > limit {
 		return nil, errTooLarge
 	}

@@ -82,10 +82,11 @@ type Store struct {
 	now      func() time.Time
 
 	traces    map[heldKey]*held
-	all       queue              // every held trace in arrival order: expiry and eviction
-	undecided queue              // the held traces not yet known to concern a Pod, in arrival order
-	byPod     map[string][]*held // "namespace/name" → apiserver requests on the Pod
-	byUID     map[string][]*held // Pod UID → kubelet traces
+	all       queue                  // every held trace in arrival order: expiry and eviction
+	undecided queue                  // the held traces not yet known to concern a Pod, in arrival order
+	senders   map[string]*senderHeld // what each authenticated sender holds
+	byPod     map[string][]*held     // "namespace/name" → apiserver requests on the Pod
+	byUID     map[string][]*held     // Pod UID → kubelet traces
 	unrelated map[phases.TraceID]*decided
 	decided   decidedQueue
 	strs      interner
@@ -121,7 +122,18 @@ type held struct {
 	pods     []string
 	uids     []string
 	request  uint64 // the last request that added to it
+	sender   *senderHeld
 	all, und links
+	snd      links
+}
+
+// senderHeld is what one authenticated sender's requests hold: its traces in arrival order and
+// their bytes. No sender may hold more than half the bound: one that floods the input evicts
+// its own oldest, not the spans other senders sent for the Pods starting now.
+type senderHeld struct {
+	name   string
+	traces queue
+	bytes  int64
 }
 
 // Fixed costs charged to the byte bound, besides strings: measured against the live heap by
@@ -151,7 +163,7 @@ func NewStore(hold time.Duration, maxBytes int64, reg prometheus.Registerer) *St
 		hold: hold, maxBytes: maxBytes, now: time.Now,
 		traces: map[heldKey]*held{}, unrelated: map[phases.TraceID]*decided{},
 		byPod: map[string][]*held{}, byUID: map[string][]*held{},
-		lastSeen: map[string]time.Time{},
+		lastSeen: map[string]time.Time{}, senders: map[string]*senderHeld{},
 	}
 	s.all.links = func(h *held) *links { return &h.all }
 	s.undecided.links = func(h *held) *links { return &h.und }
@@ -233,6 +245,7 @@ func (r *Request) Add(spans []phases.ComponentSpan) {
 			s.traces[key] = h
 			s.all.push(h)
 			s.undecided.push(h)
+			s.own(h, r.sender.Name)
 			s.charge(h, heldTraceBytes)
 		}
 		if h.request != r.seq {
@@ -393,6 +406,34 @@ func (s *Store) index(h *held, keys *[]string, idx map[string][]*held, key strin
 func (s *Store) charge(h *held, n int64) {
 	h.bytes += n
 	s.bytes += n
+	if h.sender != nil {
+		h.sender.bytes += n
+	}
+}
+
+// own records which authenticated sender a new trace came from (none on a trusted address).
+func (s *Store) own(h *held, name string) {
+	if name == "" {
+		return
+	}
+	sh := s.senders[name]
+	if sh == nil {
+		sh = &senderHeld{name: name}
+		sh.traces.links = func(h *held) *links { return &h.snd }
+		s.senders[name] = sh
+	}
+	h.sender = sh
+	sh.traces.push(h)
+}
+
+// greediest is the authenticated sender holding more than half the bound, if one does.
+func (s *Store) greediest() *senderHeld {
+	for _, sh := range s.senders {
+		if sh.bytes > s.maxBytes/2 {
+			return sh
+		}
+	}
+	return nil
 }
 
 // Attributes of the apiserver's spans that say what a request concerns.
@@ -574,12 +615,16 @@ func (s *Store) expire(now time.Time) {
 }
 
 // evict keeps what is counted within the bound: the unrelated traces remembered go first,
-// then the undecided traces, then the oldest held.
+// then the oldest of a sender that holds more than half the bound, then the undecided traces,
+// then the oldest held.
 func (s *Store) evict() {
 	for s.bytes > s.maxBytes {
+		greedy := s.greediest()
 		switch {
 		case s.decided.head != nil:
 			s.forget(s.decided.head)
+		case greedy != nil && greedy.traces.head != nil:
+			s.drop(greedy.traces.head, ReasonBytes)
 		case s.undecided.head != nil:
 			s.drop(s.undecided.head, ReasonBytes)
 		case s.all.head != nil:
@@ -606,6 +651,13 @@ func (s *Store) remove(h *held) {
 	delete(s.traces, h.key)
 	s.all.remove(h)
 	s.undecided.remove(h)
+	if sh := h.sender; sh != nil {
+		sh.traces.remove(h)
+		sh.bytes -= h.bytes
+		if sh.traces.head == nil {
+			delete(s.senders, sh.name)
+		}
+	}
 	before := s.strs.bytes
 	for _, sp := range h.spans {
 		s.strs.unref(sp.Name)
