@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -220,8 +221,8 @@ func PodInEverySpan(i int) *tracepb.Span {
 
 // ForgedSyncPod is a kubelet syncPod trace for the Pod uid with its CRI calls, dated at, and
 // readyspan's own attributes forged on every span: what a sender that is not the Pod's node
-// would add to its trace.
-func ForgedSyncPod(uid, podName, namespace string, at time.Time) []byte {
+// would add to its trace. It returns the request and the forged trace's ID (hex).
+func ForgedSyncPod(uid, podName, namespace string, at time.Time) ([]byte, string) {
 	trace := random(16)
 	root := random(8)
 	start, end := uint64(at.UnixNano()), uint64(at.Add(time.Second).UnixNano())
@@ -232,7 +233,7 @@ func ForgedSyncPod(uid, podName, namespace string, at time.Time) []byte {
 		spans = append(spans, &tracepb.Span{TraceId: trace, SpanId: random(8), ParentSpanId: root, Name: "runtime.v1.RuntimeService/" + m,
 			StartTimeUnixNano: start, EndTimeUnixNano: end, Attributes: forged})
 	}
-	return Marshal("kubelet", spans...)
+	return Marshal("kubelet", spans...), hex.EncodeToString(trace)
 }
 
 // Marshal is one request of a service's spans.
