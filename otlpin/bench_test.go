@@ -17,8 +17,8 @@ import (
 
 // BenchmarkReceiveCapture decodes and files every request of the real capture (40 Pods'
 // startups: 14,000 or so spans from the apiserver, kubelet and containerd), as the receiver
-// does after gRPC has unmarshalled a request; ns/span is the receiver's CPU per span, held-B
-// what the store holds afterwards (the Pods' spans, none taken).
+// does once a request's message is read; ns/span is the receiver's CPU per span, held-B what
+// the store holds afterwards (the Pods' spans, none taken).
 func BenchmarkReceiveCapture(b *testing.B) {
 	raw := readCapture(b, "testdata/capture-chain/components.otlp.gz")
 	spans := 0
@@ -42,14 +42,15 @@ func BenchmarkReceiveCapture(b *testing.B) {
 	b.ReportMetric(float64(held), "held-B")
 }
 
-// receive does what the receiver does with each request after gRPC or HTTP has read it.
+// receive does what the receiver does with each request's message once read: decode it from
+// the wire and file it, a chunk at a time.
 func receive(tb testing.TB, s *Store, raw [][]byte) {
-	for _, r := range raw {
-		var req collectortrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(r, &req); err != nil {
+	for _, b := range raw {
+		r := s.Request(Trusted)
+		if err := DecodeMessage(b, r.Add); err != nil {
 			tb.Fatal(err)
 		}
-		s.Add(Decode(&req))
+		r.End()
 	}
 }
 
