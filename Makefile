@@ -12,7 +12,7 @@ VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmt-check lint vulncheck bench fuzz e2e e2e-faults scale ceiling cluster-build cluster-up cluster-down cluster-status demo image clean
+.PHONY: all build test vet fmt-check lint vulncheck bench fuzz e2e e2e-faults otlp-attack scale ceiling cluster-build cluster-up cluster-down cluster-status demo image clean
 
 all: build
 
@@ -102,6 +102,10 @@ ceiling: build ## readyspan's ceiling against a replayed stream, next to the bas
 	$(GO) build -o $(BIN)/ceiling ./test/scale/ceiling
 	$(BIN)/ceiling run --readyspan $(BIN)/readyspan --baseline $(BIN)/scale-baseline \
 	  --rates '$(CEILING_RATES)' --encodings '$(CEILING_ENCODINGS)' $(CEILING_ARGS)
+
+otlp-attack: build ## the OTLP input's peak memory under every attack of test/otlpattack, the chart's settings
+	$(GO) build -o $(BIN)/otlpattack ./test/scale/otlpattack
+	deploy/local/scripts/otlp-attack.sh
 
 e2e-faults: cluster-build ## the fault suite on the local cluster (docs/faults.md)
 	deploy/local/scripts/faults.sh
