@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -173,23 +174,28 @@ func dedupe(xs []string) []string {
 	return out
 }
 
+// bar draws a span on the chart of the trace's root. A span's times are its source's, kept as
+// they are: a component's span joined into the trace (a kubelet whose clock is behind the
+// apiserver's) may begin before the trace, end after it, end before it begins or lie years
+// away. It is drawn cut at the chart's edge, at least one cell wide; its numbers say its times.
 func bar(s, root *phases.Span) string {
-	total := root.Duration()
-	if total <= 0 {
+	if root.Duration() <= 0 {
 		return strings.Repeat(" ", barWidth)
 	}
-	from := int(float64(s.Start.Sub(root.Start)) / float64(total) * barWidth)
-	to := int(float64(s.End.Sub(root.Start))/float64(total)*barWidth + 0.999)
+	from := min(int(column(s.Start, root, barWidth)), barWidth-1)
+	to := int(min(column(s.End, root, barWidth)+0.999, barWidth))
 	if to <= from {
 		to = from + 1
 	}
-	if to > barWidth {
-		to = barWidth
-	}
-	if from >= barWidth {
-		from = barWidth - 1
-	}
 	return strings.Repeat(" ", from) + strings.Repeat("█", to-from) + strings.Repeat(" ", barWidth-to)
+}
+
+// column is where a time lies on a chart width columns wide of a root with a positive length,
+// in columns from its left edge, held to [0, width] before any conversion to an integer (a
+// float beyond int's range converts to an arbitrary int).
+func column(at time.Time, root *phases.Span, width int) float64 {
+	c := float64(at.Sub(root.Start)) / float64(root.Duration()) * float64(width)
+	return min(max(c, 0), float64(width))
 }
 
 // durText is a span's length with the precision its ends have (phases.CoarseLength: "10s ±1s"
@@ -203,6 +209,9 @@ func durText(s *phases.Span) string {
 
 func fmtDur(d time.Duration) string {
 	switch {
+	case d < 0:
+		// An offset before the trace's start, a component's span that ends before it begins.
+		return "-" + fmtDur(-max(d, -math.MaxInt64))
 	case d >= time.Minute:
 		return d.Round(100 * time.Millisecond).String()
 	case d >= time.Second:
