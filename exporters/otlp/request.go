@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -249,10 +250,26 @@ func (bl *requestBlocks) attributes(first, then []phases.Attr) []*commonpb.KeyVa
 	return bl.kvPtrs[at:len(bl.kvPtrs):len(bl.kvPtrs)]
 }
 
-// unixNano is t in OTLP's unsigned nanoseconds; a time before 1970 (none is) as 0, as the SDK.
+// unixNano is t in OTLP's unsigned nanoseconds since 1970. A component's span joined into a
+// trace keeps the component's times, whatever its clock said, and those need not fit: a time
+// before 1970 (the zero time.Time among them) is sent as 0, OTLP's "unknown", as the SDK sends
+// it; one after the last nanosecond an int64 holds (2262-04-11) as that nanosecond, the most a
+// backend that reads the field as signed (Jaeger) takes. time.Time.UnixNano is undefined out of
+// that range (it wraps: the year 2600 came out as 2016).
 func unixNano(t time.Time) uint64 {
-	return uint64(max(0, t.UnixNano()))
+	switch {
+	case t.Before(epoch):
+		return 0
+	case t.After(lastUnixNano):
+		return math.MaxInt64
+	}
+	return uint64(t.UnixNano())
 }
+
+var (
+	epoch        = time.Unix(0, 0)
+	lastUnixNano = time.Unix(0, math.MaxInt64)
+)
 
 // validUTF8 replaces invalid UTF-8 with U+FFFD. OTLP's protobuf strings must be valid UTF-8:
 // one bad byte (a container's termination message, an Event written over protobuf) makes the
