@@ -32,8 +32,8 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 	if why, ok := root.Attr(phases.AttrInconsistency).(string); ok {
 		fmt.Fprintf(w, "  warning: timestamps out of order, the spans are clamped into order: %s\n", safetext.Field(why))
 	}
-	for _, row := range treeOrder(t.Spans) {
-		i, s, d := row.index, &t.Spans[row.index], row.depth
+	for _, row := range phases.TreeOrder(t.Spans) {
+		i, s, d := row.Index, &t.Spans[row.Index], row.Depth
 		name := strings.Repeat("  ", d) + s.Name
 		if c, ok := s.Attr(phases.AttrContainerName).(string); ok && phases.IsContainerSpan(s.Name) {
 			name += " " + safetext.Field(c)
@@ -86,55 +86,6 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 		fmt.Fprintf(w, "  %-34s %9s %10s |%s| %s %s\n", trim(name, 34), fmtDur(s.Start.Sub(root.Start)), durText(s), bar(s, root), src, strings.Join(dedupe(notes), ", "))
 	}
 	return nil
-}
-
-// row is one line of the waterfall: a span's index in the trace and its depth.
-type row struct{ index, depth int }
-
-// treeOrder lists the spans with each one's children right beneath it, siblings in the trace's
-// order (start order), so that a span stands under its parent even where it starts before
-// spans of another branch (the components' spans joined into a trace: a request that began
-// before the phase it belongs to was drawn). A span whose parent is not in the trace follows,
-// one level below the root.
-func treeOrder(spans []phases.Span) []row {
-	if len(spans) == 0 {
-		return nil
-	}
-	children := map[phases.SpanID][]int{}
-	index := make(map[phases.SpanID]int, len(spans))
-	for i := range spans {
-		index[spans[i].SpanID] = i
-	}
-	for i := 1; i < len(spans); i++ {
-		children[spans[i].ParentSpanID] = append(children[spans[i].ParentSpanID], i)
-	}
-	out := make([]row, 0, len(spans))
-	seen := make([]bool, len(spans))
-	var visit func(i, d int)
-	visit = func(i, d int) {
-		if seen[i] {
-			return // a cycle in the parents ends here
-		}
-		seen[i] = true
-		out = append(out, row{i, d})
-		for _, c := range children[spans[i].SpanID] {
-			visit(c, d+1)
-		}
-	}
-	visit(0, 0)
-	for i := 1; i < len(spans); i++ {
-		if !seen[i] {
-			if _, ok := index[spans[i].ParentSpanID]; !ok {
-				visit(i, 1)
-			}
-		}
-	}
-	for i := 1; i < len(spans); i++ { // what only a cycle holds
-		if !seen[i] {
-			visit(i, 1)
-		}
-	}
-	return out
 }
 
 // linkAttr is a link's string attribute.
