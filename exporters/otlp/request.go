@@ -213,11 +213,16 @@ func (bl *requestBlocks) bytes(b []byte) []byte {
 }
 
 // attributes converts two lists of attributes into one OTLP list, nil when empty, as the SDK
-// does: a value of a type OTLP has no scalar for is left out.
+// does: a value of a type OTLP has no scalar for is left out. first is a span's bounds (or an
+// event's or link's attributes, then nil): an attribute of then whose key a bound states is
+// left out, so that the one value sent is readyspan's (phases.BoundShadows).
 func (bl *requestBlocks) attributes(first, then []phases.Attr) []*commonpb.KeyValue {
 	at := len(bl.kvPtrs)
-	for _, list := range [2][]phases.Attr{first, then} {
+	for k, list := range [2][]phases.Attr{first, then} {
 		for _, a := range list {
+			if k == 1 && phases.BoundShadows(first, a.Key) {
+				continue
+			}
 			bl.values = append(bl.values, commonpb.AnyValue{})
 			v := &bl.values[len(bl.values)-1]
 			switch x := a.Value.(type) {

@@ -177,3 +177,24 @@ func TestTimesOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// A span's bounds are readyspan's statement of where its times came from: an attribute with a
+// key they state (one copied from a component's span) is not sent beside them.
+func TestBoundsAreSentOnce(t *testing.T) {
+	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
+	sp := &tr.Spans[len(tr.Spans)-1]
+	sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrSourceStart, Value: "audit"}, phases.Attr{Key: "k", Value: "v"})
+	got := flatten(resourceSpans([]traceSpans{{tr.TraceID, tr.Spans}}, newResources(nil)))
+	s := got[len(got)-1]
+	var sources []string
+	k := false
+	for _, kv := range s.Attributes {
+		if kv.Key == phases.AttrSourceStart {
+			sources = append(sources, kv.GetValue().GetStringValue())
+		}
+		k = k || kv.Key == "k"
+	}
+	if want := sp.Attr(phases.AttrSourceStart); len(sources) != 1 || sources[0] != want || !k {
+		t.Errorf("%s sent as %q (and k: %v); want %v once, and k", phases.AttrSourceStart, sources, k, want)
+	}
+}
