@@ -1,7 +1,10 @@
 package web
 
 import (
+	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +77,23 @@ func TestWaterfallSpanBeforeThePod(t *testing.T) {
 		if !ok || got.StartMs != s.StartMs || got.DurMs != s.DurMs || got.Phase != s.Phase || got.Cat != s.Cat {
 			t.Errorf("%s: %+v after the join, %+v before", s.Name, got, s)
 		}
+	}
+}
+
+// A component may send a float that is not finite (OTLP's double holds one): JSON has no number
+// for it, and one such attribute made the whole Pod's view fail to encode, and the ring dropped
+// the trace. It is sent as its name.
+func TestNonFiniteAttribute(t *testing.T) {
+	pods, _ := replay(t, filepath.Join("..", "otlpin", "testdata", "capture-chain", "recording"))
+	tr := pods[0]
+	sp := &tr.Spans[len(tr.Spans)-1]
+	sp.Attrs = append(slices.Clip(sp.Attrs), phases.Attr{Key: "nan", Value: math.NaN()}, phases.Attr{Key: "inf", Value: math.Inf(-1)})
+	sp.AddEvent(phases.Event{Name: "e", Time: sp.Start, Attrs: []phases.Attr{{Key: "inf", Value: math.Inf(1)}}})
+	e := podEntry(tr)
+	if e == nil {
+		t.Fatal("the Pod's view did not encode")
+	}
+	if !strings.Contains(string(e.body), `"nan":"NaN"`) || !strings.Contains(string(e.body), `"inf":"-Inf"`) || !strings.Contains(string(e.body), `"inf":"+Inf"`) {
+		t.Errorf("the values are not sent by name: %s", e.body)
 	}
 }

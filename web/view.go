@@ -249,7 +249,7 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 		if sv.Attrs == nil {
 			sv.Attrs = map[string]any{}
 		}
-		sv.Attrs[a.Key] = a.Value
+		sv.Attrs[a.Key] = jsonValue(a.Value)
 		if n, ok := a.Value.(int64); ok && a.Key == phases.AttrImageSize {
 			sv.Attrs[a.Key] = megabytes(n)
 		}
@@ -260,7 +260,7 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 			if ev.Attrs == nil {
 				ev.Attrs = map[string]any{}
 			}
-			ev.Attrs[a.Key] = a.Value
+			ev.Attrs[a.Key] = jsonValue(a.Value)
 		}
 		sv.Events = append(sv.Events, ev)
 	}
@@ -363,6 +363,16 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 		step++
 	}
 	pods(root, -1) // Pods no step is known to have caused
+	return v
+}
+
+// jsonValue is an attribute's value as JSON holds it: a float that is not finite (a component's
+// span may carry one) as its name, "NaN" or "+Inf", since JSON has no number for it and one such
+// value would fail the whole view.
+func jsonValue(v any) any {
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
 	return v
 }
 

@@ -127,3 +127,15 @@ func TestCellAtTheEdges(t *testing.T) {
 		}
 	}
 }
+
+// A float that is not finite (a component's span may carry one) is written by its name: JSON
+// has no number for it, and the line failed to encode, ending watch -o json.
+func TestJSONLinesNonFiniteAttribute(t *testing.T) {
+	tr := realTrace(t, phases.RootDeployment)
+	sp := &tr.Spans[len(tr.Spans)-1]
+	sp.Attrs = append(sp.Attrs[:len(sp.Attrs):len(sp.Attrs)], phases.Attr{Key: "nan", Value: math.NaN()})
+	var out bytes.Buffer
+	if err := JSONLines(&out, tr); err != nil || !strings.Contains(out.String(), `"nan":"NaN"`) {
+		t.Errorf("JSON lines: %v\n%s", err, out.String())
+	}
+}

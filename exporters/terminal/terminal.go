@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -242,6 +243,11 @@ func attrMap(as []phases.Attr) map[string]any {
 	m := make(map[string]any, len(as))
 	for _, a := range as {
 		m[a.Key] = a.Value
+		// JSON has no number for a float that is not finite (a component's span may carry one),
+		// and one would fail the whole line: its name stands for it.
+		if f, ok := a.Value.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			m[a.Key] = strconv.FormatFloat(f, 'g', -1, 64)
+		}
 	}
 	return m
 }
