@@ -382,7 +382,7 @@ func (j *joiner) copySpan(s *ComponentSpan, name string, parent SpanID) SpanID {
 		Name: name, Path: path, Service: s.Service,
 		SpanID: j.seed.spanID(path), ParentSpanID: parent,
 		Start: s.Start, End: s.End, StartBound: b, EndBound: b,
-		Attrs: append(append(make([]Attr, 0, len(s.Attrs)+1), Attr{AttrComponentSpanName, s.Name}), s.Attrs...),
+		Attrs: append(componentAttrs(s.Attrs), Attr{AttrComponentSpanName, s.Name}),
 	}
 	if s.Error {
 		c.Status, c.StatusMessage = StatusError, s.StatusMessage
@@ -390,6 +390,25 @@ func (j *joiner) copySpan(s *ComponentSpan, name string, parent SpanID) SpanID {
 	c.AddLink(Link{TraceID: s.TraceID, SpanID: s.SpanID, Attrs: []Attr{{AttrLinkKind, LinkComponentSpan}}})
 	j.added = append(j.added, c)
 	return c.SpanID
+}
+
+// readyspanPrefix begins every attribute key readyspan writes itself.
+const readyspanPrefix = "readyspan."
+
+// componentAttrs is what a copy keeps of a component's attributes: all but those in readyspan's
+// namespace, which is readyspan's own. A sender's readyspan.time.source.start or
+// readyspan.component.span_name would otherwise stand beside (and, in a view that reads the
+// last value of a key, in place of) what readyspan states about the copy. The copy's own
+// attributes are written after these, for readers that take the last value of a key.
+func componentAttrs(as []Attr) []Attr {
+	out := make([]Attr, 0, len(as)+1)
+	for _, a := range as {
+		if strings.HasPrefix(a.Key, readyspanPrefix) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // span is the first span of the trace with the name, or nil.

@@ -1,6 +1,7 @@
 package phases
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,5 +93,77 @@ func TestJoinPrecedenceAndOrder(t *testing.T) {
 		if tr.Spans[i].Start.Before(tr.Spans[i-1].Start) && tr.Spans[i-1].Name != RootSpanName && tr.Spans[i].StartBound.Source == SourceComponentSpan {
 			t.Errorf("%s starts before %s: a joined span out of start order", tr.Spans[i].Name, tr.Spans[i-1].Name)
 		}
+	}
+}
+
+// readyspan's namespace is its own: a sender's attributes under readyspan. do not reach the copy,
+// which states readyspan's own source of its times and the component's name for it; the
+// component's other attributes do.
+func TestJoinDropsForgedReadyspanAttributes(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC)
+	tr := joinTrace(t0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	forged := []string{AttrSourceStart, "audit", AttrPrecisionStart, "1s", AttrComponentSpanName, "forged",
+		AttrObserved, "false", "readyspan.anything", "x"}
+	sync := ComponentTrace{
+		cs(ServiceKubelet, 3, 1, 0, "syncPod", at(4100), at(5000), append([]string{AttrPodUID, "u"}, forged...)...),
+		cs(ServiceKubelet, 3, 2, 1, "runtime.v1.RuntimeService/RunPodSandbox", at(4300), at(4500), forged...),
+	}
+	if tr.Join([]ComponentTrace{sync}) == 0 {
+		t.Fatal("nothing joined")
+	}
+	n := 0
+	for i := range tr.Spans {
+		s := &tr.Spans[i]
+		if s.StartBound.Source != SourceComponentSpan || s.Name == SpanKubeletVolumes {
+			continue
+		}
+		n++
+		for _, a := range s.Attrs {
+			if strings.HasPrefix(a.Key, "readyspan.") && a.Key != AttrComponentSpanName || a.Value == "forged" {
+				t.Errorf("%s kept the sender's %s=%v", s.Name, a.Key, a.Value)
+			}
+		}
+		if v := s.Attr(AttrSourceStart); v != "component-span" {
+			t.Errorf("%s: source of its start %v, want component-span", s.Name, v)
+		}
+		if v := s.Attr(AttrComponentSpanName); v != "syncPod" && v != "runtime.v1.RuntimeService/RunPodSandbox" {
+			t.Errorf("%s: component span name %v", s.Name, v)
+		}
+		if s.Name == SpanKubeletSyncPod && s.Attr(AttrPodUID) != "u" {
+			t.Errorf("%s lost the component's %s", s.Name, AttrPodUID)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d copies, want the syncPod and its RunPodSandbox", n)
+	}
+}
+
+// Where a span's attributes name a key its bounds state, the bounds are the span's: Attr and
+// AllAttrs give readyspan's statement of its times, once; of a key given twice in Attrs, the
+// last (a copy's own attributes are written after the component's).
+func TestBoundsOverAttributes(t *testing.T) {
+	b := Bound{Source: SourceComponentSpan, Observed: true}
+	s := Span{StartBound: b, EndBound: b, Attrs: []Attr{
+		{AttrSourceStart, "audit"}, {AttrComponentSpanName, "forged"}, {"k", "v"}, {AttrComponentSpanName, "syncPod"}, {AttrSourceEnd, "watch"},
+	}}
+	if v := s.Attr(AttrSourceStart); v != "component-span" {
+		t.Errorf("Attr(%s) = %v, want component-span", AttrSourceStart, v)
+	}
+	if v := s.Attr(AttrComponentSpanName); v != "syncPod" {
+		t.Errorf("Attr(%s) = %v, want the last, syncPod", AttrComponentSpanName, v)
+	}
+	m := map[string][]any{}
+	for _, a := range s.AllAttrs() {
+		m[a.Key] = append(m[a.Key], a.Value)
+	}
+	if v := m[AttrSourceStart]; len(v) != 1 || v[0] != "component-span" {
+		t.Errorf("AllAttrs: %s = %v, want component-span once", AttrSourceStart, v)
+	}
+	if v := m[AttrSourceEnd]; len(v) != 1 || v[0] != "component-span" {
+		t.Errorf("AllAttrs: %s = %v, want component-span once", AttrSourceEnd, v)
+	}
+	if v := m["k"]; len(v) != 1 {
+		t.Errorf("AllAttrs lost k: %v", m)
 	}
 }

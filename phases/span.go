@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -296,28 +297,50 @@ func (s *Span) BoundAttrs(dst []Attr) []Attr {
 	return dst
 }
 
-// AllAttrs is every attribute of the span: its bounds' (BoundAttrs), then Attrs.
+// AllAttrs is every attribute of the span: its bounds' (BoundAttrs), then Attrs but those whose
+// key a bound states (BoundShadows): the bounds are readyspan's statement of where the span's
+// times came from, and an attribute copied from elsewhere does not override it.
 func (s *Span) AllAttrs() []Attr {
 	if s.StartBound.Source == 0 {
 		return s.Attrs
 	}
-	return append(s.BoundAttrs(make([]Attr, 0, boundAttrsMax+len(s.Attrs))), s.Attrs...)
+	out := s.BoundAttrs(make([]Attr, 0, boundAttrsMax+len(s.Attrs)))
+	bounds := out[:len(out):len(out)]
+	for _, a := range s.Attrs {
+		if !BoundShadows(bounds, a.Key) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// boundPrefix begins the key of every attribute BoundAttrs writes.
+const boundPrefix = "readyspan.time."
+
+// BoundShadows reports whether bounds (what BoundAttrs wrote) state key: an attribute of the
+// span's Attrs with that key is not the span's, and a view or an exporter leaves it out.
+func BoundShadows(bounds []Attr, key string) bool {
+	return len(bounds) > 0 && strings.HasPrefix(key, boundPrefix) && hasAttr(bounds, key)
 }
 
 // Duration is End − Start.
 func (s *Span) Duration() time.Duration { return s.End.Sub(s.Start) }
 
-// Attr returns the value of the attribute key, or nil. Bounds are read as their attributes.
+// Attr returns the value of the attribute key, or nil, as AllAttrs has it: the bounds, read as
+// their attributes, first; else the last value of key in Attrs, the one a map built from
+// AllAttrs holds (a copy of a component's span has readyspan's own attributes last).
 func (s *Span) Attr(key string) any {
-	for _, a := range s.Attrs {
-		if a.Key == key {
-			return a.Value
+	if s.StartBound.Source != 0 && strings.HasPrefix(key, boundPrefix) {
+		var buf [boundAttrsMax]Attr
+		for _, a := range s.BoundAttrs(buf[:0]) {
+			if a.Key == key {
+				return a.Value
+			}
 		}
 	}
-	var buf [boundAttrsMax]Attr
-	for _, a := range s.BoundAttrs(buf[:0]) {
-		if a.Key == key {
-			return a.Value
+	for i := len(s.Attrs) - 1; i >= 0; i-- {
+		if s.Attrs[i].Key == key {
+			return s.Attrs[i].Value
 		}
 	}
 	return nil

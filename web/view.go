@@ -177,15 +177,18 @@ func podView(t *phases.Trace) *PodView {
 			}
 		}
 	}
-	depth := map[phases.SpanID]int{}
+	// Rows in tree order, as the terminal lists them: each span beneath its parent, whose
+	// phase it shares, even where it starts before its parent (a component's span from a clock
+	// that is behind), which start order would list at the top as a phase of its own.
 	phaseOf := map[phases.SpanID]string{}
-	index := map[phases.SpanID]int{}
-	for i := range t.Spans {
-		s := &t.Spans[i]
+	type placed struct{ row, index int } // a span's row in v.Spans, its index in t.Spans
+	at := map[phases.SpanID]placed{}
+	v.Spans = make([]SpanView, 0, len(t.Spans))
+	for _, r := range phases.TreeOrder(t.Spans) {
+		s := &t.Spans[r.Index]
 		sv := spanView(s, root.Start)
-		sv.Cat = "root"
-		if i > 0 {
-			sv.Depth = depth[s.ParentSpanID] + 1
+		sv.Cat, sv.Depth = "root", r.Depth
+		if r.Index > 0 {
 			sv.Phase = phaseOf[s.ParentSpanID]
 			if sv.Depth == 1 {
 				sv.Phase = s.Name
@@ -196,11 +199,11 @@ func podView(t *phases.Trace) *PodView {
 			sv.Cat = string(c)
 		}
 		if s.Name == phases.SpanImagePullTransfer {
-			if p, ok := index[s.ParentSpanID]; ok && v.Spans[p].Name == phases.SpanImagePull {
-				v.Spans[p].Parts = pullParts(&t.Spans[p], s, root.Start)
+			if p, ok := at[s.ParentSpanID]; ok && v.Spans[p.row].Name == phases.SpanImagePull {
+				v.Spans[p.row].Parts = pullParts(&t.Spans[p.index], s, root.Start)
 			}
 		}
-		depth[s.SpanID], phaseOf[s.SpanID], index[s.SpanID] = sv.Depth, sv.Phase, i
+		phaseOf[s.SpanID], at[s.SpanID] = sv.Phase, placed{len(v.Spans), r.Index}
 		v.Spans = append(v.Spans, sv)
 	}
 	return v
@@ -246,7 +249,7 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 		if sv.Attrs == nil {
 			sv.Attrs = map[string]any{}
 		}
-		sv.Attrs[a.Key] = a.Value
+		sv.Attrs[a.Key] = jsonValue(a.Value)
 		if n, ok := a.Value.(int64); ok && a.Key == phases.AttrImageSize {
 			sv.Attrs[a.Key] = megabytes(n)
 		}
@@ -257,7 +260,7 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 			if ev.Attrs == nil {
 				ev.Attrs = map[string]any{}
 			}
-			ev.Attrs[a.Key] = a.Value
+			ev.Attrs[a.Key] = jsonValue(a.Value)
 		}
 		sv.Events = append(sv.Events, ev)
 	}
@@ -360,6 +363,16 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 		step++
 	}
 	pods(root, -1) // Pods no step is known to have caused
+	return v
+}
+
+// jsonValue is an attribute's value as JSON holds it: a float that is not finite (a component's
+// span may carry one) as its name, "NaN" or "+Inf", since JSON has no number for it and one such
+// value would fail the whole view.
+func jsonValue(v any) any {
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
 	return v
 }
 

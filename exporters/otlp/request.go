@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -212,11 +213,16 @@ func (bl *requestBlocks) bytes(b []byte) []byte {
 }
 
 // attributes converts two lists of attributes into one OTLP list, nil when empty, as the SDK
-// does: a value of a type OTLP has no scalar for is left out.
+// does: a value of a type OTLP has no scalar for is left out. first is a span's bounds (or an
+// event's or link's attributes, then nil): an attribute of then whose key a bound states is
+// left out, so that the one value sent is readyspan's (phases.BoundShadows).
 func (bl *requestBlocks) attributes(first, then []phases.Attr) []*commonpb.KeyValue {
 	at := len(bl.kvPtrs)
-	for _, list := range [2][]phases.Attr{first, then} {
+	for k, list := range [2][]phases.Attr{first, then} {
 		for _, a := range list {
+			if k == 1 && phases.BoundShadows(first, a.Key) {
+				continue
+			}
 			bl.values = append(bl.values, commonpb.AnyValue{})
 			v := &bl.values[len(bl.values)-1]
 			switch x := a.Value.(type) {
@@ -249,10 +255,26 @@ func (bl *requestBlocks) attributes(first, then []phases.Attr) []*commonpb.KeyVa
 	return bl.kvPtrs[at:len(bl.kvPtrs):len(bl.kvPtrs)]
 }
 
-// unixNano is t in OTLP's unsigned nanoseconds; a time before 1970 (none is) as 0, as the SDK.
+// unixNano is t in OTLP's unsigned nanoseconds since 1970. A component's span joined into a
+// trace keeps the component's times, whatever its clock said, and those need not fit: a time
+// before 1970 (the zero time.Time among them) is sent as 0, OTLP's "unknown", as the SDK sends
+// it; one after the last nanosecond an int64 holds (2262-04-11) as that nanosecond, the most a
+// backend that reads the field as signed (Jaeger) takes. time.Time.UnixNano is undefined out of
+// that range (it wraps: the year 2600 came out as 2016).
 func unixNano(t time.Time) uint64 {
-	return uint64(max(0, t.UnixNano()))
+	switch {
+	case t.Before(epoch):
+		return 0
+	case t.After(lastUnixNano):
+		return math.MaxInt64
+	}
+	return uint64(t.UnixNano())
 }
+
+var (
+	epoch        = time.Unix(0, 0)
+	lastUnixNano = time.Unix(0, math.MaxInt64)
+)
 
 // validUTF8 replaces invalid UTF-8 with U+FFFD. OTLP's protobuf strings must be valid UTF-8:
 // one bad byte (a container's termination message, an Event written over protobuf) makes the

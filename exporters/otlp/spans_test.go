@@ -3,10 +3,12 @@ package otlp
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -140,5 +142,59 @@ func TestResourcesSayTheShard(t *testing.T) {
 	}
 	if got := newResources(nil).get("kubelet").GetAttributes(); len(got) != 1 {
 		t.Errorf("unsharded resource: %v, want the service name only", got)
+	}
+}
+
+// A component's span keeps the component's times, and they reach the request as the nearest
+// time OTLP's field holds: before 1970 (the zero time among them) as 0, OTLP's "unknown"; after
+// 2262-04-11 as the last nanosecond a signed 64-bit field holds; never a wrapped value that
+// lands in another century.
+func TestTimesOutOfRange(t *testing.T) {
+	maxTime := time.Unix(0, math.MaxInt64)
+	for _, c := range []struct {
+		at   time.Time
+		want uint64
+	}{
+		{time.Time{}, 0},
+		{time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC), 0},
+		{time.Unix(-1, 0), 0},
+		{time.Unix(0, 0), 0},
+		{time.Unix(0, 1), 1},
+		{time.Unix(1796251595, 947254000), 1796251595947254000},
+		{maxTime, math.MaxInt64},
+		{maxTime.Add(time.Nanosecond), math.MaxInt64},
+		{time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC), math.MaxInt64},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), math.MaxInt64},
+	} {
+		tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
+		sp := &tr.Spans[len(tr.Spans)-1]
+		sp.Start, sp.End = c.at, c.at
+		sp.AddEvent(phases.Event{Name: "e", Time: c.at})
+		got := flatten(resourceSpans([]traceSpans{{tr.TraceID, tr.Spans}}, newResources(nil)))
+		s := got[len(got)-1]
+		if s.StartTimeUnixNano != c.want || s.EndTimeUnixNano != c.want || s.Events[len(s.Events)-1].TimeUnixNano != c.want {
+			t.Errorf("%s sent as %d–%d, event %d; want %d", c.at, s.StartTimeUnixNano, s.EndTimeUnixNano, s.Events[len(s.Events)-1].TimeUnixNano, c.want)
+		}
+	}
+}
+
+// A span's bounds are readyspan's statement of where its times came from: an attribute with a
+// key they state (one copied from a component's span) is not sent beside them.
+func TestBoundsAreSentOnce(t *testing.T) {
+	tr := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
+	sp := &tr.Spans[len(tr.Spans)-1]
+	sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrSourceStart, Value: "audit"}, phases.Attr{Key: "k", Value: "v"})
+	got := flatten(resourceSpans([]traceSpans{{tr.TraceID, tr.Spans}}, newResources(nil)))
+	s := got[len(got)-1]
+	var sources []string
+	k := false
+	for _, kv := range s.Attributes {
+		if kv.Key == phases.AttrSourceStart {
+			sources = append(sources, kv.GetValue().GetStringValue())
+		}
+		k = k || kv.Key == "k"
+	}
+	if want := sp.Attr(phases.AttrSourceStart); len(sources) != 1 || sources[0] != want || !k {
+		t.Errorf("%s sent as %q (and k: %v); want %v once, and k", phases.AttrSourceStart, sources, k, want)
 	}
 }

@@ -122,14 +122,12 @@ func rawAttr(s *phases.Span, key string) string {
 	return v
 }
 
-// cell maps a time to a column of the bar.
+// cell maps a time to a column of the bar; a time outside the rollout is drawn at its edge.
 func cell(at time.Time, root *phases.Span) int {
-	total := root.Duration()
-	if total <= 0 {
+	if root.Duration() <= 0 {
 		return 0
 	}
-	c := int(float64(at.Sub(root.Start)) / float64(total) * ganttWidth)
-	return min(max(c, 0), ganttWidth-1)
+	return min(int(column(at, root, ganttWidth)), ganttWidth-1)
 }
 
 // blockedBar draws a rejection's time: from its first refused create until a Pod was made again.

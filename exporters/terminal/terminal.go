@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,8 +33,8 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 	if why, ok := root.Attr(phases.AttrInconsistency).(string); ok {
 		fmt.Fprintf(w, "  warning: timestamps out of order, the spans are clamped into order: %s\n", safetext.Field(why))
 	}
-	for _, row := range treeOrder(t.Spans) {
-		i, s, d := row.index, &t.Spans[row.index], row.depth
+	for _, row := range phases.TreeOrder(t.Spans) {
+		i, s, d := row.Index, &t.Spans[row.Index], row.Depth
 		name := strings.Repeat("  ", d) + s.Name
 		if c, ok := s.Attr(phases.AttrContainerName).(string); ok && phases.IsContainerSpan(s.Name) {
 			name += " " + safetext.Field(c)
@@ -87,55 +89,6 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 	return nil
 }
 
-// row is one line of the waterfall: a span's index in the trace and its depth.
-type row struct{ index, depth int }
-
-// treeOrder lists the spans with each one's children right beneath it, siblings in the trace's
-// order (start order), so that a span stands under its parent even where it starts before
-// spans of another branch (the components' spans joined into a trace: a request that began
-// before the phase it belongs to was drawn). A span whose parent is not in the trace follows,
-// one level below the root.
-func treeOrder(spans []phases.Span) []row {
-	if len(spans) == 0 {
-		return nil
-	}
-	children := map[phases.SpanID][]int{}
-	index := make(map[phases.SpanID]int, len(spans))
-	for i := range spans {
-		index[spans[i].SpanID] = i
-	}
-	for i := 1; i < len(spans); i++ {
-		children[spans[i].ParentSpanID] = append(children[spans[i].ParentSpanID], i)
-	}
-	out := make([]row, 0, len(spans))
-	seen := make([]bool, len(spans))
-	var visit func(i, d int)
-	visit = func(i, d int) {
-		if seen[i] {
-			return // a cycle in the parents ends here
-		}
-		seen[i] = true
-		out = append(out, row{i, d})
-		for _, c := range children[spans[i].SpanID] {
-			visit(c, d+1)
-		}
-	}
-	visit(0, 0)
-	for i := 1; i < len(spans); i++ {
-		if !seen[i] {
-			if _, ok := index[spans[i].ParentSpanID]; !ok {
-				visit(i, 1)
-			}
-		}
-	}
-	for i := 1; i < len(spans); i++ { // what only a cycle holds
-		if !seen[i] {
-			visit(i, 1)
-		}
-	}
-	return out
-}
-
 // linkAttr is a link's string attribute.
 func linkAttr(l phases.Link, key string) (string, bool) {
 	for _, a := range l.Attrs {
@@ -173,23 +126,28 @@ func dedupe(xs []string) []string {
 	return out
 }
 
+// bar draws a span on the chart of the trace's root. A span's times are its source's, kept as
+// they are: a component's span joined into the trace (a kubelet whose clock is behind the
+// apiserver's) may begin before the trace, end after it, end before it begins or lie years
+// away. It is drawn cut at the chart's edge, at least one cell wide; its numbers say its times.
 func bar(s, root *phases.Span) string {
-	total := root.Duration()
-	if total <= 0 {
+	if root.Duration() <= 0 {
 		return strings.Repeat(" ", barWidth)
 	}
-	from := int(float64(s.Start.Sub(root.Start)) / float64(total) * barWidth)
-	to := int(float64(s.End.Sub(root.Start))/float64(total)*barWidth + 0.999)
+	from := min(int(column(s.Start, root, barWidth)), barWidth-1)
+	to := int(min(column(s.End, root, barWidth)+0.999, barWidth))
 	if to <= from {
 		to = from + 1
 	}
-	if to > barWidth {
-		to = barWidth
-	}
-	if from >= barWidth {
-		from = barWidth - 1
-	}
 	return strings.Repeat(" ", from) + strings.Repeat("█", to-from) + strings.Repeat(" ", barWidth-to)
+}
+
+// column is where a time lies on a chart width columns wide of a root with a positive length,
+// in columns from its left edge, held to [0, width] before any conversion to an integer (a
+// float beyond int's range converts to an arbitrary int).
+func column(at time.Time, root *phases.Span, width int) float64 {
+	c := float64(at.Sub(root.Start)) / float64(root.Duration()) * float64(width)
+	return min(max(c, 0), float64(width))
 }
 
 // durText is a span's length with the precision its ends have (phases.CoarseLength: "10s ±1s"
@@ -203,6 +161,9 @@ func durText(s *phases.Span) string {
 
 func fmtDur(d time.Duration) string {
 	switch {
+	case d < 0:
+		// An offset before the trace's start, a component's span that ends before it begins.
+		return "-" + fmtDur(-max(d, -math.MaxInt64))
 	case d >= time.Minute:
 		return d.Round(100 * time.Millisecond).String()
 	case d >= time.Second:
@@ -282,6 +243,11 @@ func attrMap(as []phases.Attr) map[string]any {
 	m := make(map[string]any, len(as))
 	for _, a := range as {
 		m[a.Key] = a.Value
+		// JSON has no number for a float that is not finite (a component's span may carry one),
+		// and one would fail the whole line: its name stands for it.
+		if f, ok := a.Value.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			m[a.Key] = strconv.FormatFloat(f, 'g', -1, 64)
+		}
 	}
 	return m
 }

@@ -59,7 +59,7 @@ func joinedTrace(t *testing.T) *phases.Trace {
 // ones alike.
 func TestWaterfallTreeOrder(t *testing.T) {
 	tr := joinedTrace(t)
-	rows := treeOrder(tr.Spans)
+	rows := phases.TreeOrder(tr.Spans)
 	if len(rows) != len(tr.Spans) {
 		t.Fatalf("%d rows for %d spans", len(rows), len(tr.Spans))
 	}
@@ -67,11 +67,11 @@ func TestWaterfallTreeOrder(t *testing.T) {
 		if k == 0 {
 			continue
 		}
-		s := &tr.Spans[r.index]
+		s := &tr.Spans[r.Index]
 		var above *phases.Span
 		for j := k - 1; j >= 0; j-- {
-			if rows[j].depth == r.depth-1 {
-				above = &tr.Spans[rows[j].index]
+			if rows[j].Depth == r.Depth-1 {
+				above = &tr.Spans[rows[j].Index]
 				break
 			}
 		}
@@ -80,7 +80,7 @@ func TestWaterfallTreeOrder(t *testing.T) {
 			if above != nil {
 				name = above.Name
 			}
-			t.Errorf("%s (depth %d) stands beneath %s, not its parent", s.Name, r.depth, name)
+			t.Errorf("%s (depth %d) stands beneath %s, not its parent", s.Name, r.Depth, name)
 		}
 	}
 	var buf bytes.Buffer

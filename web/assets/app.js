@@ -108,13 +108,36 @@
     }
   }
 
+  // A component's span keeps the component's times (a kubelet whose clock is behind states one
+  // that began before the Pod was created), so a length or an offset may be negative, or years.
   function fmtMs(ms) {
+    if (typeof ms !== 'number' || !isFinite(ms)) return '?';
+    if (ms < 0) return '−' + fmtMs(-ms);
     if (ms === 0) return '0 ms';
     if (ms < 1) return ms.toFixed(3) + ' ms';
     if (ms < 1000) return ms.toFixed(1) + ' ms';
     if (ms < 60000) return (ms / 1000).toFixed(3) + ' s';
     var m = Math.floor(ms / 60000);
     return m + 'm ' + ((ms - m * 60000) / 1000).toFixed(1) + 's';
+  }
+
+  // offset is an offset from the start of the chart, signed: "+1.200 s", "−37.000 s".
+  function offset(ms) { return ms < 0 ? fmtMs(ms) : '+' + fmtMs(ms); }
+
+  // unit is where ms lies on a chart total ms long, from 0 (its start) to 1 (its end). A time
+  // outside the chart is drawn at its edge, cut, and its numbers say where it truly lies.
+  function unit(ms, total) {
+    var f = ms / total;
+    return f > 0 ? Math.min(1, f) : 0; // NaN too: nothing the server sends, but never a NaN width
+  }
+
+  // beyond says how a span's bar is cut, if it lies (partly) outside its chart.
+  function beyond(startMs, endMs, total) {
+    if (endMs < startMs) return 'ends before it starts, as its source stated: drawn one mark wide';
+    if (startMs < 0 && endMs > total) return 'begins before the trace and ends after it: drawn cut at both edges';
+    if (startMs < 0) return 'begins before the trace: drawn cut at its start';
+    if (endMs > total) return 'ends after the trace: drawn cut at its end';
+    return '';
   }
 
   // A length as the server states it when its ends are whole-second stamps ("10 s ±1 s"), else
@@ -451,7 +474,7 @@
     spacer.style.height = rows.length * ROW + 'px';
     scroll.style.height = Math.min(rows.length * ROW + 2, Math.max(200, Math.round(window.innerHeight * 0.7))) + 'px';
 
-    function x(ms) { return L.label + 6 + Math.max(0, Math.min(1, ms / total)) * L.chart; }
+    function x(ms) { return L.label + 6 + unit(ms, total) * L.chart; }
 
     function rowSVG(r, i) {
       var cls = 'row type-' + r.type + (r.critical ? ' crit' : '') + (i === sel ? ' sel' : '') + (r.type === 'pod' && r.uid ? ' open' : '');
@@ -508,8 +531,10 @@
 
     function describe(r) {
       var kind = r.type === 'step' ? 'step' : r.type === 'old' ? 'old Pod, terminating' : r.type === 'blocked' ? 'Pod creates refused' : 'new Pod';
-      var t = (r.type === 'step' ? r.label : r.label + ' (' + kind + ')') + '\n+' + fmtMs(r.startMs) + ' for ' + fmtLen(r.endMs - r.startMs, r.durText) +
+      var t = (r.type === 'step' ? r.label : r.label + ' (' + kind + ')') + '\n' + offset(r.startMs) + ' for ' + fmtLen(r.endMs - r.startMs, r.durText) +
         (r.endUnknown ? ' (end not observed)' : '') + (r.critical ? '\non the critical path' : '');
+      var cut = beyond(r.startMs, r.endMs, total);
+      if (cut) t += '\n' + cut;
       if (r.node) t += '\nnode ' + r.node;
       if (r.outcome) t += '\noutcome ' + r.outcome;
       if (r.killed) t += '\nkilled after its grace period';
@@ -552,7 +577,7 @@
       var seg = ev.target.getAttribute('data-seg');
       if (seg !== null && seg !== 'step' && r.segments && r.segments[+seg]) {
         var sg = r.segments[+seg];
-        t = (SEGMENT_WORDS[sg.cat] || sg.cat) + ': ' + fmtMs(sg.endMs - sg.startMs) + ' (+' + fmtMs(sg.startMs) + ')\n' + t;
+        t = (SEGMENT_WORDS[sg.cat] || sg.cat) + ': ' + fmtMs(sg.endMs - sg.startMs) + ' (' + offset(sg.startMs) + ')\n' + t;
       }
       showTip(t, ev.clientX, ev.clientY);
     });
@@ -576,14 +601,16 @@
 
   // ---- a Pod's waterfall ----
 
-  function spanTip(s) {
-    var t = s.label + ' · ' + s.service + '\n+' + fmtMs(s.startMs) + ' for ' + fmtLen(s.durMs, s.durText);
+  function spanTip(s, total) {
+    var t = s.label + ' · ' + s.service + '\n' + offset(s.startMs) + ' for ' + fmtLen(s.durMs, s.durText);
+    var cut = beyond(s.startMs, s.startMs + s.durMs, total);
+    if (cut) t += '\n' + cut;
     (s.parts || []).forEach(function (p) { t += '\n' + (PART_WORDS[p.cat] || p.cat) + ': ' + fmtMs(p.endMs - p.startMs); });
     t += '\nstart: ' + (s.sourceStart || '?') + ' (precision ' + (s.precisionStart || '?') + ')';
     t += '\nend: ' + (s.sourceEnd || '?') + ' (precision ' + (s.precisionEnd || '?') + ')';
     if (s.notObserved) t += '\nnot observed: derived from its neighbours';
     if (s.error) t += '\nERROR ' + (s.message || '');
-    (s.events || []).forEach(function (e) { t += '\nevent ' + e.name + ' at +' + fmtMs(e.atMs); });
+    (s.events || []).forEach(function (e) { t += '\nevent ' + e.name + ' at ' + offset(e.atMs); });
     return t;
   }
 
@@ -611,7 +638,7 @@
     var sel = -1;
     var L;
 
-    function x(ms) { return L.label + 6 + Math.max(0, Math.min(1, ms / total)) * L.chart; }
+    function x(ms) { return L.label + 6 + unit(ms, total) * L.chart; }
 
     function draw() {
       L = layout(chart);
@@ -649,14 +676,15 @@
       draw();
       var sp = spans[i];
       var rowsHTML = '<tr><td>span</td><td>' + show(sp.label) + ' (' + show(sp.service) + ')</td></tr>' +
-        '<tr><td>time</td><td>+' + fmtMs(sp.startMs) + ' for ' + esc(fmtLen(sp.durMs, sp.durText)) + (sp.parts || []).map(function (p) {
+        '<tr><td>time</td><td>' + offset(sp.startMs) + ' for ' + esc(fmtLen(sp.durMs, sp.durText)) + (sp.parts || []).map(function (p) {
           return ', ' + esc(PART_WORDS[p.cat] || p.cat) + ' ' + fmtMs(p.endMs - p.startMs);
         }).join('') + '</td></tr>' +
+        (beyond(sp.startMs, sp.startMs + sp.durMs, total) ? '<tr><td>drawn</td><td>' + esc(beyond(sp.startMs, sp.startMs + sp.durMs, total)) + '</td></tr>' : '') +
         '<tr><td>start</td><td>' + show(sp.sourceStart) + ', precision ' + show(sp.precisionStart) + '</td></tr>' +
         '<tr><td>end</td><td>' + show(sp.sourceEnd) + ', precision ' + show(sp.precisionEnd) + '</td></tr>';
       if (sp.error) rowsHTML += '<tr><td>error</td><td class="err">' + show(sp.message) + '</td></tr>';
       (sp.events || []).forEach(function (e) {
-        rowsHTML += '<tr><td>event</td><td>' + show(e.name) + ' at +' + fmtMs(e.atMs) + (e.attrs ? ' ' + show(JSON.stringify(e.attrs)) : '') + '</td></tr>';
+        rowsHTML += '<tr><td>event</td><td>' + show(e.name) + ' at ' + offset(e.atMs) + (e.attrs ? ' ' + show(JSON.stringify(e.attrs)) : '') + '</td></tr>';
       });
       Object.keys(sp.attrs || {}).sort().forEach(function (k) {
         rowsHTML += '<tr><td>' + esc(short(k, 100)) + '</td><td>' + show(sp.attrs[k]) + '</td></tr>';
@@ -667,7 +695,7 @@
     body.addEventListener('mousemove', function (ev) {
       var g = ev.target.closest('g.row');
       if (!g) { hideTip(); return; }
-      showTip(spanTip(spans[+g.getAttribute('data-i')]), ev.clientX, ev.clientY);
+      showTip(spanTip(spans[+g.getAttribute('data-i')], total), ev.clientX, ev.clientY);
     });
     body.addEventListener('mouseleave', hideTip);
     body.addEventListener('click', function (ev) {
