@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -82,8 +83,14 @@ func newJoinStage(store *otlpin.Store, wait time.Duration, next func(*phases.Tra
 	return j
 }
 
-// pod takes a finished trace from the correlator.
+// pod takes a finished trace from the correlator. The correlator keeps the trace it hands
+// over (the rollout tracker reads the Pod's spans when its rollout ends, on the correlator's
+// goroutine), so the stage joins into a copy of its own: a new list of spans, the spans
+// themselves shared and never changed (Join adds spans, MarkMissing clips before it appends).
 func (j *joinStage) pod(t *phases.Trace) {
+	cp := *t
+	cp.Spans = slices.Clone(t.Spans)
+	t = &cp
 	now := j.now()
 	j.mu.Lock()
 	j.pending = append(j.pending, pendingTrace{t: t, arrived: now, deadline: now.Add(j.wait)})

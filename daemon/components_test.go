@@ -409,6 +409,28 @@ func TestJoinStageWaits(t *testing.T) {
 	}
 }
 
+// The stage joins into a trace of its own: the one the correlator handed over, which the
+// rollout tracker reads on the correlator's goroutine, keeps its spans as they were.
+func TestJoinStageLeavesTheCorrelatorsTrace(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC)
+	store := otlpin.NewStore(time.Hour, 0, nil)
+	var out []*phases.Trace
+	stage := newJoinStage(store, time.Second, func(tr *phases.Trace) { out = append(out, tr) }, nil, nil)
+	stage.now = func() time.Time { return t0 }
+	store.SetNow(stage.now)
+	store.Add(kubeletSync(1, "b", t0))
+	handed := stageTrace("b", t0)
+	before := append([]phases.Span(nil), handed.Spans...)
+	stage.pod(handed)
+	stage.flush()
+	if len(out) != 1 || len(out[0].Spans) <= len(before) {
+		t.Fatalf("%d traces out, want b with the kubelet's spans joined", len(out))
+	}
+	if len(handed.Spans) != len(before) || handed.Root().Attr(phases.AttrComponentsMissing) != nil {
+		t.Errorf("the correlator's trace changed: %d spans, was %d", len(handed.Spans), len(before))
+	}
+}
+
 // TestComponentJoinOverTheWire: readyspan watch --otlp-receive (StartComponentJoin) receives the
 // real capture's spans over OTLP/HTTP and joins into each Pod's trace exactly what the daemon's
 // stage joins from the same spans, and refuses an address that is not loopback.
