@@ -42,7 +42,7 @@ func configMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, UID: uid, ResourceVersion: "1042", Generation: 1, CreationTimestamp: created,
 		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"...","metadata":{"annotations":{},"name":"` + name + `"},"webhooks":[]}` + "\n"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: "admissionregistration.k8s.io/v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:webhooks":{}}`)}}},
+			APIVersion: "admissionregistration.k8s.io/v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:webhooks":{}}`)}},
 	}
 }
 
