@@ -23,6 +23,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
@@ -53,23 +54,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log, _ := newLogger(stderr, "warn")
-	var mu sync.Mutex
-	var werr error
-	cfg := tf.config()
-	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := out.writeRollout(stdout, t); err != nil && werr == nil {
-			werr = err
-		}
-	})
-	var sink tracer.Sink = tracer.SinkFunc(func(t *phases.Trace) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := out.write(stdout, t); err != nil && werr == nil {
-			werr = err
-		}
-	})
+	pr := &printer{out: out, w: stdout}
+	var sink tracer.Sink = tracer.SinkFunc(pr.pod)
 	if *receive != "" {
 		join, err := daemon.StartComponentJoin(ctx, daemon.ReceiveOptions{Config: otlpin.Config{Addr: *receive}, Wait: *receiveWait}, sink.Export, log)
 		if err != nil {
@@ -79,17 +65,15 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer func() { _ = join.Stop(context.WithoutCancel(ctx)) }()
 		sink = tracer.SinkFunc(join.Pod)
 	}
-	corr := tracer.New(cfg, sink, nil, log)
-	p := tracer.NewSource(tracer.SourceConfig{
-		Client: client, Host: restCfg.Host,
-		Watch:    kf.watchConfig(namespaces, jsonClient),
-		Log:      log,
-		AuditLog: *auditLog,
+	o := pipeline.Options{Trace: tf.config(), Watch: kf.watchConfig(namespaces, jsonClient), AuditLog: *auditLog}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	p := pipeline.NewLive(o, pipeline.Env{Client: client, Host: restCfg.Host, Log: log,
 		AuditFailed: func(err error) {
 			fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
 		},
-		Correlator: corr,
-	})
+	}, pipeline.Sinks{Pods: sink, Rollouts: tracer.RolloutSinkFunc(pr.rollout)}).Source
 	ctx, stop, err := p.StartFor(ctx, *duration)
 	if err != nil {
 		return err
@@ -102,7 +86,38 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck, and a Gantt chart as each rollout ends (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
 	p.Run(ctx)
-	return werr
+	return pr.firstErr()
+}
+
+// printer is watch's sink: it prints each trace as it finishes, from the correlator's goroutine
+// and the join stage's, and keeps the first write error for the command's end.
+type printer struct {
+	out outputFlag
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (p *printer) pod(t *phases.Trace) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.out.write(p.w, t); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *printer) rollout(t *rollout.Trace) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.out.writeRollout(p.w, t); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *printer) firstErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
 }
 
 func namespacesText(namespaces []string) string {
@@ -327,12 +342,10 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rec := tracer.NewRecorder(dir)
 	defer rec.Close()
 	log, _ := newLogger(stderr, "warn")
-	p := tracer.NewSource(tracer.SourceConfig{
-		Client: client, Host: restCfg.Host,
-		Watch: kf.watchConfig(namespaces, jsonClient),
-		Log:   log,
-		Tap:   rec.Write, // no correlator: record only writes what it sees
-	})
+	// Deltas alone: record writes what it sees and correlates nothing.
+	p := pipeline.NewLive(pipeline.Options{Watch: kf.watchConfig(namespaces, jsonClient)},
+		pipeline.Env{Client: client, Host: restCfg.Host, Log: log},
+		pipeline.Sinks{Deltas: rec.Write}).Source
 	ctx, stop, err := p.StartFor(ctx, *duration)
 	if err != nil {
 		return err
