@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/readyspan/readyspan/exporters/otlp"
+	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
@@ -82,5 +85,28 @@ func TestReplayIgnoresLiveTiming(t *testing.T) {
 	}
 	if w := Replay(Options{}, deltas, Sinks{}); w != nil {
 		t.Errorf("a replay no sink takes warned %q", w)
+	}
+}
+
+// ExportOTLP hands every trace of a batch to the backend and counts them.
+func TestExportOTLP(t *testing.T) {
+	deltas, err := tracer.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", "kinds-statefulset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []*phases.Trace
+	var rollouts []*rollout.Trace
+	Replay(Options{}, deltas, Sinks{
+		Pods:     tracer.SinkFunc(func(t *phases.Trace) { pods = append(pods, t) }),
+		Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+	})
+	backend, err := otlpin.Listen(otlpin.Config{Addr: "127.0.0.1:0"}, otlpin.NewStore(time.Minute, 1<<20, nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = backend.Shutdown(context.Background()) }()
+	n, err := ExportOTLP(t.Context(), otlp.Config{Endpoint: backend.Addr().String(), Insecure: true, Protocol: "grpc"}, pods, rollouts)
+	if err != nil || n != len(pods)+len(rollouts) {
+		t.Errorf("ExportOTLP = %d, %v; want %d traces exported", n, err, len(pods)+len(rollouts))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/daemon"
-	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/pipeline"
@@ -386,27 +384,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkTraceURL(traceURL); err != nil {
 		return err
 	}
-	deltas, loadErr := tracer.LoadRecording(pos[0])
-	var le *tracer.LoadError
-	if loadErr != nil && !errors.As(loadErr, &le) {
-		return loadErr
-	}
-	if le != nil {
-		// A replay of part of a recording looks complete (Pods are missing, not marked), so it
-		// is refused unless asked for, rather than printed with a warning a script never reads.
-		printSkipped(stderr, le)
-		if !*allowPartial {
-			return fmt.Errorf("%v; --allow-partial replays the rest", le)
-		}
-		printWarning(stderr, le.Error()+" (replaying the rest: --allow-partial)")
+	deltas, err := loadRecording(pos[0], *allowPartial, stderr)
+	if err != nil {
+		return err
 	}
 	var traces []*phases.Trace
 	var rollouts []*rollout.Trace
-	cfg := tf.config()
-	cfg.Backfill, cfg.Settle = true, 0
-	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) })
-	corr := tracer.New(cfg, tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }), nil, nil)
-	for _, w := range tracer.Replay(corr, deltas) {
+	for _, w := range pipeline.Replay(pipeline.Options{Trace: tf.config()}, deltas, pipeline.Sinks{
+		Pods:     tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }),
+		Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+	}) {
 		printWarning(stderr, w)
 	}
 	sortTraces(traces)
@@ -436,30 +423,31 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	// A replay holds every trace it rebuilt until the backend takes it or the minute below ends.
-	ocfg.QueueTraces, ocfg.QueueBytes = len(traces)+len(rollouts)+1, math.MaxInt64
-	st := &replayStats{}
-	exp, err := otlp.New(ctx, ocfg, st, nil)
+	n, err := pipeline.ExportOTLP(ctx, ocfg, traces, rollouts)
 	if err != nil {
 		return err
 	}
-	exp.Start(ctx)
-	for _, t := range traces {
-		exp.Export(t)
-	}
-	for _, t := range rollouts {
-		exp.ExportRollout(t)
-	}
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := exp.Shutdown(sctx); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if st.dropped > 0 {
-		return fmt.Errorf("exported %d traces, %d dropped (is the OTLP endpoint up?)", st.exported, st.dropped)
-	}
-	fmt.Fprintf(stderr, "%s: exported %d traces to %s\n", prog, st.exported, of.endpoint)
+	fmt.Fprintf(stderr, "%s: exported %d traces to %s\n", prog, n, of.endpoint)
 	return nil
+}
+
+// loadRecording reads the recording in dir. A replay of part of a recording looks complete
+// (Pods are missing, not marked), so one with unreadable or refused lines is refused unless
+// allowPartial, rather than printed with a warning a script never reads.
+func loadRecording(dir string, allowPartial bool, stderr io.Writer) ([]tracer.Delta, error) {
+	deltas, err := tracer.LoadRecording(dir)
+	var le *tracer.LoadError
+	if err != nil && !errors.As(err, &le) {
+		return nil, err
+	}
+	if le != nil {
+		printSkipped(stderr, le)
+		if !allowPartial {
+			return nil, fmt.Errorf("%v; --allow-partial replays the rest", le)
+		}
+		printWarning(stderr, le.Error()+" (replaying the rest: --allow-partial)")
+	}
+	return deltas, nil
 }
 
 // printSkipped names each entry of a recording that loading skipped, up to a bound: a hostile
@@ -490,12 +478,3 @@ func printLines(w io.Writer, prefix, msg string) {
 // maxMessage bounds one line of a warning or error (bytes of the original): long enough for any
 // message readyspan writes itself with a few names in it, short of a 1 MiB Event message.
 const maxMessage = 2048
-
-type replayStats struct {
-	mu                sync.Mutex
-	exported, dropped int
-}
-
-func (s *replayStats) TraceExported()      { s.mu.Lock(); s.exported++; s.mu.Unlock() }
-func (s *replayStats) TraceDropped(string) { s.mu.Lock(); s.dropped++; s.mu.Unlock() }
-func (s *replayStats) ExportError()        {}
