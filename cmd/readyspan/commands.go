@@ -11,13 +11,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/readyspan/readyspan/daemon"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
@@ -165,28 +158,15 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := tracer.Reachable(ctx, client, restCfg.Host); err != nil {
-		return err
-	}
-	deltas, target, err := explainObjects(ctx, client, namespace, kind, name)
+	var traces []*phases.Trace
+	var rollouts []*rollout.Trace
+	err = pipeline.Explain(ctx, pipeline.Env{Client: client, Host: restCfg.Host}, pipeline.Target{Kind: kind, Namespace: namespace, Name: name}, pipeline.Sinks{
+		Pods:     tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }),
+		Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+	})
 	if err != nil {
 		return err
 	}
-	var traces []*phases.Trace
-	var rollouts []*rollout.Trace
-	corr := tracer.New(tracer.Config{Backfill: true, Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) {
-		if t.Rollout.Workload.UID == target.workload {
-			rollouts = append(rollouts, t)
-		}
-	})}, tracer.SinkFunc(func(t *phases.Trace) {
-		if target.pods[t.Pod.UID] {
-			traces = append(traces, t)
-		}
-	}), nil, nil)
-	for _, d := range deltas {
-		corr.Handle(d)
-	}
-	corr.Flush(phases.OutcomeInProgress)
 	if out.format == "html" {
 		sortTraces(traces)
 		return writeReport(stdout, "readyspan explain "+pos[0]+" -n "+namespace, traceURL, traces, rollouts)
@@ -237,78 +217,6 @@ func explainNames(sep, last string) string {
 		return strings.Join(names, sep)
 	}
 	return strings.Join(names[:len(names)-1], sep) + last + names[len(names)-1]
-}
-
-// explainTarget is what explain prints: a Pod, or a workload's rollout and its current Pods.
-type explainTarget struct {
-	workload string
-	pods     map[string]bool
-}
-
-// explainObjects lists what a reconstruction needs in the namespace and picks the target: the
-// Pod, or the workload and the Pods it controls (a Deployment's through its ReplicaSets, a
-// CronJob's through its Jobs).
-func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name string) ([]tracer.Delta, explainTarget, error) {
-	target := explainTarget{pods: map[string]bool{}}
-	owners := map[types.UID]bool{} // the workload, and the ReplicaSets or Jobs it controls
-	if kind != "Pod" {
-		o, err := tracer.GetObject(ctx, c, kind, ns, name)
-		if err != nil {
-			return nil, target, notFound(strings.ToLower(kind), ns, name, err)
-		}
-		target.workload, owners[o.GetUID()] = string(o.GetUID()), true
-	}
-	// Everything readyspan watches in the namespace, as one list of each kind (the registry's),
-	// then only the Pods explain was asked about: the rest of the chain (owners, Services,
-	// Events, endpoints) is what their traces are rebuilt from.
-	all, err := tracer.Snapshot(ctx, c, ns)
-	var le *tracer.ListError
-	if errors.As(err, &le) {
-		return nil, target, apiErr("list "+string(le.Resource), ns, le.Err)
-	} else if err != nil {
-		return nil, target, err
-	}
-	for _, d := range all {
-		if _, ok := d.Object.(*corev1.Pod); ok {
-			continue
-		}
-		if m, err := meta.Accessor(d.Object); err == nil {
-			if ref := metav1.GetControllerOf(m); ref != nil && owners[ref.UID] {
-				owners[m.GetUID()] = true
-			}
-		}
-	}
-	deltas := all[:0]
-	for _, d := range all {
-		p, ok := d.Object.(*corev1.Pod)
-		if !ok {
-			deltas = append(deltas, d)
-			continue
-		}
-		ref := metav1.GetControllerOf(p)
-		if kind == "Pod" && p.Name == name || kind != "Pod" && ref != nil && owners[ref.UID] {
-			target.pods[string(p.UID)] = true
-			deltas = append(deltas, d)
-		}
-	}
-	if kind == "Pod" && len(target.pods) == 0 {
-		return nil, target, fmt.Errorf("pod %s/%s not found", ns, name)
-	}
-	return deltas, target, nil
-}
-
-func notFound(kind, ns, name string, err error) error {
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s %s/%s not found", kind, ns, name)
-	}
-	return apiErr("get "+kind, ns, err)
-}
-
-func apiErr(action, ns string, err error) error {
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s in %s: forbidden: %s", action, ns, oneLine(err))
-	}
-	return fmt.Errorf("%s in %s: %s", action, ns, oneLine(err))
 }
 
 // runRecord is `readyspan record DIR`: writes the watch streams readyspan consumes, one JSON watch
