@@ -21,12 +21,13 @@ import (
 	"github.com/readyspan/readyspan/leader"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/web"
 )
 
-// Daemon is one replica of readyspan run, wired: Source → Correlator → router → exporters.
+// Daemon is one replica of readyspan run, wired: the live pipeline → router → exporters.
 type Daemon struct {
 	opts   Options
 	client kubernetes.Interface
@@ -94,10 +95,18 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 		return promexp.ExportBacklog{Traces: s.Traces, Bytes: s.Bytes, Failing: !s.FailingSince.IsZero()}
 	})
 
-	cfg, err := d.correlatorConfig()
-	if err != nil {
+	if err = d.buildPipeline(d.newRouter(ui), reg); err != nil {
 		return nil, err
 	}
+	if d.srv, err = d.serve(reg, ui); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// newRouter routes the finished traces to the exporters: the UI's ring on every replica, the
+// rest through the leader gate.
+func (d *Daemon) newRouter(ui *web.Ring) *router {
 	r := &router{leaderOnly: []Exporter{
 		exportFuncs{pod: d.metrics.Export, rollout: d.metrics.ExportRollout},
 		exportFuncs{pod: d.exp.Export, rollout: d.exp.ExportRollout},
@@ -108,52 +117,59 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 	}
 	// Only the leader exports (traces and trace metrics); a standby correlates too, so it is
 	// hot when it takes over.
+	o := d.opts
 	d.gate = leader.New(leader.Config{
-		Elected: o.Leader.Elect, Leases: client.CoordinationV1().Leases(o.Leader.Namespace), Lease: o.LeaseName(),
-		Sink: tracer.SinkFunc(r.exportPod), Metrics: d.metrics, Log: log,
+		Elected: o.Leader.Elect, Leases: d.client.CoordinationV1().Leases(o.Leader.Namespace), Lease: o.LeaseName(),
+		Sink: tracer.SinkFunc(r.exportPod), Metrics: d.metrics, Log: d.log,
 	})
 	r.gate = d.gate
+	return r
+}
+
+// buildPipeline builds the live pipeline with r as its sinks and, with --otlp-receive, the OTLP
+// input and the join stage between the correlator and r.
+func (d *Daemon) buildPipeline(r *router, reg *prometheus.Registry) error {
+	o := d.opts
+	cfg, err := d.correlatorConfig()
+	if err != nil {
+		return err
+	}
 	if o.Leader.Elect {
 		cfg.ResumeAfter = d.gate.ResumeAfter() // a replica that may take over traces what turned Ready recently
 	}
 	sink, rollouts := r.sinks()
-	cfg.Rollouts = rollouts
 	if o.Receive.Addr != "" {
 		store := otlpin.NewStore(o.Receive.Hold, o.Receive.MaxBytes, reg)
-		if d.recv, err = otlpin.Listen(o.Receive.Config, store, client, log); err != nil {
-			return nil, err
+		if d.recv, err = otlpin.Listen(o.Receive.Config, store, d.client, d.log); err != nil {
+			return err
 		}
 		if o.Receive.Insecure {
-			log.Warn("The OTLP input is open: whoever reaches it may add spans to any Pod's trace (--otlp-receive-insecure)", "addr", o.Receive.Addr)
+			d.log.Warn("The OTLP input is open: whoever reaches it may add spans to any Pod's trace (--otlp-receive-insecure)", "addr", o.Receive.Addr)
 		}
-		d.join = newJoinStage(store, o.Receive.Wait, sink.Export, reg, log)
+		d.join = newJoinStage(store, o.Receive.Wait, sink.Export, reg, d.log)
 		sink = tracer.SinkFunc(d.join.pod)
 	}
-	d.corr = tracer.New(cfg, sink, d.metrics, log)
-	watch := o.Watch
-	watch.Shard = o.Shard
-	d.source = tracer.NewSource(tracer.SourceConfig{
-		Client: client, Host: host, Watch: watch, Errs: d.metrics, Log: log,
-		AuditLog:    o.AuditLog,
-		AuditFailed: func(err error) { log.Error("Not reading the audit log", "err", err) },
-		Correlator:  d.corr,
-		// The webhook histogram is filled from the components' spans only; its webhook label
-		// takes the names the cluster's webhook configurations declare.
-		Webhooks: d.recv != nil,
-	})
+	po := o.Pipeline
+	po.Trace = cfg
+	po.Watch.Shard = o.Shard
+	// The webhook histogram is filled from the components' spans only; its webhook label
+	// takes the names the cluster's webhook configurations declare.
+	po.Webhooks = d.recv != nil
+	live := pipeline.NewLive(po, pipeline.Env{
+		Client: d.client, Host: d.host, Metrics: d.metrics, Log: d.log,
+		AuditFailed: func(err error) { d.log.Error("Not reading the audit log", "err", err) },
+	}, pipeline.Sinks{Pods: sink, Rollouts: rollouts})
+	d.corr, d.source = live.Correlator, live.Source
 	if d.recv != nil {
 		d.metrics.SetWebhooks(d.source.Webhooks())
 	}
-	if d.srv, err = d.serve(reg, ui); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return nil
 }
 
 // correlatorConfig is the Options' correlator configuration, resumed from the state file of a
 // previous run when there is one (and no leader election decides what is owed).
 func (d *Daemon) correlatorConfig() (tracer.Config, error) {
-	cfg := d.opts.Trace
+	cfg := d.opts.Pipeline.Trace
 	if d.opts.StateFile == "" {
 		return cfg, nil
 	}
@@ -197,7 +213,7 @@ func (d *Daemon) logRollout(t *rollout.Trace) {
 // Run watches, correlates and exports until ctx ends, then stops.
 func (d *Daemon) Run(ctx context.Context) error {
 	o := d.opts
-	d.log.Info("Starting readyspan", "version", o.Version, "apiserver", d.host, "namespaces", strings.Join(o.Watch.Namespaces, ","),
+	d.log.Info("Starting readyspan", "version", o.Version, "apiserver", d.host, "namespaces", strings.Join(o.Pipeline.Watch.Namespaces, ","),
 		"shard", o.Shard.String(), "metricsAddr", o.MetricsAddr, "otlpReceive", o.Receive.Addr)
 	if d.join != nil {
 		joinCtx, stopJoin := context.WithCancel(ctx)
@@ -243,7 +259,7 @@ func (d *Daemon) elect(ctx, electCtx context.Context) {
 	}
 	err := leader.Run(electCtx, leader.ElectionConfig{
 		Leases: d.client.CoordinationV1(), Namespace: d.opts.Leader.Namespace, Name: d.opts.LeaseName(),
-		Identity: identity(), Settle: d.opts.Trace.Settle,
+		Identity: identity(), Settle: d.opts.Pipeline.Trace.Settle,
 		OnStartedLeading: func(prevAlive time.Time, released bool) { d.gate.TakeOver(ctx, prevAlive, released) },
 		OnStoppedLeading: d.gate.StepDown,
 		Log:              d.log,

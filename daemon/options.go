@@ -1,9 +1,9 @@
-// Package daemon is `readyspan run`: it wires the cluster's Delta stream (tracer.Source) into
-// the correlator, routes every finished trace through the leader gate to the exporters (OTLP,
-// Prometheus, the web UI's ring), serves /metrics, /healthz, /readyz and the UI, and stops in one
-// order. The command parses flags into Options; everything after Validate is here, so the
-// daemon can be run and tested as a package, as kube-state-metrics splits pkg/options from
-// pkg/app.
+// Package daemon is `readyspan run`: it builds the live pipeline (package pipeline) with its
+// router as the sink, routes every finished trace through the leader gate to the exporters
+// (OTLP, Prometheus, the web UI's ring), serves /metrics, /healthz, /readyz and the UI, and
+// stops in one order. The command parses flags into Options; everything after Validate is here,
+// so the daemon can be run and tested as a package, as kube-state-metrics splits pkg/options
+// from pkg/app.
 package daemon
 
 import (
@@ -13,20 +13,18 @@ import (
 	"github.com/readyspan/readyspan/access"
 	"github.com/readyspan/readyspan/exporters/otlp"
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
+	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/shard"
-	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/web"
 )
 
 // Options is everything the daemon runs with, but the client (the command builds it from the
 // kubeconfig) and the logger.
 type Options struct {
-	// Watch is what to watch: namespaces and the Pods' label selector (Shard is set from the
-	// Options' Shard).
-	Watch tracer.WatchConfig
-	// Trace is the correlator's configuration (deadlines, backfill, MaxInFlight); its sinks are
-	// the daemon's.
-	Trace tracer.Config
+	// Pipeline is what to watch and how to correlate it. The daemon sets the rest: the watch's
+	// Shard from the Options' Shard, Webhooks from Receive, the correlator's resume point from
+	// the state file or the Lease, and the sinks (its router).
+	Pipeline pipeline.Options
 	// Shard is this replica's part of the cluster (zero: all of it).
 	Shard shard.Shard
 	// MetricsAddr serves /metrics, /healthz, /readyz, the UI and, with Pprof, Go's profiles.
@@ -42,8 +40,6 @@ type Options struct {
 	UI     UIOptions
 	// Receive is the OTLP input for the components' own spans (Addr "" for none).
 	Receive ReceiveOptions
-	// AuditLog is a kube-apiserver audit log to follow ("" for none).
-	AuditLog string
 	// StateFile is where a stopping daemon records what it exported ("" for none).
 	StateFile string
 	// Version is reported by readyspan_build_info and the start-up line.
@@ -74,19 +70,14 @@ func (o *Options) Validate() error {
 	if o.MetricsAddr == "" {
 		return errors.New("--metrics-addr must be set")
 	}
-	if o.Watch.Encoding != "" { // "" is tracer.DefaultEncoding
-		if _, err := tracer.ParseEncoding(string(o.Watch.Encoding)); err != nil {
-			return fmt.Errorf("--watch-encoding: %w", err)
-		}
+	if err := o.Pipeline.Validate(); err != nil {
+		return err
 	}
 	if o.OTLP.QueueTraces <= 0 || o.OTLP.QueueBytes <= 0 {
 		return fmt.Errorf("--otlp-queue-traces and --otlp-queue-bytes must be positive, got %d and %d", o.OTLP.QueueTraces, o.OTLP.QueueBytes)
 	}
 	if err := o.Metrics.Validate(); err != nil {
 		return err
-	}
-	if o.Trace.MaxInFlight < 0 {
-		return fmt.Errorf("--max-in-flight must not be negative, got %d", o.Trace.MaxInFlight)
 	}
 	if o.Leader.Elect && (o.Leader.Namespace == "" || o.Leader.Lease == "") {
 		return errors.New("--leader-elect needs --leader-elect-namespace and --leader-elect-lease-name")

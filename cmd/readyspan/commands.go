@@ -5,24 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/readyspan/readyspan/daemon"
-	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
@@ -53,23 +45,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log, _ := newLogger(stderr, "warn")
-	var mu sync.Mutex
-	var werr error
-	cfg := tf.config()
-	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := out.writeRollout(stdout, t); err != nil && werr == nil {
-			werr = err
-		}
-	})
-	var sink tracer.Sink = tracer.SinkFunc(func(t *phases.Trace) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := out.write(stdout, t); err != nil && werr == nil {
-			werr = err
-		}
-	})
+	pr := &printer{out: out, w: stdout}
+	var sink tracer.Sink = tracer.SinkFunc(pr.pod)
 	if *receive != "" {
 		join, err := daemon.StartComponentJoin(ctx, daemon.ReceiveOptions{Config: otlpin.Config{Addr: *receive}, Wait: *receiveWait}, sink.Export, log)
 		if err != nil {
@@ -79,17 +56,15 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer func() { _ = join.Stop(context.WithoutCancel(ctx)) }()
 		sink = tracer.SinkFunc(join.Pod)
 	}
-	corr := tracer.New(cfg, sink, nil, log)
-	p := tracer.NewSource(tracer.SourceConfig{
-		Client: client, Host: restCfg.Host,
-		Watch:    kf.watchConfig(namespaces, jsonClient),
-		Log:      log,
-		AuditLog: *auditLog,
+	o := pipeline.Options{Trace: tf.config(), Watch: kf.watchConfig(namespaces, jsonClient), AuditLog: *auditLog}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	p := pipeline.NewLive(o, pipeline.Env{Client: client, Host: restCfg.Host, Log: log,
 		AuditFailed: func(err error) {
 			fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
 		},
-		Correlator: corr,
-	})
+	}, pipeline.Sinks{Pods: sink, Rollouts: tracer.RolloutSinkFunc(pr.rollout)}).Source
 	ctx, stop, err := p.StartFor(ctx, *duration)
 	if err != nil {
 		return err
@@ -102,7 +77,38 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck, and a Gantt chart as each rollout ends (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
 	p.Run(ctx)
-	return werr
+	return pr.firstErr()
+}
+
+// printer is watch's sink: it prints each trace as it finishes, from the correlator's goroutine
+// and the join stage's, and keeps the first write error for the command's end.
+type printer struct {
+	out outputFlag
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (p *printer) pod(t *phases.Trace) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.out.write(p.w, t); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *printer) rollout(t *rollout.Trace) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.out.writeRollout(p.w, t); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *printer) firstErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
 }
 
 func namespacesText(namespaces []string) string {
@@ -152,28 +158,15 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := tracer.Reachable(ctx, client, restCfg.Host); err != nil {
-		return err
-	}
-	deltas, target, err := explainObjects(ctx, client, namespace, kind, name)
+	var traces []*phases.Trace
+	var rollouts []*rollout.Trace
+	err = pipeline.Explain(ctx, pipeline.Env{Client: client, Host: restCfg.Host}, pipeline.Target{Kind: kind, Namespace: namespace, Name: name}, pipeline.Sinks{
+		Pods:     tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }),
+		Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+	})
 	if err != nil {
 		return err
 	}
-	var traces []*phases.Trace
-	var rollouts []*rollout.Trace
-	corr := tracer.New(tracer.Config{Backfill: true, Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) {
-		if t.Rollout.Workload.UID == target.workload {
-			rollouts = append(rollouts, t)
-		}
-	})}, tracer.SinkFunc(func(t *phases.Trace) {
-		if target.pods[t.Pod.UID] {
-			traces = append(traces, t)
-		}
-	}), nil, nil)
-	for _, d := range deltas {
-		corr.Handle(d)
-	}
-	corr.Flush(phases.OutcomeInProgress)
 	if out.format == "html" {
 		sortTraces(traces)
 		return writeReport(stdout, "readyspan explain "+pos[0]+" -n "+namespace, traceURL, traces, rollouts)
@@ -226,78 +219,6 @@ func explainNames(sep, last string) string {
 	return strings.Join(names[:len(names)-1], sep) + last + names[len(names)-1]
 }
 
-// explainTarget is what explain prints: a Pod, or a workload's rollout and its current Pods.
-type explainTarget struct {
-	workload string
-	pods     map[string]bool
-}
-
-// explainObjects lists what a reconstruction needs in the namespace and picks the target: the
-// Pod, or the workload and the Pods it controls (a Deployment's through its ReplicaSets, a
-// CronJob's through its Jobs).
-func explainObjects(ctx context.Context, c kubernetes.Interface, ns, kind, name string) ([]tracer.Delta, explainTarget, error) {
-	target := explainTarget{pods: map[string]bool{}}
-	owners := map[types.UID]bool{} // the workload, and the ReplicaSets or Jobs it controls
-	if kind != "Pod" {
-		o, err := tracer.GetObject(ctx, c, kind, ns, name)
-		if err != nil {
-			return nil, target, notFound(strings.ToLower(kind), ns, name, err)
-		}
-		target.workload, owners[o.GetUID()] = string(o.GetUID()), true
-	}
-	// Everything readyspan watches in the namespace, as one list of each kind (the registry's),
-	// then only the Pods explain was asked about: the rest of the chain (owners, Services,
-	// Events, endpoints) is what their traces are rebuilt from.
-	all, err := tracer.Snapshot(ctx, c, ns)
-	var le *tracer.ListError
-	if errors.As(err, &le) {
-		return nil, target, apiErr("list "+string(le.Resource), ns, le.Err)
-	} else if err != nil {
-		return nil, target, err
-	}
-	for _, d := range all {
-		if _, ok := d.Object.(*corev1.Pod); ok {
-			continue
-		}
-		if m, err := meta.Accessor(d.Object); err == nil {
-			if ref := metav1.GetControllerOf(m); ref != nil && owners[ref.UID] {
-				owners[m.GetUID()] = true
-			}
-		}
-	}
-	deltas := all[:0]
-	for _, d := range all {
-		p, ok := d.Object.(*corev1.Pod)
-		if !ok {
-			deltas = append(deltas, d)
-			continue
-		}
-		ref := metav1.GetControllerOf(p)
-		if kind == "Pod" && p.Name == name || kind != "Pod" && ref != nil && owners[ref.UID] {
-			target.pods[string(p.UID)] = true
-			deltas = append(deltas, d)
-		}
-	}
-	if kind == "Pod" && len(target.pods) == 0 {
-		return nil, target, fmt.Errorf("pod %s/%s not found", ns, name)
-	}
-	return deltas, target, nil
-}
-
-func notFound(kind, ns, name string, err error) error {
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s %s/%s not found", kind, ns, name)
-	}
-	return apiErr("get "+kind, ns, err)
-}
-
-func apiErr(action, ns string, err error) error {
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s in %s: forbidden: %s", action, ns, oneLine(err))
-	}
-	return fmt.Errorf("%s in %s: %s", action, ns, oneLine(err))
-}
-
 // runRecord is `readyspan record DIR`: writes the watch streams readyspan consumes, one JSON watch
 // event per line per stream, each with its local receive time, for bug reports and tests.
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -327,12 +248,10 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rec := tracer.NewRecorder(dir)
 	defer rec.Close()
 	log, _ := newLogger(stderr, "warn")
-	p := tracer.NewSource(tracer.SourceConfig{
-		Client: client, Host: restCfg.Host,
-		Watch: kf.watchConfig(namespaces, jsonClient),
-		Log:   log,
-		Tap:   rec.Write, // no correlator: record only writes what it sees
-	})
+	// Deltas alone: record writes what it sees and correlates nothing.
+	p := pipeline.NewLive(pipeline.Options{Watch: kf.watchConfig(namespaces, jsonClient)},
+		pipeline.Env{Client: client, Host: restCfg.Host, Log: log},
+		pipeline.Sinks{Deltas: rec.Write}).Source
 	ctx, stop, err := p.StartFor(ctx, *duration)
 	if err != nil {
 		return err
@@ -373,27 +292,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkTraceURL(traceURL); err != nil {
 		return err
 	}
-	deltas, loadErr := tracer.LoadRecording(pos[0])
-	var le *tracer.LoadError
-	if loadErr != nil && !errors.As(loadErr, &le) {
-		return loadErr
-	}
-	if le != nil {
-		// A replay of part of a recording looks complete (Pods are missing, not marked), so it
-		// is refused unless asked for, rather than printed with a warning a script never reads.
-		printSkipped(stderr, le)
-		if !*allowPartial {
-			return fmt.Errorf("%v; --allow-partial replays the rest", le)
-		}
-		printWarning(stderr, le.Error()+" (replaying the rest: --allow-partial)")
+	deltas, err := loadRecording(pos[0], *allowPartial, stderr)
+	if err != nil {
+		return err
 	}
 	var traces []*phases.Trace
 	var rollouts []*rollout.Trace
-	cfg := tf.config()
-	cfg.Backfill, cfg.Settle = true, 0
-	cfg.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) })
-	corr := tracer.New(cfg, tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }), nil, nil)
-	for _, w := range tracer.Replay(corr, deltas) {
+	for _, w := range pipeline.Replay(pipeline.Options{Trace: tf.config()}, deltas, pipeline.Sinks{
+		Pods:     tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }),
+		Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+	}) {
 		printWarning(stderr, w)
 	}
 	sortTraces(traces)
@@ -423,30 +331,31 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	// A replay holds every trace it rebuilt until the backend takes it or the minute below ends.
-	ocfg.QueueTraces, ocfg.QueueBytes = len(traces)+len(rollouts)+1, math.MaxInt64
-	st := &replayStats{}
-	exp, err := otlp.New(ctx, ocfg, st, nil)
+	n, err := pipeline.ExportOTLP(ctx, ocfg, traces, rollouts)
 	if err != nil {
 		return err
 	}
-	exp.Start(ctx)
-	for _, t := range traces {
-		exp.Export(t)
-	}
-	for _, t := range rollouts {
-		exp.ExportRollout(t)
-	}
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := exp.Shutdown(sctx); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if st.dropped > 0 {
-		return fmt.Errorf("exported %d traces, %d dropped (is the OTLP endpoint up?)", st.exported, st.dropped)
-	}
-	fmt.Fprintf(stderr, "%s: exported %d traces to %s\n", prog, st.exported, of.endpoint)
+	fmt.Fprintf(stderr, "%s: exported %d traces to %s\n", prog, n, of.endpoint)
 	return nil
+}
+
+// loadRecording reads the recording in dir. A replay of part of a recording looks complete
+// (Pods are missing, not marked), so one with unreadable or refused lines is refused unless
+// allowPartial, rather than printed with a warning a script never reads.
+func loadRecording(dir string, allowPartial bool, stderr io.Writer) ([]tracer.Delta, error) {
+	deltas, err := tracer.LoadRecording(dir)
+	var le *tracer.LoadError
+	if err != nil && !errors.As(err, &le) {
+		return nil, err
+	}
+	if le != nil {
+		printSkipped(stderr, le)
+		if !allowPartial {
+			return nil, fmt.Errorf("%v; --allow-partial replays the rest", le)
+		}
+		printWarning(stderr, le.Error()+" (replaying the rest: --allow-partial)")
+	}
+	return deltas, nil
 }
 
 // printSkipped names each entry of a recording that loading skipped, up to a bound: a hostile
@@ -477,12 +386,3 @@ func printLines(w io.Writer, prefix, msg string) {
 // maxMessage bounds one line of a warning or error (bytes of the original): long enough for any
 // message readyspan writes itself with a few names in it, short of a 1 MiB Event message.
 const maxMessage = 2048
-
-type replayStats struct {
-	mu                sync.Mutex
-	exported, dropped int
-}
-
-func (s *replayStats) TraceExported()      { s.mu.Lock(); s.exported++; s.mu.Unlock() }
-func (s *replayStats) TraceDropped(string) { s.mu.Lock(); s.dropped++; s.mu.Unlock() }
-func (s *replayStats) ExportError()        {}

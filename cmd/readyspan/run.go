@@ -35,7 +35,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.Leader.Lease, "leader-elect-lease-name", "readyspan", "name of the leader-election Lease (with --total-shards above 1, each shard's Lease is this name with -shard-N-of-M added)")
 	shardIndex := fs.Int("shard", 0, "this replica's shard, from 0 to --total-shards-1: it traces the Pods and rollouts of the workloads whose key hashes to it (docs/scale.md)")
 	totalShards := fs.Int("total-shards", 1, "how many shards split the cluster; each shard runs its own readyspan (or its own leader-elected replicas)")
-	fs.StringVar(&o.AuditLog, "audit-log", "", "kube-apiserver audit log (JSON lines) to follow: measures the apiserver phase of Deployment changes and bare Pods")
+	fs.StringVar(&o.Pipeline.AuditLog, "audit-log", "", "kube-apiserver audit log (JSON lines) to follow: measures the apiserver phase of Deployment changes and bare Pods")
 	fs.StringVar(&o.Receive.Addr, "otlp-receive", "", "receive the components' own spans (kube-apiserver, kubelet, containerd) over OTLP/gRPC and OTLP/HTTP on this host:port and join them into each Pod's trace (docs/otlp.md); where not loopback, senders authenticate with a token the apiserver checks, over TLS")
 	fs.StringVar(&o.Receive.CertFile, "otlp-receive-tls-cert-file", "", "serve --otlp-receive over TLS with this certificate (where senders authenticate, a self-signed one is made at start without it)")
 	fs.BoolVar(&o.Receive.Insecure, "otlp-receive-insecure", false, "serve --otlp-receive on an address that is not loopback without TLS or tokens: whoever reaches it may add spans to any Pod's trace")
@@ -81,19 +81,19 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	o.Metrics.PodLabels = podLabels
-	o.Watch = tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector, Encoding: tracer.Encoding(cf.encoding.name)}
-	o.Trace = tf.config()
-	o.Trace.MaxInFlight = *maxInFlight
+	o.Pipeline.Watch = tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector, Encoding: tracer.Encoding(cf.encoding.name)}
+	o.Pipeline.Trace = tf.config()
+	o.Pipeline.Trace.MaxInFlight = *maxInFlight
 	o.UI = uf.options()
 	o.Version = version
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	client, jsonClient, restCfg, err := cf.client(o.Watch.Encoding)
+	client, jsonClient, restCfg, err := cf.client(o.Pipeline.Watch.Encoding)
 	if err != nil {
 		return err
 	}
-	o.Watch.JSONClient = jsonClient
+	o.Pipeline.Watch.JSONClient = jsonClient
 	return daemon.Run(ctx, o, client, restCfg.Host, log)
 }
 
