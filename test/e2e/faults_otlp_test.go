@@ -132,6 +132,22 @@ otlpReceive:
 	// The real Collector: the local Jaeger forwards the components' spans to it; it sends them
 	// on with the node-bound token.
 	e.startCollector(t, input, collectorToken)
+	// As a readyspan running for a while would have: the components heard from before the Pods
+	// start (a trace waits only for the components that send).
+	Eventually(t, 90*time.Second, "the kubelet's and the apiserver's spans received through the Collector", func() (bool, error) {
+		m := e.scrapePod(ctx, t, rs.Status.PodIP)
+		k, a := m[`readyspan_otlp_received_spans_total{component="kubelet"}`], m[`readyspan_otlp_received_spans_total{component="kube-apiserver"}`]
+		return k > 0 && a > 0, fmt.Errorf("received %v from the kubelet, %v from the apiserver", k, a)
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			for k, v := range e.scrapePod(context.Background(), t, rs.Status.PodIP) {
+				if strings.HasPrefix(k, "readyspan_otlp_") {
+					t.Logf("%s %v", k, v)
+				}
+			}
+		}
+	})
 
 	// The rollout, and the attack while its Pods start.
 	web := webDeployment("web", faultReplicas)
@@ -170,7 +186,14 @@ otlpReceive:
 			// 37 s before the Pod was created: a kubelet clock behind the apiserver's too.
 			body, id := otlpattack.ForgedSyncPod(string(p.UID), p.Name, p.Namespace, p.CreationTimestamp.Add(-37*time.Second))
 			forged.Store(id, p.Name)
-			answers[attacker.Post(attackCtx, c, body, false)]++
+			// Sent until taken, as a sender told to retry does: each forged trace must arrive
+			// for the test to show it is not joined.
+			code := attacker.Post(attackCtx, c, body, false)
+			for code == http.StatusTooManyRequests && attackCtx.Err() == nil {
+				time.Sleep(500 * time.Millisecond)
+				code = attacker.Post(attackCtx, c, body, false)
+			}
+			answers[code]++
 			if len(seen) == faultReplicas {
 				break
 			}
