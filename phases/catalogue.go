@@ -1,8 +1,8 @@
 package phases
 
-// The phases and the span names with their phase and category are declared in conventions.yaml,
-// with the rollout categories; go generate writes generated_catalogue.go (and the other
-// packages', the page's and the docs' copies) from it.
+// The phases, the span names with their phase and category, and the attribute keys are declared
+// in conventions.yaml, with the rollout categories; go generate writes generated_conventions.go
+// (and the other packages', the page's and the docs' copies) from it.
 //go:generate go run ../internal/conventions/gen -root ..
 
 // Category is the kind of time a span stands for, where views tell kinds of time apart (the

@@ -1,5 +1,5 @@
-// Package conventions reads phases/conventions.yaml, where readyspan's phases, span names and
-// rollout categories are declared once, and generates from it what other
+// Package conventions reads phases/conventions.yaml, where readyspan's phases, span names,
+// attribute keys and rollout categories are declared once, and generates from it what other
 // packages, the page and the docs hold of them (Generate). go generate ./phases runs it
 // (conventions/gen); its test fails when a generated file differs from what the YAML gives, so
 // the YAML is the one place to change them. The model is the OpenTelemetry Collector's
@@ -24,6 +24,17 @@ type File struct {
 	Categories     []Category     `json:"categories"`
 	Marks          []Category     `json:"marks"`
 	Legends        Legends        `json:"legends"`
+	// Attributes are a Pod trace's (phases); RolloutAttributes those only a rollout's trace
+	// has (rollout).
+	Attributes        []Attribute `json:"attributes"`
+	RolloutAttributes []Attribute `json:"rollout_attributes"`
+}
+
+// Attribute is one attribute key.
+type Attribute struct {
+	Key string `json:"key"`
+	Go  string `json:"go"`
+	Doc string `json:"doc"`
 }
 
 // Phase is one phase of a Pod's startup.
@@ -105,10 +116,12 @@ var (
 	cssName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	// spanName is a span name as the catalogue holds them.
 	spanName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
+	// attrKey is an attribute key, or a prefix of keys (ending in a dot).
+	attrKey = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*\.?$`)
 )
 
 func (f *File) check() error {
-	idents := map[string]bool{}
+	idents := map[string]bool{} // phases' identifiers
 	ident := func(what, id string) error {
 		if !token.IsIdentifier(id) || !token.IsExported(id) {
 			return fmt.Errorf("%s: go %q is not an exported Go identifier", what, id)
@@ -197,6 +210,38 @@ func (f *File) check() error {
 				return fmt.Errorf("category %q: colour %+v is not #rrggbb in lowercase", c.Name, *col)
 			}
 		}
+	}
+	// A rollout's trace uses the Pod trace's keys through phases: a key is declared once, in
+	// either list.
+	keys := map[string]bool{}
+	attrs := func(list []Attribute, ident func(what, id string) error) error {
+		for _, a := range list {
+			if err := ident("attribute "+a.Key, a.Go); err != nil {
+				return err
+			}
+			switch {
+			case !attrKey.MatchString(a.Key) || keys[a.Key]:
+				return fmt.Errorf("attribute %q: not an attribute key, or declared twice", a.Key)
+			case a.Doc == "":
+				return fmt.Errorf("attribute %q: no doc", a.Key)
+			}
+			keys[a.Key] = true
+		}
+		return nil
+	}
+	if err := attrs(f.Attributes, ident); err != nil {
+		return err
+	}
+	rolloutIdents := map[string]bool{} // rollout's identifiers
+	rolloutIdent := func(what, id string) error {
+		if !token.IsIdentifier(id) || !token.IsExported(id) || rolloutIdents[id] {
+			return fmt.Errorf("%s: go %q is not an exported Go identifier, or declared twice", what, id)
+		}
+		rolloutIdents[id] = true
+		return nil
+	}
+	if err := attrs(f.RolloutAttributes, rolloutIdent); err != nil {
+		return err
 	}
 	legend := func(which string, list []string, mustHave func(Category) bool) error {
 		seen := map[string]bool{}

@@ -120,6 +120,10 @@ marks:
 legends:
   terminal: [image_pull, step]
   page: [image_pull, unobserved, step]
+attributes:
+  - {key: readyspan.outcome, go: AttrOutcome, doc: The outcome.}
+rollout_attributes:
+  - {key: readyspan.rollout.outcome, go: AttrOutcome, doc: The rollout's outcome.}
 `
 	if _, err := Parse([]byte(valid)); err != nil {
 		t.Fatalf("the valid file: %v", err)
@@ -142,6 +146,10 @@ legends:
 		{"terminal legend leaves out a letter", "terminal: [image_pull, step]", "terminal: [image_pull]"},
 		{"terminal legend lists a category without a letter", "terminal: [image_pull, step]", "terminal: [image_pull, step, unobserved]"},
 		{"page legend leaves out a category", "page: [image_pull, unobserved, step]", "page: [image_pull, step]"},
+		{"attribute key declared in both lists", "key: readyspan.rollout.outcome", "key: readyspan.outcome"},
+		{"attribute without doc", ", doc: The outcome.}", "}"},
+		{"attribute key with a capital", "key: readyspan.outcome", "key: readyspan.Outcome"},
+		{"Go name of a phases attribute taken twice", "go: AttrOutcome, doc: The outcome.", "go: SpanImagePull, doc: The outcome."},
 		{"legend lists one twice", "page: [image_pull, unobserved, step]", "page: [image_pull, unobserved, step, step]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

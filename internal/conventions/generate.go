@@ -41,8 +41,8 @@ func Generate(root string) ([]Output, error) {
 		path string
 		gen  func(*File) string
 	}{
-		{"phases/generated_catalogue.go", phasesGo},
-		{"rollout/generated_categories.go", rolloutGo},
+		{"phases/generated_conventions.go", phasesGo},
+		{"rollout/generated_conventions.go", rolloutGo},
 		{"exporters/terminal/generated_legend.go", terminalGo},
 	} {
 		src, err := format.Source([]byte(g.gen(f)))
@@ -59,8 +59,14 @@ func Generate(root string) ([]Output, error) {
 		path string
 		gens map[string]func(*File) string
 	}{
-		{"docs/traces.md", map[string]func(*File) string{"spans": spansTable}},
-		{"docs/rollouts.md", map[string]func(*File) string{"categories": categoriesTable}},
+		{"docs/traces.md", map[string]func(*File) string{
+			"spans":      spansTable,
+			"attributes": func(f *File) string { return attributesTable(f.Attributes) },
+		}},
+		{"docs/rollouts.md", map[string]func(*File) string{
+			"categories": categoriesTable,
+			"attributes": func(f *File) string { return attributesTable(f.RolloutAttributes) },
+		}},
 	} {
 		doc, err := os.ReadFile(filepath.Join(root, d.path))
 		if err != nil {
@@ -156,6 +162,10 @@ func phasesGo(f *File) string {
 		"The request spans are named by the role of the request in the Pod's startup and lie under "+
 		"the phase of that role; the apiserver's steps inside a request lie under their request.", f.ComponentSpans)
 
+	attributes(&b, "Attribute keys readyspan adds to spans (OpenTelemetry's semantic conventions where they "+
+		"have one).", f.Attributes)
+	b.WriteString("\n")
+
 	b.WriteString("// The kinds of time a span may stand for (CategoryOf), besides CategoryNone.\nconst (\n")
 	catGo := map[string]string{}
 	for _, c := range f.SpanCategories {
@@ -207,8 +217,21 @@ func rolloutGo(f *File) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(")\n")
+	b.WriteString(")\n\n")
+	attributes(&b, "Attribute keys of a rollout's trace (OpenTelemetry's k8s.* where one exists, "+
+		"readyspan.rollout.* otherwise) besides the Pod trace's, which it takes from phases.", f.RolloutAttributes)
 	return b.String()
+}
+
+// attributes writes a const block of attribute keys, each with its doc.
+func attributes(b *strings.Builder, intro string, list []Attribute) {
+	comment(b, "", intro)
+	b.WriteString("const (\n")
+	for _, a := range list {
+		comment(b, "\t", a.Doc)
+		fmt.Fprintf(b, "\t%s = %q\n", a.Go, a.Key)
+	}
+	b.WriteString(")\n")
 }
 
 func terminalGo(f *File) string {
@@ -294,6 +317,15 @@ func spansTable(f *File) string {
 	}
 	for _, s := range f.ComponentSpans {
 		row(s)
+	}
+	return b.String()
+}
+
+func attributesTable(list []Attribute) string {
+	var b strings.Builder
+	b.WriteString("| attribute | what it holds |\n| --- | --- |\n")
+	for _, a := range list {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", a.Key, cell(strings.Join(strings.Fields(a.Doc), " ")))
 	}
 	return b.String()
 }

@@ -125,6 +125,143 @@ const (
 	SpanContainerdImageUnpack = "containerd.image.unpack"
 )
 
+// Attribute keys readyspan adds to spans (OpenTelemetry's semantic conventions where they have
+// one).
+const (
+	// The Pod's name.
+	AttrPodName = "k8s.pod.name"
+	// The Pod's UID, the trace's ID without its dashes.
+	AttrPodUID = "k8s.pod.uid"
+	// The Pod's namespace.
+	AttrNamespace = "k8s.namespace.name"
+	// The node the Pod was bound to.
+	AttrNodeName = "k8s.node.name"
+	// The Deployment that owns the Pod's ReplicaSet.
+	AttrDeploymentName = "k8s.deployment.name"
+	// The ReplicaSet that owns the Pod.
+	AttrReplicaSetName = "k8s.replicaset.name"
+	// The StatefulSet that owns the Pod.
+	AttrStatefulSetName = "k8s.statefulset.name"
+	// The DaemonSet that owns the Pod.
+	AttrDaemonSetName = "k8s.daemonset.name"
+	// The Job that owns the Pod.
+	AttrJobName = "k8s.job.name"
+	// The CronJob that owns the Pod's Job.
+	AttrCronJobName = "k8s.cronjob.name"
+	// On a workload controller's step: what gave it reason to create the Pod (change,
+	// predecessor_ready, next_completion, replacement, schedule).
+	AttrCause = "readyspan.controller.cause"
+	// On a workload controller's step: the Pod its cause is about.
+	AttrCausePod = "readyspan.controller.cause.pod"
+	// On the root of a Pod that replaces another (self-healing): the Pod it replaces, which the
+	// root links to.
+	AttrReplacesPod = "readyspan.replaces.pod"
+	// On the same root: why the replaced Pod went (deleted, evicted, preempted, failed: …).
+	AttrReplacesWhy = "readyspan.replaces.why"
+	// On a link, what it points to: replaces, preemption_victim, preempted_by, component-span,
+	// rollout (a Pod to its rollout), and the rollout's relations (pod_trace, resumes_blocked,
+	// superseded_by).
+	AttrLinkRelation = "readyspan.link"
+	// On a container's spans: the container's name.
+	AttrContainerName = "k8s.container.name"
+	// On container.restart: how many times the container restarted.
+	AttrRestarts = "k8s.container.restart_count"
+	// On container.restart: why the kubelet killed it (liveness probe failed, startup probe failed,
+	// postStart hook failed, killed).
+	AttrRestartReason = "readyspan.restart.reason"
+	// On a container's spans: its image.
+	AttrImageName = "container.image.name"
+	// On container.image_pull: the image's size in bytes, as the Pulled message states it.
+	AttrImageSize = "container.image.size"
+	// On container.image_pull: cold (pulled) or warm (already present).
+	AttrImageCache = "readyspan.image.cache"
+	// On the root: ready, completed, failed, stuck, deleted or in-progress.
+	AttrOutcome = "readyspan.outcome"
+	// Where the span's start came from (event-time, event-name, watch, status, metadata,
+	// event-seconds, message, audit, component-span, derived).
+	AttrSourceStart = "readyspan.time.source.start"
+	// Where the span's end came from (the same sources).
+	AttrSourceEnd = "readyspan.time.source.end"
+	// The precision of the start's source (1ns, 1us, 1s, …).
+	AttrPrecisionStart = "readyspan.time.precision.start"
+	// The precision of the end's source.
+	AttrPrecisionEnd = "readyspan.time.precision.end"
+	// false when either end was not observed but taken from a neighbouring boundary.
+	AttrObserved = "readyspan.time.observed"
+	// What was clamped to keep the span non-negative and inside its parent.
+	AttrClamped = "readyspan.clamped"
+	// false on a phase that does not apply to the Pod (a bare Pod's controllers), drawn with zero
+	// length.
+	AttrApplicable = "readyspan.phase.applicable"
+	// On the root: what the chain starts from (deployment, replicaset, statefulset, daemonset, job,
+	// cronjob, controller, pod).
+	AttrRoot = "readyspan.root"
+	// On the root: the client that made the root object, from managedFields
+	// (kubectl-client-side-apply, helm, …).
+	AttrClient = "readyspan.client"
+	// On the root: how many times the scheduler tried to place the Pod.
+	AttrAttempts = "readyspan.scheduling.attempts"
+	// On the root: how far the kubelet's clock was found ahead and corrected, in ms.
+	AttrKubeletAhead = "readyspan.clock.kubelet_ahead_ms"
+	// On the root: how far the scheduler's clock was found ahead and corrected, in ms.
+	AttrSchedulerAhead = "readyspan.clock.scheduler_ahead_ms"
+	// On the root: how far the controller manager's clock was found ahead and corrected, in ms.
+	AttrControllerAhead = "readyspan.clock.controller_ahead_ms"
+	// On the root: a lower bound of how far the kubelet's clock runs behind, in ms (skew.go).
+	AttrKubeletBehind = "readyspan.clock.kubelet_behind_ms"
+	// On the root of a trace that did not reach Ready: the phase it stopped in.
+	AttrCurrentPhase = "readyspan.phase.current"
+	// On the root of a trace that did not reach Ready while a failure was current (ErrImagePull,
+	// CrashLoopBackOff, …), whatever its outcome.
+	AttrFailureReason = "readyspan.failure.reason"
+	// On container.image_pull.transfer: the pull's length as the Pulled message states it, in ms.
+	AttrPullTransfer = "readyspan.image.pull.transfer_ms"
+	// On container.image_pull: the pull's length including the wait in the queue, as the Pulled
+	// message states it, in ms.
+	AttrPullTotal = "readyspan.image.pull.total_ms"
+	// On the root: true when stamps put a milestone before one that must precede it, beyond what
+	// precision and clock skew explain.
+	AttrInconsistent = "readyspan.time.inconsistent"
+	// On the same root: which milestones are out of order.
+	AttrInconsistency = "readyspan.time.inconsistency"
+	// The width, in ms, of the window a start from a whole-second stamp lies in once narrowed by
+	// the precise stamps around it (narrow.go); absent for a start stamped precisely.
+	AttrUncertaintyStart = "readyspan.time.uncertainty.start_ms"
+	// The same for the span's end.
+	AttrUncertaintyEnd = "readyspan.time.uncertainty.end_ms"
+	// On scheduling: status.nominatedNodeName as the Pod showed it before its bind.
+	AttrNominatedNode = "readyspan.scheduling.nominated_node"
+	// On scheduling.gated: the field manager whose write removed the last scheduling gate, when its
+	// managedFields entry shows it.
+	AttrGatesRemovedBy = "readyspan.scheduling.gates_removed_by"
+	// On scheduling.waiting_for_node: the new Node's creation time (RFC 3339, UTC).
+	AttrNodeCreated = "readyspan.node.created"
+	// On scheduling.waiting_for_node: the new Node's Ready time (RFC 3339, UTC).
+	AttrNodeReady = "readyspan.node.ready"
+	// On scheduling.waiting_for_node: the autoscaler whose events the Pod carries
+	// (cluster-autoscaler, karpenter).
+	AttrAutoscaler = "readyspan.autoscaler"
+	// On the root of a Pod the scheduler preempted: the preemptor as namespace/name, when known.
+	AttrPreemptedBy = "readyspan.preempted_by"
+	// On the same root: the preemptor's UID.
+	AttrPreemptedByUID = "readyspan.preempted_by.uid"
+	// On scheduling.volume_binding: the claim.
+	AttrClaimName = "k8s.persistentvolumeclaim.name"
+	// On scheduling.volume_binding: the volume the claim was bound to.
+	AttrVolumeName = "k8s.persistentvolume.name"
+	// On kubelet.volumes: the width, in ms, of the window in which the volumes were mounted, from
+	// the last evidence they were not to the sandbox ready; absent when either is unknown.
+	AttrVolumesWindow = "readyspan.volumes.window_ms"
+	// The apiserver's own attribute on a webhook call's span, kept on its copy: the webhook's name
+	// in its configuration (a qualified DNS name such as inject.example.com).
+	AttrComponentWebhook = "webhook"
+	// On a component's span copied into the trace: the name the component gave it.
+	AttrComponentSpanName = "readyspan.component.span_name"
+	// On the root: the components whose spans the trace waited for and was exported without
+	// (kube-apiserver,kubelet).
+	AttrComponentsMissing = "readyspan.components.missing"
+)
+
 // The kinds of time a span may stand for (CategoryOf), besides CategoryNone.
 const (
 	CategoryImagePull Category = "image_pull"
