@@ -2,11 +2,6 @@ package phases
 
 import "time"
 
-// AttrComponentWebhook is the apiserver's attribute on a webhook call span, kept on its copy,
-// that names the webhook (kube-apiserver 1.37: the webhook's name in its configuration, a
-// qualified DNS name such as inject.example.com).
-const AttrComponentWebhook = "webhook"
-
 // The kinds of admission webhook (AdmissionCall.Type).
 const (
 	WebhookMutating   = "mutating"

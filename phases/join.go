@@ -10,17 +10,9 @@ import (
 // ServiceContainerd is the service of containerd's spans copied into a trace.
 const ServiceContainerd = "containerd"
 
-// Attributes of the components' spans copied into a trace (Join), and of a trace that waited
-// for them.
+// AttrLinkKind is on the link from a copy to its original, LinkComponentSpan its value.
 const (
-	// AttrComponentSpanName is the name the component gave the span a copy was made of.
-	AttrComponentSpanName = "readyspan.component.span_name"
-	// AttrComponentsMissing lists, on the root, the components whose spans a trace waited for
-	// and was exported without ("kube-apiserver,kubelet"): they did not arrive in time.
-	AttrComponentsMissing = "readyspan.components.missing"
-	// AttrLinkKind is on the link from a copy to its original: LinkComponentSpan.
-	AttrLinkKind = "readyspan.link"
-	// LinkComponentSpan is AttrLinkKind's value.
+	AttrLinkKind      = AttrLinkRelation
 	LinkComponentSpan = "component-span"
 )
 

@@ -9,19 +9,6 @@ import (
 	"time"
 )
 
-// Phase names, in causal order. Every trace has all six.
-const (
-	PhaseSubmit      = "submit"
-	PhaseAPIServer   = "apiserver"
-	PhaseControllers = "controllers"
-	PhaseScheduling  = "scheduling"
-	PhaseKubelet     = "kubelet"
-	PhaseStatus      = "status"
-)
-
-// Phases lists the six phases in order.
-var Phases = []string{PhaseSubmit, PhaseAPIServer, PhaseControllers, PhaseScheduling, PhaseKubelet, PhaseStatus}
-
 // RootSpanName is the name of the span that covers the whole startup.
 const RootSpanName = "pod.startup"
 

@@ -32,16 +32,6 @@ import "time"
 // When the kubelet's own spans are joined (syncPod's start → RunPodSandbox's start), they state
 // the step's bounds precisely and take precedence here, in volumeBounds alone.
 
-// Attributes of the volume steps.
-const (
-	AttrClaimName  = "k8s.persistentvolumeclaim.name"
-	AttrVolumeName = "k8s.persistentvolume.name"
-	// AttrVolumesWindow is the width, in ms, of the window in which the volumes were mounted:
-	// from the last evidence they were not (a failed mount, an attach, a claim's binding) to
-	// the step's end (the sandbox ready). Absent when either is unknown.
-	AttrVolumesWindow = "readyspan.volumes.window_ms"
-)
-
 // volumeWindow is the kubelet's volume wait as drawn: its bounds, and the lower bound of its
 // end (the last evidence the volumes were not mounted), unobserved when there is none.
 type volumeWindow struct {

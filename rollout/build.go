@@ -19,51 +19,23 @@ const (
 	BlockedSpanName = "rollout.blocked"
 )
 
-// Attribute keys (OpenTelemetry's k8s.* where one exists, readyspan.rollout.* otherwise).
+// The Pod trace's keys a rollout's trace uses under names of its own.
 const (
-	AttrKind           = "readyspan.rollout.kind"
-	AttrOutcome        = "readyspan.rollout.outcome"
-	AttrReason         = "readyspan.rollout.reason"
-	AttrWorkloadKind   = "readyspan.rollout.workload.kind"
-	AttrRevision       = "readyspan.rollout.revision"
-	AttrGeneration     = "readyspan.rollout.generation"
-	AttrReplicas       = "readyspan.rollout.replicas"
-	AttrStrategy       = "readyspan.rollout.strategy"
-	AttrMaxSurge       = "readyspan.rollout.max_surge"
-	AttrMaxUnavailable = "readyspan.rollout.max_unavailable"
-	AttrMinReady       = "readyspan.rollout.min_ready_seconds"
-	AttrDeadline       = "readyspan.rollout.progress_deadline_seconds"
-	AttrPartition      = "readyspan.rollout.partition"
-	AttrPodManagement  = "readyspan.rollout.pod_management_policy"
-	AttrSteps          = "readyspan.rollout.steps"
-	AttrWaves          = "readyspan.rollout.waves"
-	AttrSummary        = "readyspan.rollout.summary"
-	AttrCritical       = "readyspan.rollout.critical"
-	// AttrCriticalPrefix + category + "_ms": the critical path's time in that category.
-	AttrCriticalPrefix = "readyspan.rollout.critical."
-	AttrStepDirection  = "readyspan.rollout.step.direction"
-	AttrStepTarget     = "readyspan.rollout.step.target"
-	AttrStepFrom       = "readyspan.rollout.step.from"
-	AttrStepTo         = "readyspan.rollout.step.to"
-	AttrStepMessage    = "readyspan.rollout.step.message"
-	AttrGracePeriod    = "readyspan.pod.termination.grace_period_seconds"
-	AttrPreStop        = "readyspan.pod.termination.prestop"
-	AttrKilled         = "readyspan.pod.termination.killed"
-	AttrPodOutcome     = "readyspan.outcome"
-	AttrLinkRelation   = phases.AttrLinkRelation
+	AttrPodOutcome   = phases.AttrOutcome
+	AttrLinkRelation = phases.AttrLinkRelation
 )
 
 // nameAttr is the OpenTelemetry attribute naming a workload of each kind.
 var nameAttr = map[string]string{
-	Deployment:  "k8s.deployment.name",
-	StatefulSet: "k8s.statefulset.name",
-	DaemonSet:   "k8s.daemonset.name",
+	Deployment:  phases.AttrDeploymentName,
+	StatefulSet: phases.AttrStatefulSetName,
+	DaemonSet:   phases.AttrDaemonSetName,
 }
 
 var uidAttr = map[string]string{
-	Deployment:  "k8s.deployment.uid",
-	StatefulSet: "k8s.statefulset.uid",
-	DaemonSet:   "k8s.daemonset.uid",
+	Deployment:  AttrDeploymentUID,
+	StatefulSet: AttrStatefulSetUID,
+	DaemonSet:   AttrDaemonSetUID,
 }
 
 // Trace is one rollout's reconstruction: the root span first, then its descendants.

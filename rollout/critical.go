@@ -9,50 +9,22 @@ import (
 	"github.com/readyspan/readyspan/phases"
 )
 
-// Category is one kind of time on a rollout's critical path. Name is the attribute and JSON key,
-// Words what the summary sentence says.
+// Category is one kind of time on a rollout's critical path and in a Pod's row of its Gantt.
+// Name is the attribute and JSON key, Words what the summary sentence says, Letter the terminal
+// Gantt's (0 for a kind no row draws), Page the page's class (its colour).
+//
+// The categories (Categories, generated from phases/conventions.yaml) split the kubelet phase in
+// three, because "the kubelet" does not answer why: image pulls (union of the Pod's
+// container.image_pull spans), readiness (union of its container.readiness spans: container
+// started → ready), and the rest of the kubelet phase (sandbox, volumes, create, start). Pulls and
+// readiness of a Pod whose containers were failing (a pull error, a crash loop) count, from the
+// first failure on, as failing: a crash loop is not a wait for a readiness probe.
 type Category struct {
-	Name  string
-	Words string
+	Name   string
+	Words  string
+	Letter rune
+	Page   string
 }
-
-// Categories of critical-path time, in the order attributes and sentences list them. The
-// kubelet phase is split in three, because "the kubelet" does not answer why: image pulls
-// (union of the Pod's container.image_pull spans), readiness (union of its container.readiness
-// spans: container started → ready), and the rest of the kubelet phase (sandbox, volumes,
-// create, start). Pulls and readiness of a Pod whose containers were failing (a pull error, a
-// crash loop) count, from the first failure on, as failing: a crash loop is not a wait for a
-// readiness probe.
-var Categories = []Category{
-	{"controllers", "controllers reacting"},
-	{"scheduling", "scheduling"},
-	{"image_pull", "image pulls"},
-	{"readiness", "waiting on readiness probes"},
-	{"kubelet_other", "kubelet sandbox, create and start"},
-	{"status", "status updates"},
-	{"min_ready", "minReadySeconds"},
-	{"termination", "old Pods terminating"},
-	{"untraced", "Pod startups without a trace"},
-	{"failing", "failing containers"},
-	{"unobserved", "old Pods terminating (not observed)"},
-}
-
-const numCategories = 11
-
-// Category indexes, named for the code below.
-const (
-	catControllers = iota
-	catScheduling
-	catImagePull
-	catReadiness
-	catKubeletOther
-	catStatus
-	catMinReady
-	catTermination
-	catUntraced
-	catFailing
-	catUnobserved
-)
 
 // item is one Pod interval of the rollout: a new Pod created → available, or an old Pod
 // deletion requested → gone.

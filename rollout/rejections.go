@@ -110,18 +110,6 @@ func (r *Rollout) Blocked() *Rejection {
 	return last
 }
 
-// Attribute keys of a rejection's span.
-const (
-	AttrRejectionClass   = "readyspan.rollout.rejection.class"
-	AttrRejectionReason  = "readyspan.rollout.rejection.reason"
-	AttrRejectionMessage = "readyspan.rollout.rejection.message"
-	AttrRejectionCount   = "readyspan.rollout.rejection.count"
-	AttrRejectionOwner   = "readyspan.rollout.rejection.owner"
-	AttrRejectionFirst   = "readyspan.rollout.rejection.first"
-	AttrRejectionLast    = "readyspan.rollout.rejection.last"
-	AttrRejectionCleared = "readyspan.rollout.rejection.cleared"
-)
-
 // rejectionSpans draws each rejection as a span from its first occurrence to when it cleared
 // (or to the rollout's end, still holding), under the step that scaled its owner up (the
 // ReplicaSet's step), or the root; with an event at its first and at its latest occurrence.

@@ -12,14 +12,23 @@ import (
 // The page: one HTML file, its style and its script. The daemon serves the three as files
 // (the page's policy then allows scripts from the server only); the report inlines them and
 // allows exactly these bytes by their hashes. Its data block holds the configuration (served)
-// or every view (the report).
+// or every view (the report). The style and the script each begin with the part generated from
+// phases/conventions.yaml (the rollout's categories, their colours and words), so the page
+// stays one style and one script, and works offline.
 var (
 	//go:embed assets/index.html
 	pageHTML string
+	//go:embed assets/generated_categories.css
+	categoriesCSS string
 	//go:embed assets/app.css
-	pageCSS string
+	appCSS string
+	//go:embed assets/generated_categories.js
+	categoriesJS string
 	//go:embed assets/app.js
-	pageJS string
+	appJS string
+
+	pageCSS = categoriesCSS + appCSS
+	pageJS  = categoriesJS + appJS
 )
 
 // cspHash is the CSP source that allows one inline script or style element: the hash of its

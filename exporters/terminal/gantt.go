@@ -14,15 +14,6 @@ import (
 // ganttWidth is the width of the rollout Gantt's bar column.
 const ganttWidth = 60
 
-// segment letters of the Gantt, one per kind of time, with the legend printed above it.
-var ganttLegend = []struct {
-	mark  rune
-	words string
-}{
-	{'c', "controllers"}, {'s', "scheduling"}, {'p', "image pull"}, {'k', "kubelet (sandbox, create, start)"}, {'r', "readiness"},
-	{'t', "status"}, {'m', "minReadySeconds"}, {'=', "Pod without a trace"}, {'x', "terminating"}, {'f', "failing"}, {'⊘', "Pod creates refused"}, {'|', "step"},
-}
-
 // Gantt writes a rollout as a terminal Gantt chart: the summary sentence first, then one row
 // per step, each followed by the Pods it created (+) or removed (-); a * marks the critical
 // path.
@@ -134,7 +125,7 @@ func cell(at time.Time, root *phases.Span) int {
 func blockedBar(s, root *phases.Span) string {
 	b := []rune(strings.Repeat(" ", ganttWidth))
 	for i := cell(s.Start, root); i <= cell(s.End, root); i++ {
-		b[i] = '⊘'
+		b[i] = markBlocked
 	}
 	return string(b)
 }
@@ -145,14 +136,8 @@ func stepBar(s, root *phases.Span) string {
 	for i := from + 1; i <= to; i++ {
 		b[i] = '·'
 	}
-	b[from] = '|'
+	b[from] = markStep
 	return string(b)
-}
-
-// segmentMark is the Gantt's letter for each kind of time in a Pod's row (rollout.Categories).
-var segmentMark = map[string]rune{
-	"controllers": 'c', "scheduling": 's', "image_pull": 'p', "readiness": 'r', "kubelet_other": 'k',
-	"status": 't', "min_ready": 'm', "termination": 'x', "untraced": '=', "failing": 'f',
 }
 
 // segmentBar draws a Pod's row from its rollout.Segments, the same stretches the web Gantt
@@ -160,8 +145,8 @@ var segmentMark = map[string]rune{
 func segmentBar(segs []rollout.Segment, root *phases.Span) string {
 	b := []rune(strings.Repeat(" ", ganttWidth))
 	for _, sg := range segs {
-		m, ok := segmentMark[sg.Category.Name]
-		if !ok {
+		m := sg.Category.Letter
+		if m == 0 {
 			m = '?'
 		}
 		// Segments come in time order: where two share a cell, the later one's letter shows.

@@ -16,14 +16,10 @@
   var OVERSCAN = 15; // rows drawn above and below the visible ones
   var LIST_MAX = 300; // Pod list lines drawn at once
 
-  // Words for the segment and critical-path categories, in legend order. The server names each
-  // row's, segment's and span's category; the page only gives them colours and words.
-  var SEGMENTS = [
-    ['controllers', 'controllers reacting'], ['scheduling', 'scheduling'], ['kubelet', 'kubelet (sandbox, create, start)'], ['image_pull', 'image pull'],
-    ['readiness', 'readiness'], ['failing', 'failing containers'], ['status', 'status'], ['min_ready', 'minReadySeconds'],
-    ['untraced', 'Pod without a trace'], ['terminating', 'old Pod terminating'], ['unobserved', 'old Pods terminating (not observed)'],
-    ['blocked', 'Pod creates refused (quota, admission, PodSecurity)']
-  ];
+  // Words for the segment and critical-path categories, and the Gantt's other marks, in legend
+  // order (generated_categories.js). The server names each row's, segment's and span's category;
+  // the page only gives them colours and words.
+  var SEGMENTS = readyspanSegments;
   var SEGMENT_WORDS = {};
   SEGMENTS.forEach(function (s) { SEGMENT_WORDS[s[0]] = s[1]; });
 
@@ -451,7 +447,7 @@
     h += critical(v);
     var present = { step: 1 };
     v.rows.forEach(function (r) { (r.segments || []).forEach(function (g) { present[g.cat] = 1; }); });
-    h += legend(SEGMENTS.concat([['step', 'step (wave)']]), present) +
+    h += legend(SEGMENTS, present) +
       '<p class="hint">★ and a shaded row: on the critical path. Click a Pod, or ↑/↓ then Enter, for its waterfall; Esc goes back.</p>';
     h += '<div class="chart" id="gantt" tabindex="0" role="grid" aria-label="Gantt chart: one row per step and Pod" aria-rowcount="' +
       v.rows.length + '" data-rows="' + v.rows.length + '"><div class="axis"></div><div class="scroll"><div class="spacer"></div>' +
