@@ -582,12 +582,17 @@ func TestSenderFloodLeavesRoom(t *testing.T) {
 	genuine.Add([]phases.ComponentSpan{{Service: phases.ServiceKubelet, TraceID: traceID(-1), SpanID: spanID(1), Name: "syncPod", Start: t0, End: t0,
 		Attrs: []phases.Attr{{Key: phases.AttrPodUID, Value: "real-pod"}}}})
 	genuine.End()
-	for r := 0; r < 200; r++ {
+	// Ever new Pods, then ever new keys and values: the strings a sender brings are its own.
+	for r := 0; r < 300; r++ {
 		flood := s.Request(Sender{Name: "attacker", Node: "kwok-1"})
 		var spans []phases.ComponentSpan
 		for i := r * 256; i < (r+1)*256; i++ {
-			spans = append(spans, phases.ComponentSpan{Service: phases.ServiceKubelet, TraceID: traceID(i), SpanID: spanID(1), Name: "syncPod", Start: t0, End: t0,
-				Attrs: []phases.Attr{{Key: phases.AttrPodUID, Value: fmt.Sprintf("fake-%d", i)}}})
+			sp := phases.ComponentSpan{Service: phases.ServiceKubelet, TraceID: traceID(i), SpanID: spanID(1), Name: "syncPod", Start: t0, End: t0,
+				Attrs: []phases.Attr{{Key: phases.AttrPodUID, Value: fmt.Sprintf("fake-%d", i)}}}
+			if r >= 200 {
+				sp.Attrs = append(sp.Attrs, phases.Attr{Key: fmt.Sprintf("%0128d", i), Value: fmt.Sprintf("%048d", i)})
+			}
+			spans = append(spans, sp)
 		}
 		flood.Add(spans)
 		flood.End()

@@ -12,40 +12,49 @@ type interner struct {
 type internEntry struct {
 	s    string
 	refs int
+	// owner is the authenticated sender whose span brought the string first: it is charged
+	// for it until the last holder lets go, so that a sender of ever new strings is the one
+	// the store's eviction finds greedy.
+	owner *senderHeld
 }
 
 // internEntryBytes is what an entry costs besides its string: its map slot (with the map's
 // spare room) and the entry itself.
 const internEntryBytes = 96
 
-// ref returns the canonical copy of s, and the bytes it added.
-func (t *interner) ref(s string) (string, int64) {
+// ref returns the canonical copy of s; a new string is charged to owner (nil: nobody).
+func (t *interner) ref(s string, owner *senderHeld) string {
 	if e := t.m[s]; e != nil {
 		e.refs++
-		return e.s, 0
+		return e.s
 	}
 	if t.m == nil {
 		t.m = map[string]*internEntry{}
 	}
-	t.m[s] = &internEntry{s: s, refs: 1}
+	t.m[s] = &internEntry{s: s, refs: 1, owner: owner}
 	n := int64(internEntryBytes + allocBytes(len(s)))
 	t.bytes += n
-	return s, n
+	if owner != nil {
+		owner.bytes += n
+	}
+	return s
 }
 
-// unref lets go of one reference to s, and returns the bytes freed.
-func (t *interner) unref(s string) int64 {
+// unref lets go of one reference to s; the last frees it, and its owner's charge.
+func (t *interner) unref(s string) {
 	e := t.m[s]
 	if e == nil {
-		return 0
+		return
 	}
 	if e.refs--; e.refs > 0 {
-		return 0
+		return
 	}
 	delete(t.m, s)
 	n := int64(internEntryBytes + allocBytes(len(s)))
 	t.bytes -= n
-	return n
+	if e.owner != nil {
+		e.owner.bytes -= n
+	}
 }
 
 // allocBytes is what the Go allocator takes for n bytes: its size classes, roughly.

@@ -128,7 +128,7 @@ type held struct {
 }
 
 // senderHeld is what one authenticated sender's requests hold: its traces in arrival order and
-// their bytes. No sender may hold more than half the bound: one that floods the input evicts
+// their bytes, with the shared strings it brought first. No sender may hold more than half the bound: one that floods the input evicts
 // its own oldest, not the spans other senders sent for the Pods starting now.
 type senderHeld struct {
 	name   string
@@ -296,18 +296,18 @@ func (s *Store) addSpan(h *held, in *phases.ComponentSpan) {
 	// another trace holds them.
 	sp := *in
 	before := s.strs.bytes
-	sp.Name, _ = s.strs.ref(sp.Name)
+	sp.Name = s.strs.ref(sp.Name, h.sender)
 	n := int64(allocBytes(len(sp.StatusMessage)))
 	if len(sp.Attrs) > 0 {
 		sp.Attrs = make([]phases.Attr, len(in.Attrs))
 		n += int64(allocBytes(int(attrSize) * len(sp.Attrs)))
 		for i, a := range in.Attrs {
-			a.Key, _ = s.strs.ref(a.Key)
+			a.Key = s.strs.ref(a.Key, h.sender)
 			switch v := a.Value.(type) {
 			case string:
 				n += boxedBytes
 				if interned(v) {
-					v, _ = s.strs.ref(v)
+					v = s.strs.ref(v, h.sender)
 				} else {
 					n += int64(allocBytes(len(v)))
 				}
@@ -654,9 +654,6 @@ func (s *Store) remove(h *held) {
 	if sh := h.sender; sh != nil {
 		sh.traces.remove(h)
 		sh.bytes -= h.bytes
-		if sh.traces.head == nil {
-			delete(s.senders, sh.name)
-		}
 	}
 	before := s.strs.bytes
 	for _, sp := range h.spans {
@@ -670,6 +667,10 @@ func (s *Store) remove(h *held) {
 	}
 	s.bytes -= before - s.strs.bytes
 	s.bytes -= h.bytes
+	// A sender is forgotten once nothing it sent is held, its strings included.
+	if sh := h.sender; sh != nil && sh.traces.head == nil && sh.bytes <= 0 {
+		delete(s.senders, sh.name)
+	}
 	s.spans -= len(h.spans)
 	for _, k := range h.pods {
 		unindex(s.byPod, k, h)
