@@ -88,8 +88,11 @@ func TestFaultHostileOTLPSenders(t *testing.T) {
 	subject := func(sa string) string {
 		return fmt.Sprintf("{kind: ServiceAccount, name: %s, namespace: %s}", sa, senders)
 	}
+	// The wait for the components' spans is 30 s, not 10: on the 2-core machine the attacker's
+	// generator, the Collector, Jaeger and the control plane share the cores with readyspan, and
+	// the kubelet's batches reach it seconds later than on a quiet machine.
 	values := fmt.Sprintf(`image: {repository: %q, tag: %q}
-extraArgs: [%q]
+extraArgs: [%q, "--otlp-receive-wait=30s"]
 otlp: {endpoint: %q, insecure: true}
 replicas: 1
 otlpReceive:
@@ -282,10 +285,13 @@ otlpReceive:
 		}
 	}
 	metrics := e.scrapePod(ctx, t, rs.Status.PodIP)
-	forbidden := metrics[`readyspan_otlp_dropped_spans_total{component="kubelet",reason="forbidden"}`]
+	// A forged trace is dropped as forbidden when its Pod's trace looks for it, or before, with
+	// the rest of the attacker's spans, when the attacker holds more than its half of the bound.
+	forbidden := metrics[`readyspan_otlp_dropped_spans_total{component="kubelet",reason="forbidden"}`] +
+		metrics[`readyspan_otlp_dropped_spans_total{component="kubelet",reason="bytes"}`]
 	refused := metrics[`readyspan_otlp_refused_requests_total{reason="busy"}`] + metrics[`readyspan_otlp_refused_requests_total{reason="too_large"}`]
 	if forbidden < 4*faultReplicas {
-		t.Errorf("%v kubelet spans dropped as forbidden, want at least the %d forged", forbidden, 4*faultReplicas)
+		t.Errorf("%v kubelet spans dropped as forbidden or past the attacker's share, want at least the %d forged", forbidden, 4*faultReplicas)
 	}
 	if refused == 0 {
 		t.Error("no request refused as busy or too large under gzip bombs and stalled bodies")
