@@ -243,8 +243,8 @@ otlpReceive:
 	for _, p := range ready {
 		uids = append(uids, string(p.UID))
 	}
-	withKubelet := func(tr *Trace) bool { return tr.Root() != nil && tr.Find("kubelet.sync_pod") != nil }
-	traces := e.WaitTraces(t, uids, 3*time.Minute, withKubelet)
+	// Exported, with what arrived: the components' spans are judged below, Pod by Pod.
+	traces := e.WaitTraces(t, uids, 3*time.Minute, func(tr *Trace) bool { return tr.Root() != nil })
 	for _, p := range ready {
 		tr := traces[string(p.UID)]
 		if tr == nil {
@@ -254,6 +254,9 @@ otlpReceive:
 		inclusterCheckTrace(t, string(p.UID), tr)
 		if tr.Find("controllers.pod_create") == nil {
 			t.Errorf("Pod %s: the apiserver's create request is not in its trace", p.Name)
+		}
+		if tr.Find("kubelet.sync_pod") == nil {
+			t.Errorf("Pod %s: the kubelet's syncPod is not in its trace (missing: %v)", p.Name, tr.Root().StrTag("readyspan.components.missing"))
 		}
 		for _, s := range tr.Spans {
 			for _, ref := range s.References {
