@@ -125,7 +125,10 @@ otlpReceive:
 	realNode := e.realNode(ctx, t)
 	kwokNode := "kwok-" + senders
 	if _, err := e.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kwokNode,
-		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}, Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": kwokNode}}}, metav1.CreateOptions{}); err != nil {
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}, Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": kwokNode}},
+		// Only the attacker's Pod goes there: the rollout's Pods start on the real node, whose
+		// kubelet sends their spans (a node-bound sender may write its own Pods' spans).
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "readyspan.dev/hostile", Effect: corev1.TaintEffectNoSchedule}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.client.CoreV1().Nodes().Delete(context.Background(), kwokNode, metav1.DeleteOptions{}) })
@@ -162,7 +165,14 @@ otlpReceive:
 	var attacks sync.WaitGroup
 	results := map[string]string{}
 	var mu sync.Mutex
+	// READYSPAN_E2E_OTLP_CONTROL=1 runs the same rollout without the attacks: what the
+	// components deliver on this machine when nobody attacks, to tell their losses from the
+	// attack's.
+	control := os.Getenv("READYSPAN_E2E_OTLP_CONTROL") == "1"
 	run := func(name string, f func() string) {
+		if control && name != "forged syncPods" {
+			return
+		}
 		attacks.Add(1)
 		go func() {
 			defer attacks.Done()
