@@ -120,41 +120,69 @@ var (
 	attrKey = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*\.?$`)
 )
 
+// check refuses a file that would generate wrong or clashing code, a step at a time.
 func (f *File) check() error {
-	idents := map[string]bool{} // phases' identifiers
-	ident := func(what, id string) error {
-		if !token.IsIdentifier(id) || !token.IsExported(id) {
-			return fmt.Errorf("%s: go %q is not an exported Go identifier", what, id)
+	c := checker{idents: map[string]bool{}, keys: map[string]bool{}, byName: map[string]Category{}}
+	for _, step := range []func(*File) error{c.phasesAndSpans, c.categories, c.attributes, c.legends} {
+		if err := step(f); err != nil {
+			return err
 		}
-		if idents[id] {
-			return fmt.Errorf("%s: go %q declared twice", what, id)
-		}
-		idents[id] = true
-		return nil
 	}
-	phases := map[string]bool{}
+	return nil
+}
+
+// checker is what check's steps learn and the later ones use.
+type checker struct {
+	idents map[string]bool     // phases' Go identifiers
+	keys   map[string]bool     // attribute keys, of both lists
+	byName map[string]Category // categories and marks
+}
+
+func (c *checker) ident(what, id string) error {
+	if !token.IsIdentifier(id) || !token.IsExported(id) {
+		return fmt.Errorf("%s: go %q is not an exported Go identifier", what, id)
+	}
+	if c.idents[id] {
+		return fmt.Errorf("%s: go %q declared twice", what, id)
+	}
+	c.idents[id] = true
+	return nil
+}
+
+// names checks a list of lowercase names with their identifiers and returns them as a set.
+func (c *checker) names(what string, list []struct{ name, goName string }) (map[string]bool, error) {
+	set := map[string]bool{}
+	for _, n := range list {
+		if err := c.ident(what+" "+n.name, n.goName); err != nil {
+			return nil, err
+		}
+		if !cssName.MatchString(n.name) || set[n.name] {
+			return nil, fmt.Errorf("%s %q: not a lowercase name, or declared twice", what, n.name)
+		}
+		set[n.name] = true
+	}
+	return set, nil
+}
+
+func (c *checker) phasesAndSpans(f *File) error {
+	var ps, cs []struct{ name, goName string }
 	for _, p := range f.Phases {
-		if err := ident("phase "+p.Name, p.Go); err != nil {
-			return err
-		}
-		if !cssName.MatchString(p.Name) || phases[p.Name] {
-			return fmt.Errorf("phase %q: not a lowercase name, or declared twice", p.Name)
-		}
-		phases[p.Name] = true
+		ps = append(ps, struct{ name, goName string }{p.Name, p.Go})
 	}
-	spanCats := map[string]bool{}
-	for _, c := range f.SpanCategories {
-		if err := ident("span category "+c.Name, c.Go); err != nil {
-			return err
-		}
-		if !cssName.MatchString(c.Name) || spanCats[c.Name] {
-			return fmt.Errorf("span category %q: not a lowercase name, or declared twice", c.Name)
-		}
-		spanCats[c.Name] = true
+	for _, sc := range f.SpanCategories {
+		cs = append(cs, struct{ name, goName string }{sc.Name, sc.Go})
+	}
+	phases, err := c.names("phase", ps)
+	if err != nil {
+		return err
+	}
+	spanCats, err := c.names("span category", cs)
+	if err != nil {
+		return err
 	}
 	names := map[string]bool{}
 	for _, s := range append(append([]Span(nil), f.Spans...), f.ComponentSpans...) {
-		if err := ident("span "+s.Name, s.Go); err != nil {
+		if err := c.ident("span "+s.Name, s.Go); err != nil {
 			return err
 		}
 		switch {
@@ -169,102 +197,114 @@ func (f *File) check() error {
 		}
 		names[s.Name] = true
 	}
+	return nil
+}
+
+func (c *checker) categories(f *File) error {
 	if len(f.Categories) == 0 {
 		return fmt.Errorf("no categories")
 	}
-	byName := map[string]Category{}
 	letters, classes := map[string]string{}, map[string]string{}
-	for i, c := range append(append([]Category(nil), f.Categories...), f.Marks...) {
-		isCategory := i < len(f.Categories)
-		if !cssName.MatchString(c.Name) || !cssName.MatchString(c.PageClass()) {
-			return fmt.Errorf("category %q: name or page class %q is not a lowercase name", c.Name, c.PageClass())
+	for i, cat := range append(append([]Category(nil), f.Categories...), f.Marks...) {
+		if _, dup := c.byName[cat.Name]; dup {
+			return fmt.Errorf("category %q declared twice", cat.Name)
 		}
-		if _, dup := byName[c.Name]; dup {
-			return fmt.Errorf("category %q declared twice", c.Name)
+		c.byName[cat.Name] = cat
+		if err := checkCategory(cat, i < len(f.Categories)); err != nil {
+			return err
 		}
-		byName[c.Name] = c
-		if isCategory != (c.Words != "" && c.Doc != "") {
-			return fmt.Errorf("category %q: a category has words and doc, a mark neither", c.Name)
-		}
-		if c.Label == "" {
-			return fmt.Errorf("category %q: no label for the page's legend", c.Name)
-		}
-		if c.Letter != "" {
-			if utf8.RuneCountInString(c.Letter) != 1 || c.Letter == " " || c.Legend == "" {
-				return fmt.Errorf("category %q: letter %q is not one printable character with legend words", c.Name, c.Letter)
+		if cat.Letter != "" {
+			if other, dup := letters[cat.Letter]; dup {
+				return fmt.Errorf("categories %q and %q share the letter %q", other, cat.Name, cat.Letter)
 			}
-			if other, dup := letters[c.Letter]; dup {
-				return fmt.Errorf("categories %q and %q share the letter %q", other, c.Name, c.Letter)
-			}
-			letters[c.Letter] = c.Name
+			letters[cat.Letter] = cat.Name
 		}
-		if other, dup := classes[c.PageClass()]; dup {
-			return fmt.Errorf("categories %q and %q share the page class %q", other, c.Name, c.PageClass())
+		if other, dup := classes[cat.PageClass()]; dup {
+			return fmt.Errorf("categories %q and %q share the page class %q", other, cat.Name, cat.PageClass())
 		}
-		classes[c.PageClass()] = c.Name
-		for _, col := range []*Colour{c.Colour, c.Background} {
-			if col == nil {
-				continue
-			}
-			if !hexColour.MatchString(col.Light) || (col.Dark != "" && !hexColour.MatchString(col.Dark)) {
-				return fmt.Errorf("category %q: colour %+v is not #rrggbb in lowercase", c.Name, *col)
-			}
+		classes[cat.PageClass()] = cat.Name
+	}
+	return nil
+}
+
+// checkCategory checks one category (isCategory) or mark on its own.
+func checkCategory(c Category, isCategory bool) error {
+	if !cssName.MatchString(c.Name) || !cssName.MatchString(c.PageClass()) {
+		return fmt.Errorf("category %q: name or page class %q is not a lowercase name", c.Name, c.PageClass())
+	}
+	if isCategory != (c.Words != "" && c.Doc != "") {
+		return fmt.Errorf("category %q: a category has words and doc, a mark neither", c.Name)
+	}
+	if c.Label == "" {
+		return fmt.Errorf("category %q: no label for the page's legend", c.Name)
+	}
+	if c.Letter != "" && (utf8.RuneCountInString(c.Letter) != 1 || c.Letter == " " || c.Legend == "") {
+		return fmt.Errorf("category %q: letter %q is not one printable character with legend words", c.Name, c.Letter)
+	}
+	for _, col := range []*Colour{c.Colour, c.Background} {
+		if col != nil && (!hexColour.MatchString(col.Light) || (col.Dark != "" && !hexColour.MatchString(col.Dark))) {
+			return fmt.Errorf("category %q: colour %+v is not #rrggbb in lowercase", c.Name, *col)
 		}
 	}
-	// A rollout's trace uses the Pod trace's keys through phases: a key is declared once, in
-	// either list.
-	keys := map[string]bool{}
-	attrs := func(list []Attribute, ident func(what, id string) error) error {
-		for _, a := range list {
-			if err := ident("attribute "+a.Key, a.Go); err != nil {
-				return err
-			}
-			switch {
-			case !attrKey.MatchString(a.Key) || keys[a.Key]:
-				return fmt.Errorf("attribute %q: not an attribute key, or declared twice", a.Key)
-			case a.Doc == "":
-				return fmt.Errorf("attribute %q: no doc", a.Key)
-			}
-			keys[a.Key] = true
-		}
-		return nil
-	}
-	if err := attrs(f.Attributes, ident); err != nil {
+	return nil
+}
+
+// attributes checks both lists of keys: a rollout's trace uses the Pod trace's keys through
+// phases, so a key is declared once, in either list; the rollout's identifiers are its own.
+func (c *checker) attributes(f *File) error {
+	if err := c.attributeList(f.Attributes, c.ident); err != nil {
 		return err
 	}
-	rolloutIdents := map[string]bool{} // rollout's identifiers
-	rolloutIdent := func(what, id string) error {
+	rolloutIdents := map[string]bool{}
+	return c.attributeList(f.RolloutAttributes, func(what, id string) error {
 		if !token.IsIdentifier(id) || !token.IsExported(id) || rolloutIdents[id] {
 			return fmt.Errorf("%s: go %q is not an exported Go identifier, or declared twice", what, id)
 		}
 		rolloutIdents[id] = true
 		return nil
+	})
+}
+
+func (c *checker) attributeList(list []Attribute, ident func(what, id string) error) error {
+	for _, a := range list {
+		if err := ident("attribute "+a.Key, a.Go); err != nil {
+			return err
+		}
+		switch {
+		case !attrKey.MatchString(a.Key) || c.keys[a.Key]:
+			return fmt.Errorf("attribute %q: not an attribute key, or declared twice", a.Key)
+		case a.Doc == "":
+			return fmt.Errorf("attribute %q: no doc", a.Key)
+		}
+		c.keys[a.Key] = true
 	}
-	if err := attrs(f.RolloutAttributes, rolloutIdent); err != nil {
+	return nil
+}
+
+func (c *checker) legends(f *File) error {
+	if err := c.legend("terminal", f.Legends.Terminal, func(cat Category) bool { return cat.Letter != "" }); err != nil {
 		return err
 	}
-	legend := func(which string, list []string, mustHave func(Category) bool) error {
-		seen := map[string]bool{}
-		for _, n := range list {
-			if _, ok := byName[n]; !ok || seen[n] {
-				return fmt.Errorf("legends.%s: %q is not a category or mark, or listed twice", which, n)
-			}
-			seen[n] = true
+	return c.legend("page", f.Legends.Page, func(Category) bool { return true })
+}
+
+func (c *checker) legend(which string, list []string, mustHave func(Category) bool) error {
+	seen := map[string]bool{}
+	for _, n := range list {
+		if _, ok := c.byName[n]; !ok || seen[n] {
+			return fmt.Errorf("legends.%s: %q is not a category or mark, or listed twice", which, n)
 		}
-		for n, c := range byName {
-			if mustHave(c) && !seen[n] {
-				return fmt.Errorf("legends.%s leaves out %q", which, n)
-			}
-			if which == "terminal" && seen[n] && c.Letter == "" {
-				return fmt.Errorf("legends.terminal lists %q, which has no letter", n)
-			}
+		seen[n] = true
+	}
+	for n, cat := range c.byName {
+		if mustHave(cat) && !seen[n] {
+			return fmt.Errorf("legends.%s leaves out %q", which, n)
 		}
-		return nil
+		if which == "terminal" && seen[n] && cat.Letter == "" {
+			return fmt.Errorf("legends.terminal lists %q, which has no letter", n)
+		}
 	}
-	if err := legend("terminal", f.Legends.Terminal, func(c Category) bool { return c.Letter != "" }); err != nil {
-		return err
-	}
-	return legend("page", f.Legends.Page, func(Category) bool { return true })
+	return nil
 }
 
 // category returns the category or mark called name; check has made sure there is one.
