@@ -461,7 +461,25 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	}
 	obs.Workload = workloadOf(&p.ObjectMeta, obs.Deployment)
 
-	// Scheduling gates, the node nominated, the node the Pod waited for, its victims.
+	c.observeScheduling(ps, obs)
+	observeStatus(ps, obs)
+	c.observeContainers(ps, obs)
+	c.claimsOf(p, obs)
+
+	// Endpoints.
+	obs.HasService = c.hasService(ps)
+	if t, ok := c.endpointReady[p.UID]; ok {
+		obs.EndpointsReady = t
+	}
+	if !ps.deletedAt.IsZero() {
+		obs.Deleted.Add(ps.deletedAt, phases.SourceWatch)
+	}
+	return obs
+}
+
+// observeScheduling: the scheduling gates, the node nominated, the node the Pod waited for,
+// its victims.
+func (c *Correlator) observeScheduling(ps *podState, obs *phases.Pod) {
 	if g := &ps.gates; g.gated {
 		obs.Gated = true
 		obs.GatesRemoved.AddInstant(g.removedAt, phases.SourceWatch)
@@ -474,8 +492,12 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	}
 	obs.NewNode = c.newNode(ps)
 	obs.Victims = ps.victims
+}
 
-	// Status: conditions, with the receive time of the version that first showed them.
+// observeStatus: the Pod's conditions, with the receive time of the version that first showed
+// them.
+func observeStatus(ps *podState, obs *phases.Pod) {
+	p := ps.pod
 	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionTrue {
 		obs.Scheduled.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
 	}
@@ -498,7 +520,12 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 		})
 	}
 
-	// Containers from the spec, then their statuses.
+}
+
+// observeContainers: the containers from the spec, their statuses, then the Pod's Events, and
+// what the status shows failed where no event said so.
+func (c *Correlator) observeContainers(ps *podState, obs *phases.Pod) {
+	p := ps.pod
 	var statusFailures []statusFailure
 	if n := len(p.Spec.InitContainers) + len(p.Spec.Containers); n > 0 {
 		obs.Containers = make([]phases.Container, 0, n)
@@ -545,18 +572,6 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 			c.FailedPulls = 1 // the status shows that at least one attempt failed
 		}
 	}
-
-	c.claimsOf(p, obs)
-
-	// Endpoints.
-	obs.HasService = c.hasService(ps)
-	if t, ok := c.endpointReady[p.UID]; ok {
-		obs.EndpointsReady = t
-	}
-	if !ps.deletedAt.IsZero() {
-		obs.Deleted.Add(ps.deletedAt, phases.SourceWatch)
-	}
-	return obs
 }
 
 // workloadOf names the workload a Pod belongs to (phases.Pod.Workload): the Deployment the
@@ -733,34 +748,17 @@ func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 		}
 		return true
 	}
+	return applyContainerEvent(c, e)
+}
+
+// applyContainerEvent folds an Event about one of the Pod's containers into it; false as for
+// applyEvent.
+func applyContainerEvent(c *phases.Container, e *event) bool {
 	switch e.Reason {
 	case "Pulling":
 		e.firstStamps(&c.PullStarted)
 	case "Pulled":
-		m, err := ParsePulledMessage(e.Message)
-		if err != nil {
-			e.firstStamps(&c.PullFinished)
-			return false
-		}
-		if m.Present {
-			if c.Cache == "" {
-				c.Cache = "warm"
-			}
-			if !c.PullFinished.Known() {
-				e.firstStamps(&c.PullFinished)
-			}
-			return true
-		}
-		if c.Cache == "cold" {
-			return true // a later pull (after a restart); startup is about the first
-		}
-		c.Cache = "cold"
-		c.PullFinished = nil
-		e.firstStamps(&c.PullFinished)
-		c.PullTransfer, c.PullTotal, c.ImageSize = m.Transfer, m.Total, m.Size
-		if m.Image != "" {
-			c.Image = m.Image
-		}
+		return applyPulled(c, e)
 	case "Created":
 		e.firstStamps(&c.Created)
 	case "Started":
@@ -797,6 +795,36 @@ func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 		if strings.Contains(e.Message, "failed") || e.Message == "FailedPostStartHook" {
 			c.Failures = append(c.Failures, e.occurrence())
 		}
+	}
+	return true
+}
+
+// applyPulled reads the kubelet's Pulled event: the image present (a warm start) or pulled, with
+// the times and size it states; the first pull is the startup's.
+func applyPulled(c *phases.Container, e *event) bool {
+	m, err := ParsePulledMessage(e.Message)
+	if err != nil {
+		e.firstStamps(&c.PullFinished)
+		return false
+	}
+	if m.Present {
+		if c.Cache == "" {
+			c.Cache = "warm"
+		}
+		if !c.PullFinished.Known() {
+			e.firstStamps(&c.PullFinished)
+		}
+		return true
+	}
+	if c.Cache == "cold" {
+		return true // a later pull (after a restart); startup is about the first
+	}
+	c.Cache = "cold"
+	c.PullFinished = nil
+	e.firstStamps(&c.PullFinished)
+	c.PullTransfer, c.PullTotal, c.ImageSize = m.Transfer, m.Total, m.Size
+	if m.Image != "" {
+		c.Image = m.Image
 	}
 	return true
 }
