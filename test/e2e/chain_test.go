@@ -164,8 +164,8 @@ func TestComponentSpansJoined(t *testing.T) {
 		})
 	}
 	e.CheckExportedOnce(t, names)
-	if len(excess) == 0 || slices.Min(excess) > webhookSpanTolerance {
-		t.Errorf("no webhook span within %v of the server's own measure (%v)", webhookSpanTolerance, excess)
+	if len(excess) == 0 {
+		t.Errorf("no webhook span was compared with the server's own measure")
 	}
 	t.Logf("webhook spans less the server's own measure: %v", excess)
 	checkCallHistograms(t, calls, len(pods))
@@ -179,14 +179,13 @@ const (
 	injectWebhook = "inject.readyspan.dev"
 	// The apiserver's span around a webhook call less the server's own measure of it is the
 	// HTTPS round trip on loopback, the AdmissionReview's encoding and decoding and the patch's
-	// application. Over five runs of this test on this 2-core machine, shared with other
-	// builds, it was 0.7–4.5 ms for most calls and 5.5–13.1 ms for some, whether the server
-	// answered them alone or together with another: the apiserver's own work, waiting for a
-	// core. So every call must hold the server's measure and exceed it by webhookSpanOutlier
-	// at most, and the closest call of the test by webhookSpanTolerance (the 5 ms):
-	// the span is the call and nothing more of the request.
-	webhookSpanTolerance = 5 * time.Millisecond
-	webhookSpanOutlier   = 25 * time.Millisecond
+	// application: 0.7–4.5 ms for most calls on a quiet 2-core machine, 5.5–13.1 ms when the
+	// apiserver waits for a core (a CI machine saw no call under 5.7 ms). A duration bound
+	// tight enough to tell the call from the rest of the request would fail on a busy
+	// machine, so the test holds the span to the call in time instead: it holds the server's
+	// measure (the same clock), ends before the request's etcd write begins, and exceeds the
+	// measure by webhookSpanOutlier at most.
+	webhookSpanOutlier = 25 * time.Millisecond
 	// webhookSpanRounding: the server logs microseconds, Jaeger holds microseconds.
 	webhookSpanRounding = 10 * time.Microsecond
 )
@@ -270,6 +269,22 @@ func checkWebhookSpan(t *testing.T, tr *Trace, p corev1.Pod, phase, createName s
 	if d < -webhookSpanRounding || d > webhookSpanOutlier {
 		t.Errorf("webhook call %s: the apiserver's span %v, the server's own measure %v: %+v, want within [0, %v]",
 			uid, hook.Duration(), handled, d, webhookSpanOutlier)
+	}
+	// The server's clock is the apiserver's (one machine): the call it measured, from the
+	// connection's accept or the request's arrival to its answer, lies inside the span.
+	arrived := c.Start.Add(-time.Duration(c.ConnectMs * float64(time.Millisecond)))
+	answered := c.Start.Add(time.Duration(c.HandlingMs * float64(time.Millisecond)))
+	if hook.StartTime().After(arrived.Add(webhookSpanRounding)) || hook.EndTime().Before(answered.Add(-webhookSpanRounding)) {
+		t.Errorf("webhook call %s: the apiserver's span [%v, %v] does not hold the server's [%v, %v]",
+			uid, hook.StartTime().Format(time.RFC3339Nano), hook.EndTime().Format(time.RFC3339Nano),
+			arrived.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
+	}
+	// Nothing more of the request: the write to etcd comes after the admission chain.
+	for _, w := range tr.Descendants(creates[0]) {
+		if w.OperationName == "apiserver.etcd" && w.StartTime().Before(hook.EndTime()) {
+			t.Errorf("%s ends at %v, after %s began (%v): the span holds more than the call",
+				hook, hook.EndTime().Format(time.RFC3339Nano), w, w.StartTime().Format(time.RFC3339Nano))
+		}
 	}
 	return d, true
 }
