@@ -151,7 +151,7 @@ func TestJoinRealCapture(t *testing.T) {
 	reqs := readRequests(t, filepath.Join(captureDir, "components.otlp.gz"))
 	byID, byTrace := originals(reqs)
 	audit := readAudit(t, filepath.Join(captureDir, "recording", "audit.jsonl"))
-	deltas, err := tracer.LoadRecording(filepath.Join(captureDir, "recording"))
+	deltas, err := tracer.Kinds.LoadRecording(filepath.Join(captureDir, "recording"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func TestJoinStageLeavesTheCorrelatorsTrace(t *testing.T) {
 // stage joins from the same spans, and refuses an address that is not loopback.
 func TestComponentJoinOverTheWire(t *testing.T) {
 	reqs := readRequests(t, filepath.Join(captureDir, "components.otlp.gz"))
-	deltas, err := tracer.LoadRecording(filepath.Join(captureDir, "recording"))
+	deltas, err := tracer.Kinds.LoadRecording(filepath.Join(captureDir, "recording"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 	"github.com/readyspan/readyspan/web"
 )
 
@@ -38,7 +39,8 @@ type Daemon struct {
 	exp     *otlp.Exporter
 	gate    *leader.Gate
 	corr    *tracer.Correlator
-	source  *tracer.Source
+	live    *pipeline.Live
+	source  *watch.Source
 	srv     *http.Server
 	ready   atomic.Bool
 	// recv and join are the OTLP input and the stage that joins its spans into the Pod traces
@@ -72,7 +74,7 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 		registerRingMetrics(reg, ui)
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d.metrics = promexp.New(reg, o.Version, tracer.RolloutKinds(), o.Metrics)
+	d.metrics = promexp.New(reg, o.Version, tracer.Kinds.RolloutKinds(), o.Metrics)
 
 	otlpCfg := o.OTLP
 	if o.Shard.Sharded() {
@@ -159,7 +161,7 @@ func (d *Daemon) buildPipeline(r *router, reg *prometheus.Registry) error {
 		Client: d.client, Host: d.host, Metrics: d.metrics, Log: d.log,
 		AuditFailed: func(err error) { d.log.Error("Not reading the audit log", "err", err) },
 	}, pipeline.Sinks{Pods: sink, Rollouts: rollouts})
-	d.corr, d.source = live.Correlator, live.Source
+	d.live, d.corr, d.source = live, live.Correlator, live.Source
 	if d.recv != nil {
 		d.metrics.SetWebhooks(d.source.Webhooks())
 	}
@@ -226,7 +228,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.source.Start(ctx)
 	// Cut off from the apiserver, the informers notice only when their connections time out
 	// (up to a minute); asking every 5 s makes /readyz say so within the outage grace.
-	go d.source.Watcher().FollowReachability(ctx, 5*time.Second, func(ctx context.Context) error { return tracer.Reachable(ctx, d.client, d.host) })
+	go d.source.Watcher().FollowReachability(ctx, 5*time.Second, func(ctx context.Context) error { return watch.Reachable(ctx, d.client, d.host) })
 	// Leader election runs on its own context: on SIGTERM the leader first exports what is
 	// Ready (Drain) and flushes, and only then releases the Lease, so the next leader's owed
 	// window starts after the last trace this one sent.
@@ -237,7 +239,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer close(electDone)
 		d.elect(ctx, electCtx)
 	}()
-	d.source.Run(ctx)
+	d.live.Run(ctx)
 	return d.stop(ctx, stopElect, electDone)
 }
 

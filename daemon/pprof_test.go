@@ -15,6 +15,7 @@ import (
 	"github.com/readyspan/readyspan/access"
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // The profiles are served only with --pprof, on the metrics address, beside /metrics.
@@ -34,7 +35,7 @@ func TestServePprof(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ready atomic.Bool
-			w := tracer.NewWatcher(fake.NewClientset(), tracer.WatchConfig{}, nil, nil)
+			w := watch.NewWatcher(fake.NewClientset(), tracer.Kinds, watch.Config{}, nil, nil)
 			srv, addr := serveOnFreePort(t, guard, w, &ready, tc.profiles)
 			defer srv.Shutdown(context.Background())
 			resp, err := http.Get("http://" + addr + "/debug/pprof/")
@@ -51,7 +52,7 @@ func TestServePprof(t *testing.T) {
 }
 
 // serveOnFreePort runs serve on a port the kernel picks and returns the server and its address.
-func serveOnFreePort(t *testing.T, guard *access.Guard, w *tracer.Watcher, ready *atomic.Bool, profiles bool) (*http.Server, string) {
+func serveOnFreePort(t *testing.T, guard *access.Guard, w *watch.Watcher, ready *atomic.Bool, profiles bool) (*http.Server, string) {
 	t.Helper()
 	ln, err := guard.Listen("127.0.0.1:0")
 	if err != nil {

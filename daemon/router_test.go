@@ -14,6 +14,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // counting is an exporter that counts what reaches it.
@@ -86,8 +87,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"OTLP input without a port", func(o *Options) { o.Receive.Addr = "127.0.0.1" }, "--otlp-receive"},
 		{"OTLP input on the metrics address", func(o *Options) { o.Receive.Addr = ":8080" }, "--metrics-addr must differ"},
 		{"OTLP input waiting less than nothing", func(o *Options) { o.Receive = ReceiveOptions{Config: otlpin.Config{Addr: ":4321"}, Wait: -1} }, "--otlp-receive-wait"},
-		{"protobuf watches", func(o *Options) { o.Pipeline.Watch.Encoding = tracer.EncodingProtobuf }, ""},
-		{"JSON watches", func(o *Options) { o.Pipeline.Watch.Encoding = tracer.EncodingJSON }, ""},
+		{"protobuf watches", func(o *Options) { o.Pipeline.Watch.Encoding = watch.EncodingProtobuf }, ""},
+		{"JSON watches", func(o *Options) { o.Pipeline.Watch.Encoding = watch.EncodingJSON }, ""},
 		{"an unknown watch encoding", func(o *Options) { o.Pipeline.Watch.Encoding = "cbor" }, "--watch-encoding: unknown watch encoding \"cbor\": want protobuf or json"},
 		{"OTLP input certificate without key", func(o *Options) { o.Receive.Config = otlpin.Config{Addr: ":4321", CertFile: "c"} }, "go together"},
 	} {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/readyspan/readyspan/access"
 	"github.com/readyspan/readyspan/exporters/otlp"
-	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 	"github.com/readyspan/readyspan/web"
 )
 
@@ -27,7 +27,7 @@ import (
 // and answering only to the names of the metrics address and UIOptions.AllowedHosts; the other
 // paths answer to any name, as Prometheus and the kubelet's probes reach them by whatever
 // address they were given).
-func serve(addr string, guard *access.Guard, reg *prometheus.Registry, w *tracer.Watcher, ready *atomic.Bool, export func() otlp.Status, ui http.Handler, profiles bool, log *slog.Logger) (*http.Server, error) {
+func serve(addr string, guard *access.Guard, reg *prometheus.Registry, w *watch.Watcher, ready *atomic.Bool, export func() otlp.Status, ui http.Handler, profiles bool, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if ui != nil {
 		mux.Handle("/", ui)

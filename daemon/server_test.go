@@ -16,6 +16,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/shard"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // getHost GETs path from addr with the Host header host.
@@ -55,7 +56,7 @@ func TestRunServerUIHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ready atomic.Bool
-	w := tracer.NewWatcher(fake.NewClientset(), tracer.WatchConfig{}, nil, nil)
+	w := watch.NewWatcher(fake.NewClientset(), tracer.Kinds, watch.Config{}, nil, nil)
 	srv, err := serve(addr, guard, prometheus.NewRegistry(), w, &ready, func() otlp.Status { return otlp.Status{} }, ui, false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // kubePod is a Pod as the apiserver lists it, Ready at ready (whole seconds, as conditions are)
@@ -89,15 +90,15 @@ func TestFreshReplicaWinsLease(t *testing.T) {
 			corr := tracer.New(tracer.Config{ResumeAfter: fresh.gate.ResumeAfter()}, tracer.SinkFunc(fresh.gate.Offer), nil, nil)
 			for _, p := range pods {
 				if p.listed {
-					corr.Handle(tracer.Delta{Resource: tracer.ResourcePods, Type: tracer.Added, Object: kubePod(p.uid, p.ready.Add(-time.Minute), p.ready), Recv: started, Initial: true})
+					corr.Handle(watch.Delta{Resource: tracer.ResourcePods, Type: watch.Added, Object: kubePod(p.uid, p.ready.Add(-time.Minute), p.ready), Recv: started, Initial: true})
 				}
 			}
 			for _, p := range pods {
 				if !p.listed {
 					clk.SetTime(p.ready.Add(-5 * time.Second))
-					corr.Handle(tracer.Delta{Resource: tracer.ResourcePods, Type: tracer.Added, Object: kubePod(p.uid, clk.Now(), time.Time{}), Recv: clk.Now()})
+					corr.Handle(watch.Delta{Resource: tracer.ResourcePods, Type: watch.Added, Object: kubePod(p.uid, clk.Now(), time.Time{}), Recv: clk.Now()})
 					clk.SetTime(p.ready)
-					corr.Handle(tracer.Delta{Resource: tracer.ResourcePods, Type: tracer.Modified, Object: kubePod(p.uid, p.ready.Add(-5*time.Second), p.ready), Recv: clk.Now()})
+					corr.Handle(watch.Delta{Resource: tracer.ResourcePods, Type: watch.Modified, Object: kubePod(p.uid, p.ready.Add(-5*time.Second), p.ready), Recv: clk.Now()})
 				}
 			}
 			if got := fresh.rec.drops("not_leader"); got != len(pods)-1 {

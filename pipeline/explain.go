@@ -16,9 +16,10 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
-// Target is what explain is asked about: a Pod, or a workload of one of tracer.ExplainKinds.
+// Target is what explain is asked about: a Pod, or a workload of one of tracer.Kinds.ExplainKinds.
 type Target struct {
 	Kind      string // "Pod", "Deployment", …
 	Namespace string
@@ -31,7 +32,7 @@ type Target struct {
 // default deadlines, since a snapshot has no time to tune. Only target's traces reach the
 // sinks: a Pod's, or a workload's rollout and its current Pods.
 func Explain(ctx context.Context, env Env, target Target, s Sinks) error {
-	if err := tracer.Reachable(ctx, env.Client, env.Host); err != nil {
+	if err := watch.Reachable(ctx, env.Client, env.Host); err != nil {
 		return err
 	}
 	deltas, chosen, err := explainObjects(ctx, env.Client, target)
@@ -66,12 +67,12 @@ type explainTarget struct {
 // explainObjects lists what a reconstruction needs in the namespace and picks the target: the
 // Pod, or the workload and the Pods it controls (a Deployment's through its ReplicaSets, a
 // CronJob's through its Jobs).
-func explainObjects(ctx context.Context, c kubernetes.Interface, t Target) ([]tracer.Delta, explainTarget, error) {
+func explainObjects(ctx context.Context, c kubernetes.Interface, t Target) ([]watch.Delta, explainTarget, error) {
 	target := explainTarget{pods: map[string]bool{}}
 	ns, kind, name := t.Namespace, t.Kind, t.Name
 	owners := map[types.UID]bool{} // the workload, and the ReplicaSets or Jobs it controls
 	if kind != "Pod" {
-		o, err := tracer.GetObject(ctx, c, kind, ns, name)
+		o, err := tracer.Kinds.GetObject(ctx, c, kind, ns, name)
 		if err != nil {
 			return nil, target, notFound(strings.ToLower(kind), ns, name, err)
 		}
@@ -80,8 +81,8 @@ func explainObjects(ctx context.Context, c kubernetes.Interface, t Target) ([]tr
 	// Everything readyspan watches in the namespace, as one list of each kind (the registry's),
 	// then only the Pods explain was asked about: the rest of the chain (owners, Services,
 	// Events, endpoints) is what their traces are rebuilt from.
-	all, err := tracer.Snapshot(ctx, c, ns)
-	var le *tracer.ListError
+	all, err := tracer.Kinds.Snapshot(ctx, c, ns)
+	var le *watch.ListError
 	if errors.As(err, &le) {
 		return nil, target, apiErr("list "+string(le.Resource), ns, le.Err)
 	} else if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // Options are what a pipeline is built from: plain data, filled from flags and checked by
@@ -28,7 +29,7 @@ type Options struct {
 	Trace tracer.Config
 	// Watch is what a live pipeline watches: namespaces, the Pods' selector, the encoding, the
 	// shard.
-	Watch tracer.WatchConfig
+	Watch watch.Config
 	// AuditLog is a kube-apiserver audit log a live pipeline follows into the same stream; ""
 	// for none.
 	AuditLog string
@@ -39,8 +40,8 @@ type Options struct {
 
 // Validate checks the options before any work: a pipeline that would fail later says so now.
 func (o *Options) Validate() error {
-	if o.Watch.Encoding != "" { // "" is tracer.DefaultEncoding
-		if _, err := tracer.ParseEncoding(string(o.Watch.Encoding)); err != nil {
+	if o.Watch.Encoding != "" { // "" is watch.DefaultEncoding
+		if _, err := watch.ParseEncoding(string(o.Watch.Encoding)); err != nil {
 			return fmt.Errorf("--watch-encoding: %w", err)
 		}
 	}
@@ -54,7 +55,7 @@ func (o *Options) Validate() error {
 // each phase, and the watch's failures (readyspan's Prometheus metrics).
 type Metrics interface {
 	tracer.Stats
-	tracer.WatchErrors
+	watch.Errors
 }
 
 // Env is what a pipeline is built with beside its Options: the apiserver it reads and where its
@@ -80,7 +81,7 @@ type Sinks struct {
 	Rollouts tracer.RolloutSink
 	// Deltas sees each delta of a live pipeline before the correlator does (a recording). A
 	// live pipeline with Deltas alone builds no correlator.
-	Deltas func(tracer.Delta)
+	Deltas func(watch.Delta)
 }
 
 // correlator is the one place a pipeline's correlator is built: o.Trace feeding the sinks. It

@@ -14,6 +14,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -23,7 +24,7 @@ func TestOptionsValidate(t *testing.T) {
 		wantE string
 	}{
 		{"defaults", func(*Options) {}, ""},
-		{"JSON watches", func(o *Options) { o.Watch.Encoding = tracer.EncodingJSON }, ""},
+		{"JSON watches", func(o *Options) { o.Watch.Encoding = watch.EncodingJSON }, ""},
 		{"an unknown watch encoding", func(o *Options) { o.Watch.Encoding = "cbor" }, "--watch-encoding"},
 		{"fewer than no Pods in flight", func(o *Options) { o.Trace.MaxInFlight = -1 }, "--max-in-flight"},
 	} {
@@ -47,7 +48,7 @@ func TestNewLiveCorrelatesOnlyForTraceSinks(t *testing.T) {
 		sinks Sinks
 		want  bool
 	}{
-		{"deltas only", Sinks{Deltas: func(tracer.Delta) {}}, false},
+		{"deltas only", Sinks{Deltas: func(watch.Delta) {}}, false},
 		{"Pods", Sinks{Pods: tracer.SinkFunc(func(*phases.Trace) {})}, true},
 		{"rollouts only", Sinks{Rollouts: tracer.RolloutSinkFunc(func(*rollout.Trace) {})}, true},
 	} {
@@ -63,7 +64,7 @@ func TestNewLiveCorrelatesOnlyForTraceSinks(t *testing.T) {
 // A replay rebuilds the same traces whatever settle time and backfill the options carry: it
 // always backfills and exports at once.
 func TestReplayIgnoresLiveTiming(t *testing.T) {
-	deltas, err := tracer.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", "kinds-statefulset"))
+	deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", "kinds-statefulset"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestReplayIgnoresLiveTiming(t *testing.T) {
 
 // ExportOTLP hands every trace of a batch to the backend and counts them.
 func TestExportOTLP(t *testing.T) {
-	deltas, err := tracer.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", "kinds-statefulset"))
+	deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", "kinds-statefulset"))
 	if err != nil {
 		t.Fatal(err)
 	}

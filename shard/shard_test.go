@@ -20,7 +20,7 @@ import (
 func TestKeysOfRealObjects(t *testing.T) {
 	for _, run := range []string{"run2-ifnotpresent", "run3-always-pull", "run4-failures", "run8-slow-pull-watch", "run10-containerd2-failures"} {
 		t.Run(run, func(t *testing.T) {
-			deltas, err := tracer.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", run))
+			deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", run))
 			if err != nil {
 				t.Fatal(err)
 			}

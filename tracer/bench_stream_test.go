@@ -14,7 +14,7 @@ import (
 // all but its scale-up's two Pods for its replacements (readyspan.root=replicaset); an
 // EndpointSlice left naming the capture's Pods gave none of them a status.endpoints span.
 func TestManyPodsStream(t *testing.T) {
-	deltas, err := LoadRecording(manyPodsRecording)
+	deltas, err := Kinds.LoadRecording(manyPodsRecording)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // BenchmarkCorrelatorDeployment measures end-to-end reconstruction (watch deltas in, traces
@@ -60,12 +61,12 @@ const manyPodsCopies = 200
 var manyPodsRecording = filepath.Join("testdata", "real-node", "run8-slow-pull-watch")
 
 // manyPodsStream is BenchmarkCorrelatorManyPods' stream: the capture's deltas, once per copy.
-func manyPodsStream(tb testing.TB) []Delta {
-	deltas, err := LoadRecording(manyPodsRecording)
+func manyPodsStream(tb testing.TB) []watch.Delta {
+	deltas, err := Kinds.LoadRecording(manyPodsRecording)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var stream []Delta
+	var stream []watch.Delta
 	for n := 0; n < manyPodsCopies; n++ {
 		for _, d := range deltas {
 			stream = append(stream, copyDeployment(d, n))
@@ -78,7 +79,7 @@ func manyPodsStream(tb testing.TB) []Delta {
 // the same: owner references, the Events' objects and the names in their messages, the Service's
 // selector and its EndpointSlice's Pods. Shared, a ReplicaSet's one scale-up would be every
 // copy's, and the Pods past its count taken for the ReplicaSet's replacements.
-func copyDeployment(d Delta, n int) Delta {
+func copyDeployment(d watch.Delta, n int) watch.Delta {
 	r := relabeler{suffix: fmt.Sprintf("-%04d", n), digits: fmt.Sprintf("%04d", n)}
 	switch o := d.Object.(type) {
 	case *appsv1.Deployment:
@@ -202,7 +203,7 @@ func (r relabeler) message(m string) string {
 // relabel gives copy n's Pods and Events distinct names and UIDs; its owners, Service and
 // EndpointSlice stay the capture's, shared by every copy (BenchmarkCacheBytesPerPod counts them
 // once). Copies meant as startups of their own are copyDeployment's.
-func relabel(d Delta, n int) Delta {
+func relabel(d watch.Delta, n int) watch.Delta {
 	suffix := fmt.Sprintf("-%04d", n)
 	switch o := d.Object.(type) {
 	case *corev1.Pod:
@@ -232,11 +233,11 @@ func relabel(d Delta, n int) Delta {
 // a walk over every Service in the cluster each time it is asked.
 func BenchmarkCorrelatorManyServices(b *testing.B) {
 	s := deploymentScenario()
-	var services []Delta
+	var services []watch.Delta
 	for i := 0; i < 2000; i++ {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%4), Name: fmt.Sprintf("svc-%d", i), UID: types.UID(fmt.Sprintf("uid-svc-%d", i))},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": fmt.Sprintf("app-%d", i)}}}
-		services = append(services, Delta{Resource: ResourceServices, Type: Added, Object: svc, Initial: true})
+		services = append(services, watch.Delta{Resource: ResourceServices, Type: watch.Added, Object: svc, Initial: true})
 	}
 	pods := 0
 	b.ReportAllocs()

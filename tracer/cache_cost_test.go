@@ -11,29 +11,30 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // BenchmarkCacheBytesPerPod measures what each copy of the objects costs once a Pod's startup
-// is over: what the Watcher keeps of every object but Events until it is deleted (its identity, lastSeen),
+// is over: what the Watcher keeps of every object but Events until it is deleted (its identity, Registry.LastSeen),
 // what an informer's store would keep instead (every object, transformed: the second cache the
 // Watcher no longer has), the correlator's maps, and the Watcher and correlator together. It feeds copies of a
 // real captured startup (run8: its Pod versions, owners and core Events, as the Watcher sees
 // them) with distinct names and UIDs. Run with -benchtime=1x; figures are heap bytes per Pod.
 func BenchmarkCacheBytesPerPod(b *testing.B) {
-	template, err := LoadRecording(filepath.Join("testdata", "real-node", "run8-slow-pull-watch"))
+	template, err := Kinds.LoadRecording(filepath.Join("testdata", "real-node", "run8-slow-pull-watch"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	const copies = 2000
 	type held struct {
-		stores map[Resource]cache.Store
+		stores map[watch.Resource]cache.Store
 		corr   *Correlator
 	}
 	whole := func(o k8sruntime.Object) k8sruntime.Object { return o }
 	// watcherKeeps: keep is the Watcher's, which keeps no Event at all.
 	fill := func(keep func(k8sruntime.Object) k8sruntime.Object, watcherKeeps, withCorrelator bool) (bytes uint64, pods int, h held) {
 		before := heapAlloc()
-		h.stores = map[Resource]cache.Store{}
+		h.stores = map[watch.Resource]cache.Store{}
 		if withCorrelator {
 			h.corr = New(Config{Backfill: true}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 		}
@@ -44,18 +45,18 @@ func BenchmarkCacheBytesPerPod(b *testing.B) {
 					continue // the Watcher reads core Events only; audit entries are not cached
 				}
 				d = relabel(d, n)
-				t, _ := Transform(d.Object.DeepCopyObject())
+				t, _ := Kinds.Transform(d.Object.DeepCopyObject())
 				d.Object = t.(k8sruntime.Object)
 				if p, ok := d.Object.(*corev1.Pod); ok {
 					uids[string(p.UID)] = true
 				}
-				if keep != nil && (!watcherKeeps || keepsIdentity(d.Resource)) {
+				if keep != nil && (!watcherKeeps || Kinds.KeepsIdentity(d.Resource)) {
 					s := h.stores[d.Resource]
 					if s == nil {
 						s = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{})
 						h.stores[d.Resource] = s
 					}
-					if d.Type == Deleted {
+					if d.Type == watch.Deleted {
 						_ = s.Delete(d.Object)
 					} else {
 						_ = s.Update(keep(d.Object))
@@ -77,11 +78,11 @@ func BenchmarkCacheBytesPerPod(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		informer, _, h := fill(whole, false, false)
 		runtime.KeepAlive(h)
-		watcher, pods, h := fill(lastSeen, true, false)
+		watcher, pods, h := fill(Kinds.LastSeen, true, false)
 		runtime.KeepAlive(h)
 		corr, _, h := fill(nil, false, true)
 		runtime.KeepAlive(h)
-		both, _, h := fill(lastSeen, true, true)
+		both, _, h := fill(Kinds.LastSeen, true, true)
 		runtime.KeepAlive(h)
 		if pods == 0 {
 			b.Fatal("no Pods in the recording")

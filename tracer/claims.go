@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // PersistentVolumeClaims (core/v1): when a claim a Pod's volume names turned Bound, and when the
@@ -11,8 +12,8 @@ import (
 // time of its own (it has no conditions for binding), so the receive time is the evidence: an
 // upper bound of the binding, to the watch's latency.
 const (
-	ResourceClaims Resource = "persistentvolumeclaims"
-	StreamClaims   Stream   = "persistentvolumeclaims"
+	ResourceClaims watch.Resource = "persistentvolumeclaims"
+	StreamClaims   watch.Stream   = "persistentvolumeclaims"
 )
 
 // annSelectedNode is the annotation the scheduler's VolumeBinding plugin puts on a
@@ -39,10 +40,10 @@ func (c *Correlator) claims() claims {
 
 // handleClaim keeps a claim's phase and, from a live watch event, when it first showed Bound and
 // the scheduler's selected node. An initial list witnesses neither.
-func (c *Correlator) handleClaim(d *Delta, pvc *corev1.PersistentVolumeClaim) {
+func (c *Correlator) handleClaim(d *watch.Delta, pvc *corev1.PersistentVolumeClaim) {
 	all := c.claims()
 	key := objectName{pvc.Namespace, pvc.Name}
-	if d.Type == Deleted {
+	if d.Type == watch.Deleted {
 		delete(all, key)
 		return
 	}
@@ -51,8 +52,8 @@ func (c *Correlator) handleClaim(d *Delta, pvc *corev1.PersistentVolumeClaim) {
 	if fresh {
 		cl = &claim{}
 		cl.created.Add(pvc.CreationTimestamp.Time, phases.SourceMetadata)
-		if d.Type == Added {
-			cl.created.Add(d.watchTime(), phases.SourceWatch)
+		if d.Type == watch.Added {
+			cl.created.Add(d.WatchTime(), phases.SourceWatch)
 		}
 		all[key] = cl
 	}
@@ -61,7 +62,7 @@ func (c *Correlator) handleClaim(d *Delta, pvc *corev1.PersistentVolumeClaim) {
 	wasBound, hadNode := cl.phase == corev1.ClaimBound, cl.hasNode
 	cl.phase, cl.volume = pvc.Status.Phase, pvc.Spec.VolumeName
 	_, cl.hasNode = pvc.Annotations[annSelectedNode]
-	at := d.watchTime()
+	at := d.WatchTime()
 	if !fresh && cl.phase == corev1.ClaimBound && !wasBound {
 		cl.bound.AddFirst(at, phases.SourceWatch)
 	}

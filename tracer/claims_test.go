@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // claimObject is a PersistentVolumeClaim as the API returns it, in phase.
@@ -44,11 +45,11 @@ func TestClaimBinding(t *testing.T) {
 			if !tt.pending {
 				first = s.claimObject("data", corev1.ClaimBound, "local-pv", -3000)
 			}
-			s.deltas = append(s.deltas, Delta{Resource: ResourceClaims, Type: Added, Object: first, Recv: s.recv(-3000), Initial: tt.initial})
+			s.deltas = append(s.deltas, watch.Delta{Resource: ResourceClaims, Type: watch.Added, Object: first, Recv: s.recv(-3000), Initial: tt.initial})
 			p := s.pod("a", nil, nil, web, 0)
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
 			s.deltas[len(s.deltas)-1].Object = p.DeepCopy()
-			s.emit(ResourceClaims, Modified, s.claimObject("data", corev1.ClaimBound, "local-pv", -3000), s.at(1200))
+			s.emit(ResourceClaims, watch.Modified, s.claimObject("data", corev1.ClaimBound, "local-pv", -3000), s.at(1200))
 			happy(s, "a", 1300, false, false)
 
 			traces := runSim(t, s)
@@ -81,7 +82,7 @@ func runSim(t *testing.T, s *sim) []*phases.Trace {
 	c := New(Config{Settle: time.Second}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil)
 	var last time.Time
 	for _, d := range s.deltas {
-		slim, err := Transform(d.Object.DeepCopyObject())
+		slim, err := Kinds.Transform(d.Object.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}

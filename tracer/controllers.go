@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // The workload controllers' own step (StatefulSet, DaemonSet, Job, and a ReplicaSet's
@@ -81,8 +82,8 @@ func (c *Correlator) ownerOf(uid types.UID, name, namespace string) *owner {
 
 // handleWorkloadChange keeps a StatefulSet's or DaemonSet's spec changes (its generation: a
 // template change, a scale) with who made them, as handleDeployment does a Deployment's.
-func (c *Correlator) handleWorkloadChange(d *Delta, m *metav1.ObjectMeta) *owner {
-	if d.Type == Deleted {
+func (c *Correlator) handleWorkloadChange(d *watch.Delta, m *metav1.ObjectMeta) *owner {
+	if d.Type == watch.Deleted {
 		delete(c.owners, m.UID)
 		return nil
 	}
@@ -98,7 +99,7 @@ func (c *Correlator) handleWorkloadChange(d *Delta, m *metav1.ObjectMeta) *owner
 		at = m.CreationTimestamp.Time
 	}
 	ch.persisted.Add(at, phases.SourceMetadata)
-	ch.persisted.Add(d.watchTime(), phases.SourceWatch)
+	ch.persisted.Add(d.WatchTime(), phases.SourceWatch)
 	o.changes = append(o.changes, ch)
 	if len(o.changes) > maxHistory {
 		o.changes = o.changes[len(o.changes)-maxHistory:]
@@ -106,7 +107,7 @@ func (c *Correlator) handleWorkloadChange(d *Delta, m *metav1.ObjectMeta) *owner
 	return o
 }
 
-func (c *Correlator) handleStatefulSet(d *Delta, s *appsv1.StatefulSet) {
+func (c *Correlator) handleStatefulSet(d *watch.Delta, s *appsv1.StatefulSet) {
 	if o := c.handleWorkloadChange(d, &s.ObjectMeta); o != nil {
 		o.ordered = s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	}
@@ -115,7 +116,7 @@ func (c *Correlator) handleStatefulSet(d *Delta, s *appsv1.StatefulSet) {
 // notePod records what a Pod of a controller shows its owner: a StatefulSet's Pod turning
 // Ready, a Pod going (deleted, evicted, failed, succeeded). It runs for every version of every
 // controlled Pod, traced or not (one already exported still goes later).
-func (c *Correlator) notePod(d *Delta, p *corev1.Pod) {
+func (c *Correlator) notePod(d *watch.Delta, p *corev1.Pod) {
 	ref := controllerOf(&p.ObjectMeta)
 	if ref == nil {
 		return
@@ -126,7 +127,7 @@ func (c *Correlator) notePod(d *Delta, p *corev1.Pod) {
 		return
 	}
 	terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	going := d.Type == Deleted || p.DeletionTimestamp != nil || terminal
+	going := d.Type == watch.Deleted || p.DeletionTimestamp != nil || terminal
 	ready := ref.Kind == "StatefulSet" && isReady(p)
 	if !going && !ready {
 		return
@@ -145,7 +146,7 @@ func (c *Correlator) notePod(d *Delta, p *corev1.Pod) {
 				if cond := condition(p, corev1.PodReady); cond != nil {
 					at.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
 				}
-				at.Add(d.watchTime(), phases.SourceWatch)
+				at.Add(d.WatchTime(), phases.SourceWatch)
 				o.ready[p.Name] = readyPod{uid: p.UID, at: at}
 			}
 		}
@@ -156,7 +157,7 @@ func (c *Correlator) notePod(d *Delta, p *corev1.Pod) {
 }
 
 // noteEnd records a Pod going: the first version that shows it, and its removal.
-func (o *owner) noteEnd(d *Delta, p *corev1.Pod, terminal bool) {
+func (o *owner) noteEnd(d *watch.Delta, p *corev1.Pod, terminal bool) {
 	var e *endedPod
 	for i := range o.ended {
 		if o.ended[i].uid == p.UID {
@@ -171,12 +172,12 @@ func (o *owner) noteEnd(d *Delta, p *corev1.Pod, terminal bool) {
 		}
 		e = &o.ended[len(o.ended)-1]
 	}
-	if d.Type == Deleted {
-		e.gone.Add(d.watchTime(), phases.SourceWatch)
+	if d.Type == watch.Deleted {
+		e.gone.Add(d.WatchTime(), phases.SourceWatch)
 	}
-	if len(e.over) == 0 && (terminal || d.Type == Deleted) {
+	if len(e.over) == 0 && (terminal || d.Type == watch.Deleted) {
 		// Its containers done, or gone: as seen, else as its containers state it.
-		if w := d.watchTime(); !w.IsZero() {
+		if w := d.WatchTime(); !w.IsZero() {
 			e.over.Add(w, phases.SourceWatch)
 		} else {
 			e.over.Add(lastFinished(p), phases.SourceStatus)
@@ -190,7 +191,7 @@ func (o *owner) noteEnd(d *Delta, p *corev1.Pod, terminal bool) {
 		e.why, e.succeeded = whyEnded(p), p.Status.Phase == corev1.PodSucceeded
 		// The phase's change as seen; its containers' finish, earlier (the kubelet reports
 		// the phase later), only where the watch did not see it.
-		if w := d.watchTime(); !w.IsZero() {
+		if w := d.WatchTime(); !w.IsZero() {
 			e.at.Add(w, phases.SourceWatch)
 		} else {
 			e.at.Add(lastFinished(p), phases.SourceStatus)
@@ -202,7 +203,7 @@ func (o *owner) noteEnd(d *Delta, p *corev1.Pod, terminal bool) {
 			requested = requested.Add(-time.Duration(*g) * time.Second)
 		}
 		e.at.Add(requested, phases.SourceMetadata)
-		e.at.Add(d.watchTime(), phases.SourceWatch)
+		e.at.Add(d.WatchTime(), phases.SourceWatch)
 	default: // gone with no version seen going (deleted with no grace, or while the watch was down)
 		e.why = whyEnded(p)
 		e.at = append(e.at, e.gone...)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // Defaults for Config.
@@ -136,9 +137,9 @@ type Correlator struct {
 	// createdBy holds SuccessfulCreate events by the Pod's name: the controller's nanosecond
 	// stamp of the create it just made.
 	createdBy  map[objectName]*event
-	byName     map[objectName]types.UID // tracked Pods by name
-	audit      map[string][]*AuditEntry // "resource/namespace/name" → recent client writes
-	seenEvents map[types.UID]string     // Event UID → resourceVersion, to drop the other API's view
+	byName     map[objectName]types.UID       // tracked Pods by name
+	audit      map[string][]*watch.AuditEntry // "resource/namespace/name" → recent client writes
+	seenEvents map[types.UID]string           // Event UID → resourceVersion, to drop the other API's view
 	// unknownShapes holds the (reason, shape) of unknown message formats already logged.
 	unknownShapes map[string]bool
 	now           time.Time // the latest time seen, for replay without a clock
@@ -152,7 +153,7 @@ type Correlator struct {
 	inPhase   map[string]int
 	lastPrune time.Time
 	// kindState holds what the view of a kind in the registry keeps, by resource (stateOf).
-	kindState map[Resource]any
+	kindState map[watch.Resource]any
 	// owners holds what the controllers of Pods (of every kind) show of their Pods' causes:
 	// changes, Pods that went, Ready times (controllers.go).
 	owners map[types.UID]*owner
@@ -180,7 +181,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		seenEvents:    map[types.UID]string{},
 		createdBy:     map[objectName]*event{},
 		byName:        map[objectName]types.UID{},
-		audit:         map[string][]*AuditEntry{},
+		audit:         map[string][]*watch.AuditEntry{},
 		unknownShapes: map[string]bool{},
 		inPhase:       map[string]int{},
 		owners:        map[types.UID]*owner{},
@@ -218,7 +219,7 @@ type objectName struct{ namespace, name string }
 func (c *Correlator) InFlight() int { return len(c.pods) }
 
 // Handle folds one change into the state and exports the traces it completes.
-func (c *Correlator) Handle(d Delta) {
+func (c *Correlator) Handle(d watch.Delta) {
 	c.stats.Delta(string(d.Resource))
 	if d.Recv.After(c.now) {
 		c.now = d.Recv
@@ -258,17 +259,17 @@ func (c *Correlator) lastState(o runtime.Object) runtime.Object {
 	return o
 }
 
-func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
+func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 	c.notePod(d, p)
 	if _, done := c.done[p.UID]; done {
-		if d.Type == Deleted {
+		if d.Type == watch.Deleted {
 			delete(c.done, p.UID)
 		}
 		return
 	}
 	ps := c.pods[p.UID]
 	if ps == nil {
-		if d.Type == Deleted {
+		if d.Type == watch.Deleted {
 			return
 		}
 		if isReady(p) && !c.cfg.Backfill && !c.resumes(p) {
@@ -287,8 +288,8 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 			return
 		}
 		ps = newPodState(p)
-		if d.Type == Added {
-			ps.created.Add(d.watchTime(), phases.SourceWatch)
+		if d.Type == watch.Added {
+			ps.created.Add(d.WatchTime(), phases.SourceWatch)
 		}
 		c.pods[p.UID] = ps
 		key := objectName{p.Namespace, p.Name}
@@ -304,7 +305,7 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 		c.pendingCount -= len(c.pendingEvents[p.UID])
 		delete(c.pendingEvents, p.UID)
 	}
-	ps.update(p, d.watchTime())
+	ps.update(p, d.WatchTime())
 	c.countPhase(ps)
 	if phases.IsVolumeFailure(ps.failureReason) && condTrue(p, corev1.PodReadyToStartContainers) {
 		// The volumes mounted: the sandbox is made only once they are. A container's failure
@@ -321,8 +322,8 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 	if isReady(p) && ps.readyAt.IsZero() {
 		ps.readyAt = d.Recv
 	}
-	if d.Type == Deleted || p.DeletionTimestamp != nil {
-		ps.gone = ps.gone || d.Type == Deleted
+	if d.Type == watch.Deleted || p.DeletionTimestamp != nil {
+		ps.gone = ps.gone || d.Type == watch.Deleted
 		if ps.deletedAt.IsZero() {
 			ps.deletedAt = d.Recv
 			if d.Recv.IsZero() && p.DeletionTimestamp != nil {
@@ -344,9 +345,9 @@ func (c *Correlator) handlePod(d *Delta, p *corev1.Pod) {
 // eventVersion records the version of an Event and says whether it is one to fold in: not
 // the same version seen through the other Events API, nor an older one, nor the Event's
 // expiry (what it said is already folded in). seen is whether an earlier version was.
-func (c *Correlator) eventVersion(d *Delta, uid types.UID, version string) (seen, fresh bool) {
+func (c *Correlator) eventVersion(d *watch.Delta, uid types.UID, version string) (seen, fresh bool) {
 	rv, seen := c.seenEvents[uid]
-	if d.Type == Deleted {
+	if d.Type == watch.Deleted {
 		delete(c.seenEvents, uid)
 		return seen, false
 	}
@@ -362,10 +363,10 @@ func (c *Correlator) eventVersion(d *Delta, uid types.UID, version string) (seen
 
 // handleEvent folds in a version of an Event eventVersion found fresh; seen says an earlier
 // version was folded in already (so an unknown message is counted once).
-func (c *Correlator) handleEvent(d *Delta, e *event, seen bool) {
+func (c *Correlator) handleEvent(d *watch.Delta, e *event, seen bool) {
 	if e.Regarding.Kind != "Pod" {
 		// An Event about another kind is its registry entry's to read (kinds.go).
-		k := kindByKind[e.Regarding.Kind]
+		k := kindNamed(e.Regarding.Kind)
 		if k == nil {
 			return
 		}
@@ -433,8 +434,8 @@ func (c *Correlator) retryPendingScale() {
 	}
 }
 
-func (c *Correlator) handleSlice(d *Delta, s *discoveryv1.EndpointSlice) {
-	if d.Type == Deleted {
+func (c *Correlator) handleSlice(d *watch.Delta, s *discoveryv1.EndpointSlice) {
+	if d.Type == watch.Deleted {
 		return
 	}
 	var fallback time.Time // no receive time: the controller's last write to the slice (1 s)
@@ -456,7 +457,7 @@ func (c *Correlator) handleSlice(d *Delta, s *discoveryv1.EndpointSlice) {
 		if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
 			if _, ok := c.endpointReady[uid]; !ok {
 				var t phases.Times
-				if w := d.watchTime(); !w.IsZero() {
+				if w := d.WatchTime(); !w.IsZero() {
 					t.Add(w, phases.SourceWatch)
 				} else {
 					t.Add(fallback, phases.SourceMetadata)
@@ -470,9 +471,9 @@ func (c *Correlator) handleSlice(d *Delta, s *discoveryv1.EndpointSlice) {
 	}
 }
 
-func (c *Correlator) handleService(d *Delta, s *corev1.Service) {
+func (c *Correlator) handleService(d *watch.Delta, s *corev1.Service) {
 	inNamespace := c.services[s.Namespace]
-	if d.Type == Deleted || len(s.Spec.Selector) == 0 {
+	if d.Type == watch.Deleted || len(s.Spec.Selector) == 0 {
 		if _, ok := inNamespace[s.Name]; ok {
 			delete(inNamespace, s.Name)
 			if len(inNamespace) == 0 {

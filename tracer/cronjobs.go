@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // CronJobs (batch/v1): a CronJob's Pods are rooted at the time its schedule came due, which the
@@ -14,8 +15,8 @@ import (
 // ("Created job NAME", cronjob_controllerv2.go) stamps the Job's creation with its nanosecond
 // clock, taken right after the create returned.
 const (
-	ResourceCronJobs Resource = "cronjobs"
-	StreamCronJobs   Stream   = "cronjobs"
+	ResourceCronJobs watch.Resource = "cronjobs"
+	StreamCronJobs   watch.Stream   = "cronjobs"
 )
 
 // cronJobs is what readyspan keeps of CronJobs: the SuccessfulCreate of each Job not yet seen,
@@ -32,9 +33,9 @@ func (c *Correlator) cronJobs() *cronJobs {
 }
 
 // handleCronJob keeps which CronJobs exist, so that their Events are read only while they do.
-func (c *Correlator) handleCronJob(d *Delta, cj *batchv1.CronJob) {
+func (c *Correlator) handleCronJob(d *watch.Delta, cj *batchv1.CronJob) {
 	st := c.cronJobs()
-	if d.Type == Deleted {
+	if d.Type == watch.Deleted {
 		delete(st.names, cj.UID)
 		return
 	}

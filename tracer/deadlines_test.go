@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // The clock alone finishes a trace at five moments (check's branches); each is met on the
@@ -44,7 +45,7 @@ func TestDeadlines(t *testing.T) {
 			s.service("web", svc, 0)
 			s.pod("a", nil, nil, web, 10)
 			ready := happy(s, "a", 50, false, false) - 10
-			s.emit(ResourceServices, Deleted, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.ns}}, s.at(ready+1050))
+			s.emit(ResourceServices, watch.Deleted, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.ns}}, s.at(ready+1050))
 			return onTick(s, s.recv(ready+1050)).Add(2 * time.Second) // complete on the first tick after the deletion
 		}, phases.OutcomeReady},
 		{"a Service created while the Pod settles: the endpoints wait instead", func(s *sim) time.Time {
@@ -224,7 +225,7 @@ func TestLoopWakesWhenDue(t *testing.T) {
 	c := New(Config{Settle: settle}, SinkFunc(func(*phases.Trace) { exported <- time.Now() }), nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	deltas := make(chan Delta)
+	deltas := make(chan watch.Delta)
 	go Loop(ctx, deltas, c, time.Hour, nil)
 	for _, d := range s.deltas {
 		time.Sleep(time.Until(d.Recv)) // each delta as it would arrive

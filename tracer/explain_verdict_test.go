@@ -11,6 +11,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // A snapshot (explain) has no receive times, and a StatefulSet's or DaemonSet's status states
@@ -40,13 +41,13 @@ func TestSnapshotRolloutDoneByStatus(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		delta Delta
+		delta watch.Delta
 		want  rollout.Outcome
 	}{
-		{"statefulset done", Delta{Resource: ResourceStatefulSets, Type: Added, Object: ss(true), Initial: true}, rollout.OutcomeComplete},
-		{"statefulset rolling", Delta{Resource: ResourceStatefulSets, Type: Added, Object: ss(false), Initial: true}, rollout.OutcomeInProgress},
-		{"daemonset done", Delta{Resource: ResourceDaemonSets, Type: Added, Object: ds(true), Initial: true}, rollout.OutcomeComplete},
-		{"daemonset rolling", Delta{Resource: ResourceDaemonSets, Type: Added, Object: ds(false), Initial: true}, rollout.OutcomeInProgress},
+		{"statefulset done", watch.Delta{Resource: ResourceStatefulSets, Type: watch.Added, Object: ss(true), Initial: true}, rollout.OutcomeComplete},
+		{"statefulset rolling", watch.Delta{Resource: ResourceStatefulSets, Type: watch.Added, Object: ss(false), Initial: true}, rollout.OutcomeInProgress},
+		{"daemonset done", watch.Delta{Resource: ResourceDaemonSets, Type: watch.Added, Object: ds(true), Initial: true}, rollout.OutcomeComplete},
+		{"daemonset rolling", watch.Delta{Resource: ResourceDaemonSets, Type: watch.Added, Object: ds(false), Initial: true}, rollout.OutcomeInProgress},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var rs []*rollout.Trace

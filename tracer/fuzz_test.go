@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -11,80 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
-// The fuzz targets here cover every reader of input readyspan does not control: recordings (a
-// bug report from anyone), the apiserver's audit log, and the messages of the Events that
+// The fuzz targets here cover every reader of input readyspan does not control but recordings
+// (package watch fuzzes those): the apiserver's audit log, and the messages of the Events that
 // kubelets, schedulers and controllers write. Each must return an error or a counted skip, never
 // panic, and never keep more than it was given. Seeds are in testdata/fuzz/<target>.
-
-// FuzzReadWatch feeds arbitrary bytes as a recorded watch stream.
-func FuzzReadWatch(f *testing.F) {
-	f.Add([]byte(`{"type":"ADDED","object":{"metadata":{"name":"p","uid":"u","resourceVersion":"5"}},"recv":"2026-01-02T03:04:05.123456789Z"}`+"\n"), uint8(0))
-	f.Add([]byte(`{"type":"MODIFIED","object":{"metadata":{"name":"p"}},"recv":"0001-01-01T00:00:00Z","initial":true}`+"\n"+`{"type":"BOOKMARK"}`), uint8(1))
-	f.Add([]byte(`{"type":"DELETED","object":{"involvedObject":{"kind":"Pod","uid":"x"},"reason":"Pulled","message":"Container image \"a\" already present on machine"}}`), uint8(8))
-	f.Add([]byte(`{"type":"ADDED","object":{"metadata":{"name":1}}}`+"\n"+`{"type":"NOPE","object":{}}`+"\n{"), uint8(0))
-	f.Add([]byte(`{"type":"ADDED","object":{"spec":{"containers":[{"name":"a"},{"name":"a"}]}},"recv":"9999-12-31T23:59:59Z"}`), uint8(0))
-	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
-		s := snapshotOrder[int(which)%len(snapshotOrder)]
-		lines := bytes.Count(data, []byte("\n")) + 1
-		w := readWatch(bytes.NewReader(data), s, "watch.jsonl")
-		deltas, problems := w.deltas, w.problems
-		if len(deltas)+len(problems) > lines+1 {
-			t.Fatalf("%d deltas and %d problems from %d lines", len(deltas), len(problems), lines)
-		}
-		for _, p := range problems {
-			if !safeText(p.String()) {
-				t.Fatalf("problem is not one line of printable text: %q", p)
-			}
-		}
-		for _, d := range deltas {
-			if d.Object == nil {
-				t.Fatalf("delta without an object")
-			}
-		}
-		replayFuzzed(t, deltas)
-	})
-}
-
-// FuzzReadList feeds arbitrary bytes as a recorded List snapshot.
-func FuzzReadList(f *testing.F) {
-	f.Add([]byte(`{"kind":"PodList","items":[{"metadata":{"name":"p","uid":"u"},"status":{"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-01-02T03:04:05Z"}]}}]}`), uint8(9))
-	f.Add([]byte(`{"items":[null,{}]}`), uint8(0))
-	f.Add([]byte(`{"items":{}}`), uint8(3))
-	f.Add([]byte(`[]`), uint8(0))
-	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
-		s := snapshotOrder[int(which)%len(snapshotOrder)]
-		deltas, problems, err := readList(data, s, "list.json")
-		if err != nil {
-			if !safeText(err.Error()) {
-				t.Fatalf("error is not one line of printable text: %q", err)
-			}
-			return
-		}
-		for _, p := range problems {
-			if !safeText(p.String()) {
-				t.Fatalf("problem is not one line of printable text: %q", p)
-			}
-		}
-		for _, d := range deltas {
-			if d.Object == nil || !d.Initial {
-				t.Fatalf("bad snapshot delta %+v", d)
-			}
-		}
-		replayFuzzed(t, deltas)
-	})
-}
-
-// replayFuzzed runs fuzzed deltas through a correlator: nothing it reads may make it panic.
-func replayFuzzed(t *testing.T, deltas []Delta) {
-	t.Helper()
-	c := New(Config{Backfill: true}, SinkFunc(func(*phases.Trace) {}), nil, nil)
-	Replay(c, deltas)
-	if n := c.InFlight(); n != 0 {
-		t.Fatalf("%d Pods still in flight after the final flush", n)
-	}
-}
 
 // FuzzParseAuditLine feeds arbitrary bytes as one audit log line.
 func FuzzParseAuditLine(f *testing.F) {
@@ -93,7 +25,7 @@ func FuzzParseAuditLine(f *testing.F) {
 	f.Add([]byte(`{"stage":"ResponseComplete","verb":"create","objectRef":{"resource":"pods","name":"p"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-01-02T03:04:0`))
 	f.Add([]byte(`{"stage":"ResponseComplete","objectRef":null,"responseStatus":{"code":"x"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		a, err := ParseAuditLine(line)
+		a, err := Kinds.ParseAuditLine(line)
 		if err != nil {
 			if a != nil {
 				t.Fatalf("entry and error both returned")
@@ -106,14 +38,14 @@ func FuzzParseAuditLine(f *testing.F) {
 		if a == nil {
 			return
 		}
-		if !a.relevant() || a.RequestReceived.IsZero() || a.StageTimestamp.Before(a.RequestReceived) {
+		if a.ObjectRef == nil || Kinds.OfResource(watch.Resource(a.ObjectRef.Resource)) == nil || a.RequestReceived.IsZero() || a.StageTimestamp.Before(a.RequestReceived) {
 			t.Fatalf("accepted an entry readyspan cannot use: %+v", a)
 		}
 		c := New(Config{}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 		for range maxAuditPerKey + 2 {
-			c.Handle(Delta{Resource: ResourceAudit, Type: Added, Audit: a})
+			c.Handle(watch.Delta{Resource: watch.ResourceAudit, Type: watch.Added, Audit: a})
 		}
-		if n := len(c.audit[a.key()]); n > maxAuditPerKey {
+		if n := len(c.audit[a.Key()]); n > maxAuditPerKey {
 			t.Fatalf("%d audit entries kept for one object, bound %d", n, maxAuditPerKey)
 		}
 	})
@@ -173,7 +105,7 @@ func FuzzEventMessages(f *testing.F) {
 				Reason:         reason, Message: msg, Count: 1,
 				FirstTimestamp: metav1.NewTime(t0), LastTimestamp: metav1.NewTime(t0),
 			}
-			c.Handle(Delta{Resource: ResourceEvents, Type: Added, Object: ev, Recv: t0})
+			c.Handle(watch.Delta{Resource: ResourceEvents, Type: watch.Added, Object: ev, Recv: t0})
 		}
 		if len(c.unknownShapes) > maxUnknownShapes+1 {
 			t.Fatalf("%d unknown shapes remembered", len(c.unknownShapes))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // Jobs (batch/v1): a Pod the job controller creates for a Job is rooted at the Job, as a
@@ -17,8 +18,8 @@ import (
 // request that started its chain, and the job controller's work up to the Pod's creation is
 // the controllers phase.
 const (
-	ResourceJobs Resource = "jobs"
-	StreamJobs   Stream   = "jobs"
+	ResourceJobs watch.Resource = "jobs"
+	StreamJobs   watch.Stream   = "jobs"
 )
 
 // job is what readyspan keeps of a Job: its creation, and how many of its Pods that creation
@@ -44,9 +45,9 @@ func (c *Correlator) jobs() jobs { return stateOf(c, ResourceJobs, func() jobs {
 
 // handleJob keeps a Job's creation the first time the Job is seen; what changes later is no
 // new request (a Job's template cannot change).
-func (c *Correlator) handleJob(d *Delta, j *batchv1.Job) {
+func (c *Correlator) handleJob(d *watch.Delta, j *batchv1.Job) {
 	all := c.jobs()
-	if d.Type == Deleted {
+	if d.Type == watch.Deleted {
 		delete(all, j.UID)
 		delete(c.owners, j.UID)
 		return
@@ -67,8 +68,8 @@ func (c *Correlator) handleJob(d *Delta, j *batchv1.Job) {
 		cur.made = cur.wave
 	}
 	cur.persisted.Add(j.CreationTimestamp.Time, phases.SourceMetadata)
-	if d.Type == Added {
-		cur.persisted.Add(d.watchTime(), phases.SourceWatch)
+	if d.Type == watch.Added {
+		cur.persisted.Add(d.WatchTime(), phases.SourceWatch)
 	}
 	cur.client = creator(&j.ObjectMeta)
 	if ref := controllerOf(&j.ObjectMeta); ref != nil && ref.Kind == "CronJob" {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
-	"github.com/readyspan/readyspan/shard"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // job is created by kubectl create at ms, with the given parallelism.
@@ -30,7 +30,7 @@ func (s *sim) job(name string, parallelism int32, ms int) *batchv1.Job {
 		},
 		Spec: batchv1.JobSpec{Parallelism: ptr.To(parallelism), Completions: ptr.To(parallelism)},
 	}
-	s.emit(ResourceJobs, Added, j, t)
+	s.emit(ResourceJobs, watch.Added, j, t)
 	return j
 }
 
@@ -125,12 +125,12 @@ func TestJobsWatchedRecordedReplayed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "backup", UID: "uid-job", ResourceVersion: "7"}}
-	w := NewWatcher(fake.NewClientset(j), WatchConfig{}, nil, nil)
+	w := watch.NewWatcher(fake.NewClientset(j), Kinds, watch.Config{}, nil, nil)
 	w.Start(ctx)
 	if err := w.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var got Delta
+	var got watch.Delta
 	for got.Resource != ResourceJobs {
 		select {
 		case got = <-w.Deltas():
@@ -143,7 +143,7 @@ func TestJobsWatchedRecordedReplayed(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	rec := NewRecorder(dir)
+	rec := watch.NewRecorder(Kinds, dir)
 	got.Recv = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	rec.Write(got)
 	if err := rec.Close(); err != nil {
@@ -152,7 +152,7 @@ func TestJobsWatchedRecordedReplayed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "watch.jobs.jsonl")); err != nil {
 		t.Fatalf("no Jobs stream: %v", err)
 	}
-	deltas, err := LoadRecording(dir)
+	deltas, err := Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,37 +161,6 @@ func TestJobsWatchedRecordedReplayed(t *testing.T) {
 	}
 	if o, ok := deltas[0].Object.(*batchv1.Job); !ok || o.UID != "uid-job" {
 		t.Errorf("replayed a %T", deltas[0].Object)
-	}
-}
-
-// TestJobsSharded: a Job, its Pods and the Events about it go to one shard, the one its key
-// names, when two replicas split the cluster.
-func TestJobsSharded(t *testing.T) {
-	var owner shard.Shard
-	for i := 0; i < 2; i++ {
-		if (shard.Shard{Index: i, Total: 2}).Owns(shard.WorkloadKey("default", "Job", "backup-17")) {
-			owner = shard.Shard{Index: i, Total: 2}
-		}
-	}
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "backup-17", UID: "uid-job"}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "backup-17-aaaaa", UID: "uid-pod",
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: "backup-17", UID: "uid-job", Controller: ptr.To(true)}}}}
-	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "backup-17.1", UID: "uid-ev"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: "default", Name: "backup-17", UID: "uid-job"}}
-	for i := 0; i < 2; i++ {
-		part := shard.Shard{Index: i, Total: 2}
-		w := NewWatcher(fake.NewClientset(), WatchConfig{Shard: part}, nil, nil)
-		mine := part == owner
-		k := kindByRes[ResourceJobs]
-		if _, ok := w.admit(k, j, false); ok != mine {
-			t.Errorf("shard %s: the Job admitted %v, want %v", part, ok, mine)
-		}
-		if _, ok := w.admit(kindByRes[ResourcePods], pod, false); ok != mine {
-			t.Errorf("shard %s: the Job's Pod admitted %v, want %v", part, ok, mine)
-		}
-		if _, ok := w.shard.Admit(ev, false); ok != mine {
-			t.Errorf("shard %s: the Event about the Job admitted %v, want %v", part, ok, mine)
-		}
 	}
 }
 
@@ -230,7 +199,7 @@ func TestJobTransform(t *testing.T) {
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Env: []corev1.EnvVar{{Name: "SECRET", Value: "x"}}}}}}},
 		Status: batchv1.JobStatus{Failed: 1},
 	}
-	out, _ := Transform(j)
+	out, _ := Kinds.Transform(j)
 	got := out.(*batchv1.Job)
 	if len(got.Annotations) != 0 || len(got.Spec.Template.Spec.Containers) != 0 {
 		t.Errorf("kept annotations %v and template %+v", got.Annotations, got.Spec.Template)
@@ -248,14 +217,14 @@ func TestJobRecordingReplays(t *testing.T) {
 	s.jobPod("backup-aaaaa", j, 40)
 	happy(s, "backup-aaaaa", 70, false, false)
 	dir := t.TempDir()
-	rec := NewRecorder(dir)
+	rec := watch.NewRecorder(Kinds, dir)
 	for _, d := range s.deltas {
 		rec.Write(d)
 	}
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	deltas, err := LoadRecording(dir)
+	deltas, err := Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/readyspan/readyspan/watch"
 )
 
 // manifests is where the in-cluster RBAC lives, from this package.
@@ -42,17 +44,17 @@ func grants(rules []rbacv1.PolicyRule) map[grant]bool {
 }
 
 // registryGrants is what the registry says readyspan reads, with the webhook configurations
-// (webhookKinds) the OTLP input's webhook label is read from.
+// (watch.WebhookReads) the OTLP input's webhook label is read from.
 func registryGrants() map[grant]bool {
 	out := map[grant]bool{}
 	for _, k := range kinds {
-		for _, v := range k.verbs {
-			out[grant{k.gvr.Group, k.gvr.Resource, v}] = true
+		for _, v := range k.Verbs {
+			out[grant{k.GVR.Group, k.GVR.Resource, v}] = true
 		}
 	}
-	for _, k := range webhookKinds {
-		for _, v := range k.verbs {
-			out[grant{k.gvr.Group, k.gvr.Resource, v}] = true
+	for gvr, verbs := range watch.WebhookReads() {
+		for _, v := range verbs {
+			out[grant{gvr.Group, gvr.Resource, v}] = true
 		}
 	}
 	return out

@@ -2,48 +2,48 @@ package tracer
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/readyspan/readyspan/watch"
 )
 
 // TestKindsAgreeWithTheScheme holds each entry of the registry to client-go's scheme: its empty
-// object and list are of the group, version and Kind it names, and the names it is looked up by
+// object and list are of the group, version and watch.Kind it names, and the names it is looked up by
 // are its own.
 func TestKindsAgreeWithTheScheme(t *testing.T) {
-	streams := map[Stream]bool{}
-	for _, k := range kinds {
-		t.Run(string(k.stream), func(t *testing.T) {
-			if streams[k.stream] {
-				t.Errorf("stream %s named twice", k.stream)
+	streams := map[watch.Stream]bool{}
+	for _, k := range Kinds.Kinds() {
+		t.Run(string(k.Stream), func(t *testing.T) {
+			if streams[k.Stream] {
+				t.Errorf("stream %s named twice", k.Stream)
 			}
-			streams[k.stream] = true
-			gvks, _, err := scheme.Scheme.ObjectKinds(k.newObject())
+			streams[k.Stream] = true
+			gvks, _, err := scheme.Scheme.ObjectKinds(k.NewObject())
 			if err != nil || len(gvks) != 1 {
-				t.Fatalf("%T: kinds %v, %v", k.newObject(), gvks, err)
+				t.Fatalf("%T: kinds %v, %v", k.NewObject(), gvks, err)
 			}
-			if got := gvks[0]; got.GroupVersion() != k.gvr.GroupVersion() || got.Kind != k.kind {
-				t.Errorf("the object is a %v, the entry says %v %s", got, k.gvr.GroupVersion(), k.kind)
+			if got := gvks[0]; got.GroupVersion() != k.GVR.GroupVersion() || got.Kind != k.Kind {
+				t.Errorf("the object is a %v, the entry says %v %s", got, k.GVR.GroupVersion(), k.Kind)
 			}
-			lists, _, err := scheme.Scheme.ObjectKinds(k.newList())
-			if err != nil || len(lists) != 1 || lists[0] != gvks[0].GroupVersion().WithKind(k.kind+"List") {
-				t.Errorf("the list is a %v (%v), want a %sList", lists, err, k.kind)
+			lists, _, err := scheme.Scheme.ObjectKinds(k.NewList())
+			if err != nil || len(lists) != 1 || lists[0] != gvks[0].GroupVersion().WithKind(k.Kind+"List") {
+				t.Errorf("the list is a %v (%v), want a %sList", lists, err, k.Kind)
 			}
-			if got, err := kindOf(k.stream); err != nil || got != k {
-				t.Errorf("kindOf(%s): %v, %v", k.stream, got, err)
+			if got, err := Kinds.Of(k.Stream); err != nil || got != k {
+				t.Errorf("Kinds.Of(%s): %v, %v", k.Stream, got, err)
 			}
-			if got, ok := kindOfObject(k.newObject()); !ok || got != k {
-				t.Errorf("kindOfObject(%T): %v", k.newObject(), got)
+			if got, ok := Kinds.OfObject(k.NewObject()); !ok || got != k {
+				t.Errorf("Kinds.OfObject(%T): %v", k.NewObject(), got)
 			}
-			if s, ok := StreamFor(k.newObject()); !ok || s != k.stream {
-				t.Errorf("StreamFor(%T) = %s, want %s", k.newObject(), s, k.stream)
+			if s, ok := Kinds.StreamFor(k.NewObject()); !ok || s != k.Stream {
+				t.Errorf("Kinds.StreamFor(%T) = %s, want %s", k.NewObject(), s, k.Stream)
 			}
-			if len(k.verbs) == 0 {
+			if len(k.Verbs) == 0 {
 				t.Error("no RBAC verbs")
 			}
 		})
@@ -54,63 +54,16 @@ func TestKindsAgreeWithTheScheme(t *testing.T) {
 // Pods, Events before Pods (replays of recordings depend on it). Each stream of the registry is
 // read once; a kind added later may come anywhere its rank puts it.
 func TestSnapshotOrder(t *testing.T) {
-	want := []Stream{StreamDeployments, StreamStatefulSets, StreamDaemonSets, StreamRevisions, StreamReplicaSets, StreamServices, StreamEventsCore, StreamEventsV1, StreamEndpointSlices, StreamPods}
-	pinned := slices.DeleteFunc(slices.Clone(snapshotOrder), func(s Stream) bool { return !slices.Contains(want, s) })
+	want := []watch.Stream{StreamDeployments, StreamStatefulSets, StreamDaemonSets, StreamRevisions, StreamReplicaSets, StreamServices, StreamEventsCore, StreamEventsV1, StreamEndpointSlices, StreamPods}
+	pinned := slices.DeleteFunc(slices.Clone(Kinds.SnapshotOrder()), func(s watch.Stream) bool { return !slices.Contains(want, s) })
 	if !slices.Equal(pinned, want) {
-		t.Errorf("snapshot order %v, want %v in that order", snapshotOrder, want)
+		t.Errorf("snapshot order %v, want %v in that order", Kinds.SnapshotOrder(), want)
 	}
-	if len(snapshotOrder) != len(kinds) {
-		t.Errorf("%d streams in the snapshot order, %d kinds", len(snapshotOrder), len(kinds))
+	if len(Kinds.SnapshotOrder()) != len(kinds) {
+		t.Errorf("%d streams in the snapshot order, %d kinds", len(Kinds.SnapshotOrder()), len(kinds))
 	}
-	if last := snapshotOrder[len(snapshotOrder)-1]; last != StreamPods {
+	if last := Kinds.SnapshotOrder()[len(Kinds.SnapshotOrder())-1]; last != StreamPods {
 		t.Errorf("the last stream read is %s, want pods", last)
-	}
-}
-
-// TestWatcherWatchesTheRegistry checks that the Watcher runs one reflector per kind the registry
-// says is watched, per namespace, of that kind's objects; a cluster-scoped kind once, and only
-// when every namespace is watched.
-func TestWatcherWatchesTheRegistry(t *testing.T) {
-	for _, namespaces := range [][]string{{"a", "b"}, nil} {
-		w := NewWatcher(fake.NewClientset(), WatchConfig{Namespaces: namespaces}, nil, nil)
-		var want []Resource
-		for range max(len(namespaces), 1) {
-			for _, k := range kinds {
-				if k.listWatch != nil && (!k.clusterScoped || len(namespaces) == 0) {
-					want = append(want, k.resource)
-				}
-			}
-		}
-		checkReflectors(t, w, want)
-	}
-	if !slices.ContainsFunc(kinds, func(k *kind) bool { return k.clusterScoped && k.resource == ResourceNodes }) {
-		t.Error("Nodes are not a cluster-scoped kind")
-	}
-}
-
-func checkReflectors(t *testing.T, w *Watcher, want []Resource) {
-	t.Helper()
-	var got []Resource
-	for _, rf := range w.watched {
-		got = append(got, rf.resource)
-		if k := kindByRes[rf.resource]; reflect.TypeOf(rf.example) != reflect.TypeOf(k.newObject()) {
-			t.Errorf("%s watched as %T, want %T", rf.resource, rf.example, k.newObject())
-		}
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("reflectors %v, want %v", got, want)
-	}
-}
-
-// TestUnknownStreamIsAnError checks that a stream the registry does not name is refused, not
-// read as another kind's (it once became Events).
-func TestUnknownStreamIsAnError(t *testing.T) {
-	w := readWatch(strings.NewReader(`{"type":"ADDED","object":{"metadata":{"uid":"u"}}}`+"\n"), "configmaps", "watch.configmaps.jsonl")
-	if len(w.deltas) != 0 || len(w.problems) != 1 || !strings.Contains(w.problems[0].Why, `unknown stream "configmaps"`) {
-		t.Errorf("deltas %v, problems %v; want one problem naming the stream", w.deltas, w.problems)
-	}
-	if _, _, err := readList([]byte(`{"items":[]}`), "configmaps", "configmaps.json"); err == nil || !strings.Contains(err.Error(), `unknown stream "configmaps"`) {
-		t.Errorf("readList of an unknown stream: %v", err)
 	}
 }
 
@@ -143,7 +96,7 @@ func TestAuditedWrites(t *testing.T) {
 		line := fmt.Sprintf(`{"stage":"ResponseComplete","verb":%q,"objectRef":{"resource":%q,"namespace":"ns","name":"x","apiGroup":%q,"subresource":%q},`+
 			`"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-01-02T03:04:05.000001Z","stageTimestamp":"2026-01-02T03:04:05.000002Z"}`,
 			tc.verb, tc.resource, tc.group, tc.sub)
-		a, err := ParseAuditLine([]byte(line))
+		a, err := Kinds.ParseAuditLine([]byte(line))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,12 +109,54 @@ func TestAuditedWrites(t *testing.T) {
 // kindOfObject's type switch and the registry's map give every entry's objects the same entry.
 func TestKindOfObject(t *testing.T) {
 	for _, k := range kinds {
-		got, ok := kindOfObject(k.newObject())
-		if !ok || got != kindByType[reflect.TypeOf(k.newObject())] {
-			t.Errorf("%s: kindOfObject gives %v", k.stream, got)
+		got, ok := kindOfObject(k.NewObject())
+		if w, _ := Kinds.OfObject(k.NewObject()); !ok || got != k || w != k.Kind {
+			t.Errorf("%s: kindOfObject gives %v", k.Stream, got)
 		}
 	}
 	if _, ok := kindOfObject(&corev1.ConfigMap{}); ok {
 		t.Error("a ConfigMap has an entry")
 	}
+}
+
+// TestKindsEncoding holds the registry to what it says of each kind's encoding: a kind read in
+// protobuf must be one the protobuf serializer encodes (a custom resource added without jsonOnly
+// fails here), and no kind asked for JSON is read in anything else.
+func TestKindsEncoding(t *testing.T) {
+	pb := protobufInfo(t)
+	for _, k := range Kinds.Kinds() {
+		t.Run(string(k.Stream), func(t *testing.T) {
+			if got := k.Encoding(watch.EncodingJSON); got != watch.EncodingJSON {
+				t.Errorf("asked for JSON, %s is read in %s", k.Stream, got)
+			}
+			want := watch.EncodingProtobuf
+			if k.JSONOnly {
+				want = watch.EncodingJSON
+			}
+			if got := k.Encoding(watch.EncodingProtobuf); got != want {
+				t.Errorf("asked for protobuf, %s is read in %s, want %s", k.Stream, got, want)
+			}
+			if got := k.Encoding(""); got != want {
+				t.Errorf("asked for the default, %s is read in %s, want %s", k.Stream, got, want)
+			}
+			if k.JSONOnly {
+				return
+			}
+			enc := scheme.Codecs.EncoderForVersion(pb.Serializer, k.GVR.GroupVersion())
+			for _, o := range []runtime.Object{k.NewObject(), k.NewList()} {
+				if _, err := runtime.Encode(enc, o); err != nil {
+					t.Errorf("%s is read in protobuf, but %T has no protobuf encoding: %v (mark it jsonOnly)", k.Stream, o, err)
+				}
+			}
+		})
+	}
+}
+
+func protobufInfo(t *testing.T) runtime.SerializerInfo {
+	t.Helper()
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		t.Fatal("no protobuf serializer in client-go's scheme")
+	}
+	return info
 }

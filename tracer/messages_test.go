@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 func TestParsePulledMessage(t *testing.T) {
@@ -190,7 +191,7 @@ func TestUnparsedMessages(t *testing.T) {
 	e := s.coreEvent(ref, "deployment-controller", "", corev1.EventTypeNormal, "ScalingReplicaSet", "Resized replica set "+rs.Name+" to 3", 10)
 	e = e.DeepCopy() // the same Event, merged again: one Event, two versions
 	e.Count, e.ResourceVersion = 2, s.nextRV()
-	s.emit(ResourceEvents, Modified, e, s.at(11))
+	s.emit(ResourceEvents, watch.Modified, e, s.at(11))
 	for i, msg := range []string{
 		`Fetched image "a:1" in 3.2s`, // two images, one shape
 		`Fetched image "b:2" in 1.1s`,
@@ -240,7 +241,7 @@ func TestUnparsedMessages(t *testing.T) {
 			continue
 		}
 		dirs = append(dirs, dir)
-		deltas, err := LoadRecording(dir)
+		deltas, err := Kinds.LoadRecording(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,14 +5,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // Nodes (core/v1, cluster-scoped): a Pod that found no node and was bound to one added for it (by
 // cluster-autoscaler, Karpenter or anyone) waited for that Node to be created and turn Ready. The
 // Node's creation and its Ready condition end scheduling.waiting_for_node.
 const (
-	ResourceNodes Resource = "nodes"
-	StreamNodes   Stream   = "nodes"
+	ResourceNodes watch.Resource = "nodes"
+	StreamNodes   watch.Stream   = "nodes"
 )
 
 // nodeSeen is what readyspan keeps of a Node: its creation and when it first turned Ready. A few
@@ -31,9 +32,9 @@ const maxNodes = 100000
 func (c *Correlator) nodes() nodes { return stateOf(c, ResourceNodes, func() nodes { return nodes{} }) }
 
 // handleNode keeps a Node's creation when it is first seen and the first time it is seen Ready.
-func (c *Correlator) handleNode(d *Delta, n *corev1.Node) {
+func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 	all := c.nodes()
-	if d.Type == Deleted {
+	if d.Type == watch.Deleted {
 		delete(all, n.Name)
 		return
 	}
@@ -45,8 +46,8 @@ func (c *Correlator) handleNode(d *Delta, n *corev1.Node) {
 		}
 		cur = &nodeSeen{}
 		cur.created.Add(n.CreationTimestamp.Time, phases.SourceMetadata)
-		if d.Type == Added {
-			cur.created.Add(d.watchTime(), phases.SourceWatch)
+		if d.Type == watch.Added {
+			cur.created.Add(d.WatchTime(), phases.SourceWatch)
 		}
 		all[n.Name] = cur
 	}
@@ -56,7 +57,7 @@ func (c *Correlator) handleNode(d *Delta, n *corev1.Node) {
 	for i := range n.Status.Conditions {
 		if cond := &n.Status.Conditions[i]; cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
 			cur.ready.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
-			cur.ready.Add(d.watchTime(), phases.SourceWatch)
+			cur.ready.Add(d.WatchTime(), phases.SourceWatch)
 		}
 	}
 }

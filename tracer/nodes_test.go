@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // TestNodeTransform: what the watch keeps of a Node is its identity, creation and Ready
@@ -33,7 +34,7 @@ func TestNodeTransform(t *testing.T) {
 	for i := range 50 {
 		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{strings.Repeat("i", 100) + string(rune('a'+i%26))}, SizeBytes: 1})
 	}
-	out, err := Transform(n)
+	out, err := Kinds.Transform(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +57,10 @@ func TestNodeReadyOnce(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(t0)},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastTransitionTime: metav1.NewTime(ltt)}}}}
 	}
-	c.Handle(Delta{Resource: ResourceNodes, Type: Added, Object: node(corev1.ConditionFalse, t0), Recv: t0.Add(40 * time.Millisecond)})
-	c.Handle(Delta{Resource: ResourceNodes, Type: Modified, Object: node(corev1.ConditionTrue, t0.Add(2*time.Second)), Recv: t0.Add(2300 * time.Millisecond)})
-	c.Handle(Delta{Resource: ResourceNodes, Type: Modified, Object: node(corev1.ConditionFalse, t0.Add(9*time.Second)), Recv: t0.Add(9 * time.Second)})
-	c.Handle(Delta{Resource: ResourceNodes, Type: Modified, Object: node(corev1.ConditionTrue, t0.Add(20*time.Second)), Recv: t0.Add(20 * time.Second)})
+	c.Handle(watch.Delta{Resource: ResourceNodes, Type: watch.Added, Object: node(corev1.ConditionFalse, t0), Recv: t0.Add(40 * time.Millisecond)})
+	c.Handle(watch.Delta{Resource: ResourceNodes, Type: watch.Modified, Object: node(corev1.ConditionTrue, t0.Add(2*time.Second)), Recv: t0.Add(2300 * time.Millisecond)})
+	c.Handle(watch.Delta{Resource: ResourceNodes, Type: watch.Modified, Object: node(corev1.ConditionFalse, t0.Add(9*time.Second)), Recv: t0.Add(9 * time.Second)})
+	c.Handle(watch.Delta{Resource: ResourceNodes, Type: watch.Modified, Object: node(corev1.ConditionTrue, t0.Add(20*time.Second)), Recv: t0.Add(20 * time.Second)})
 	n := c.nodes()["n1"]
 	if n == nil {
 		t.Fatal("the Node is not kept")
@@ -71,7 +72,7 @@ func TestNodeReadyOnce(t *testing.T) {
 	if n.created[0] != phases.StampOf(t0, phases.SourceMetadata) || n.created[1] != phases.StampOf(t0.Add(40*time.Millisecond), phases.SourceWatch) {
 		t.Errorf("created %v", n.created)
 	}
-	c.Handle(Delta{Resource: ResourceNodes, Type: Deleted, Object: node(corev1.ConditionTrue, t0), Recv: t0.Add(time.Minute)})
+	c.Handle(watch.Delta{Resource: ResourceNodes, Type: watch.Deleted, Object: node(corev1.ConditionTrue, t0), Recv: t0.Add(time.Minute)})
 	if len(c.nodes()) != 0 {
 		t.Error("a deleted Node is kept")
 	}

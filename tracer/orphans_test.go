@@ -8,17 +8,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // Events from an initial list (no receive time) about Pods readyspan never traces (Ready before
 // it started, or never seen) are held like any orphan, then let go orphanAfter later: a restart
 // into a full cluster lists the last hour of Events, and before, those waited for ever.
 func TestInitialOrphansAge(t *testing.T) {
-	deltas, err := LoadRecording(filepath.Join("testdata", "real-node", "run8-slow-pull-watch"))
+	deltas, err := Kinds.LoadRecording(filepath.Join("testdata", "real-node", "run8-slow-pull-watch"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var aboutPod, created *Delta // a kubelet Event about a Pod, a replicaset controller's SuccessfulCreate
+	var aboutPod, created *watch.Delta // a kubelet Event about a Pod, a replicaset controller's SuccessfulCreate
 	for i := range deltas {
 		e, ok := deltas[i].Object.(*corev1.Event)
 		switch {
@@ -33,9 +34,9 @@ func TestInitialOrphansAge(t *testing.T) {
 		t.Fatal("the recording has no Pod Event or no SuccessfulCreate")
 	}
 	c := New(Config{}, SinkFunc(func(*phases.Trace) { t.Error("no Pod, no trace") }), nil, nil)
-	for _, d := range []*Delta{aboutPod, created} {
+	for _, d := range []*watch.Delta{aboutPod, created} {
 		initial := *d
-		initial.Type, initial.Initial, initial.Recv = Added, true, time.Time{}
+		initial.Type, initial.Initial, initial.Recv = watch.Added, true, time.Time{}
 		c.Handle(initial)
 	}
 	held := func() (pending, byName int) { return c.pendingCount, len(c.createdBy) }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // controllerManager is the field manager of everything kube-controller-manager writes; any
@@ -179,8 +180,8 @@ func clientEntry(m *metav1.ObjectMeta, newest bool) (string, time.Time) {
 	return who, at
 }
 
-func (c *Correlator) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
-	if d.Type == Deleted {
+func (c *Correlator) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
+	if d.Type == watch.Deleted {
 		delete(c.replicaSets, rs.UID)
 		delete(c.owners, rs.UID)
 		return
@@ -198,14 +199,14 @@ func (c *Correlator) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
 		c.replicaSets[rs.UID] = cur
 		if replicas > 0 {
 			su := scaleUp{from: 0, to: -1, created: rs.CreationTimestamp.Time}
-			if w := d.watchTime(); d.Type == Added && !w.IsZero() {
+			if w := d.WatchTime(); d.Type == watch.Added && !w.IsZero() {
 				// Seen created: its count now is the one it was created with.
 				su.to, su.watched = replicas, wallOf(w)
 			}
 			cur.watched(su)
 		}
 	} else if replicas > cur.replicas {
-		cur.watched(scaleUp{from: cur.replicas, to: replicas, watched: wallOf(d.watchTime())})
+		cur.watched(scaleUp{from: cur.replicas, to: replicas, watched: wallOf(d.WatchTime())})
 	}
 	cur.replicas = replicas
 }
@@ -239,8 +240,8 @@ func (rs *replicaSet) add(su scaleUp) {
 // maxHistory bounds the scale-ups and spec changes kept per object.
 const maxHistory = 16
 
-func (c *Correlator) handleDeployment(d *Delta, dep *appsv1.Deployment) {
-	if d.Type == Deleted {
+func (c *Correlator) handleDeployment(d *watch.Delta, dep *appsv1.Deployment) {
+	if d.Type == watch.Deleted {
 		delete(c.deployments, dep.UID)
 		return
 	}
@@ -260,7 +261,7 @@ func (c *Correlator) handleDeployment(d *Delta, dep *appsv1.Deployment) {
 		at = dep.CreationTimestamp.Time
 	}
 	ch.persisted.Add(at, phases.SourceMetadata)
-	ch.persisted.Add(d.watchTime(), phases.SourceWatch)
+	ch.persisted.Add(d.WatchTime(), phases.SourceWatch)
 	cur.changes = append(cur.changes, ch)
 	if len(cur.changes) > maxHistory {
 		cur.changes = cur.changes[len(cur.changes)-maxHistory:]
@@ -339,7 +340,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		return
 	case owner.Kind != "ReplicaSet":
 		obs.Root = phases.RootController
-		if k := kindByKind[owner.Kind]; k != nil && k.root != nil {
+		if k := kindNamed(owner.Kind); k != nil && k.root != nil {
 			k.root(c, owner, obs, ps.pod) // the controller's registry entry may know the request behind it
 		}
 		return

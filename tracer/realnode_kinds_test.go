@@ -473,7 +473,7 @@ func TestRealNodeJobPodCompleted(t *testing.T) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	m := promexp.New(reg, "test", RolloutKinds(), promexp.Options{})
+	m := promexp.New(reg, "test", Kinds.RolloutKinds(), promexp.Options{})
 	m.Export(tr)
 	families, err := reg.Gather()
 	if err != nil {

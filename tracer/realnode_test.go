@@ -15,7 +15,9 @@ import (
 
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/exporters/terminal"
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // replayDir rebuilds the traces of a recording as `readyspan replay` does.
@@ -27,7 +29,7 @@ func replayDir(t *testing.T, dir string) []*phases.Trace {
 // replayDirWith is replayDir with the correlator's settings given (--fail-after, …).
 func replayDirWith(t *testing.T, dir string, cfg Config) []*phases.Trace {
 	t.Helper()
-	deltas, err := LoadRecording(dir)
+	deltas, err := Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,15 +132,15 @@ func TestLoadRecordingBadLines(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "watch.pods.jsonl"), bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deltas, err := LoadRecording(dir)
-	le, ok := err.(*LoadError)
+	deltas, err := Kinds.LoadRecording(dir)
+	le, ok := err.(*watch.LoadError)
 	if !ok || len(le.Problems) != 2 {
-		t.Fatalf("want a LoadError with 2 problems, got %v", err)
+		t.Fatalf("want a watch.LoadError with 2 problems, got %v", err)
 	}
 	if len(deltas) != bytes.Count(src, []byte("\n")) {
 		t.Fatalf("loaded %d deltas, want every good line (%d)", len(deltas), bytes.Count(src, []byte("\n")))
 	}
-	if _, err := LoadRecording(t.TempDir()); err == nil {
+	if _, err := Kinds.LoadRecording(t.TempDir()); err == nil {
 		t.Fatal("an empty directory must be an error")
 	}
 }
@@ -148,10 +150,10 @@ func TestLoadRecordingBadLines(t *testing.T) {
 // drawing a Ready that took no time.
 func TestReplayWarnsOfImpossibleTimes(t *testing.T) {
 	const pod = "sleeper-7b67f9b4dd-hfswn"
-	dir := copyCapture(t, "run2-ifnotpresent", map[string]func([]byte) []byte{
+	dir := captures.Copy(t, "run2-ifnotpresent", map[string]func([]byte) []byte{
 		"pods.json": func(b []byte) []byte { return moveReadyBack(t, b, pod, 30) },
 	})
-	deltas, err := LoadRecording(dir)
+	deltas, err := Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +246,7 @@ func TestRealNodeFailedPulls(t *testing.T) {
 			}
 
 			reg := prometheus.NewRegistry()
-			m := promexp.New(reg, "test", RolloutKinds(), promexp.Options{})
+			m := promexp.New(reg, "test", Kinds.RolloutKinds(), promexp.Options{})
 			got := map[string]int{}
 			for _, tr := range replayDir(t, dir) {
 				m.Export(tr)

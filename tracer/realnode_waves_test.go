@@ -215,7 +215,7 @@ func TestRealNodeWaves(t *testing.T) {
 
 	traces, rollouts := replayRollouts(t, wavesCapture)
 	reg := prometheus.NewRegistry()
-	m := promexp.New(reg, "test", RolloutKinds(), promexp.Options{})
+	m := promexp.New(reg, "test", Kinds.RolloutKinds(), promexp.Options{})
 	for _, tr := range traces {
 		m.Export(tr)
 		own, ok := ups[tr.Pod.Name]

@@ -16,6 +16,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // The rejection captures are recordings (readyspan record -n NS) on the local node of one
@@ -98,7 +99,7 @@ func (s *countingStats) PodCreatesRejected(c rollout.RejectionClass, n int) {
 
 func replayRejections(t *testing.T, dir string) ([]*rollout.Trace, *countingStats) {
 	t.Helper()
-	deltas, err := LoadRecording(dir)
+	deltas, err := Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +341,7 @@ func TestRejectionMessage(t *testing.T) {
 // A rollout reported blocked stays followed while it is blocked, past the stuck deadline: the
 // gauge (and RolloutBlocked) hold, and nothing is exported again until it goes on.
 func TestBlockedOutlivesTheStuckDeadline(t *testing.T) {
-	deltas, err := LoadRecording(filepath.Join("testdata", "real-node", "rejections-webhook"))
+	deltas, err := Kinds.LoadRecording(filepath.Join("testdata", "real-node", "rejections-webhook"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestConditionThenEventKeepsTheEventsStamp(t *testing.T) {
 		Source:         corev1.EventSource{Component: "replicaset-controller"},
 		FirstTimestamp: secs(refused), LastTimestamp: secs(refused), Count: 1,
 	}
-	s.emit(ResourceEvents, Added, ev, s.at(1200))
+	s.emit(ResourceEvents, watch.Added, ev, s.at(1200))
 
 	var traces []*rollout.Trace
 	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { traces = append(traces, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)

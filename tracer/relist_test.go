@@ -7,18 +7,20 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
+
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // TestRelistFindsDeletion deletes a Pod while the watch is down: the first watch ends with 410
-// Gone and the Pod is gone from the relist. The Watcher keeps no copy of the Pod, only its
+// Gone and the Pod is gone from the relist. The watch.Watcher keeps no copy of the Pod, only its
 // identity, yet the deletion must still name it, its node and its owner, and the correlator must
 // finish its trace from the last state it saw (image and all), not from the identity.
 func TestRelistFindsDeletion(t *testing.T) {
@@ -35,7 +37,7 @@ func TestRelistFindsDeletion(t *testing.T) {
 	client := fake.NewClientset(gone, stays)
 	var mu sync.Mutex
 	watches := 0
-	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, apiwatch.Interface, error) {
 		mu.Lock()
 		watches++
 		n := watches
@@ -43,7 +45,7 @@ func TestRelistFindsDeletion(t *testing.T) {
 		if n > 1 {
 			return false, nil, nil // the fake's own watch from then on
 		}
-		fw := watch.NewFake()
+		fw := apiwatch.NewFake()
 		go func() {
 			// The Pod goes while this watch is not delivering, and the watch then expires.
 			if err := client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "default", gone.Name); err != nil {
@@ -56,14 +58,14 @@ func TestRelistFindsDeletion(t *testing.T) {
 
 	var traces []*phases.Trace
 	corr := New(Config{}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil)
-	w := NewWatcher(client, WatchConfig{}, nil, nil)
+	w := watch.NewWatcher(client, Kinds, watch.Config{}, nil, nil)
 	w.Start(ctx)
-	var deletion *Delta
+	var deletion *watch.Delta
 	for deletion == nil {
 		select {
 		case d := <-w.Deltas():
 			corr.Handle(d)
-			if d.Type == Deleted {
+			if d.Type == watch.Deleted {
 				if p, ok := d.Object.(*corev1.Pod); ok && p.UID == gone.UID {
 					deletion = &d
 				}
@@ -84,7 +86,7 @@ func TestRelistFindsDeletion(t *testing.T) {
 		t.Errorf("the deletion does not name the Pod, its node and its owner: %+v", p.ObjectMeta)
 	}
 	if len(p.Spec.Containers) != 0 {
-		t.Errorf("the Watcher kept the Pod's spec (%d containers): a second cache", len(p.Spec.Containers))
+		t.Errorf("the watch.Watcher kept the Pod's spec (%d containers): a second cache", len(p.Spec.Containers))
 	}
 	if len(traces) != 1 {
 		t.Fatalf("%d traces, want the deleted Pod's", len(traces))
@@ -93,37 +95,5 @@ func TestRelistFindsDeletion(t *testing.T) {
 	wantOutcome(t, tr, phases.OutcomeDeleted)
 	if len(tr.Pod.Containers) != 1 || tr.Pod.Containers[0].Image != "registry.local/web:2" || tr.Pod.Node != "node-1" {
 		t.Errorf("the trace was built from the identity, not the last state: node %q, containers %+v", tr.Pod.Node, tr.Pod.Containers)
-	}
-}
-
-// TestLastSeenKeepsIdentityOnly checks what the Watcher keeps of every kind it watches: enough
-// to name it, never its spec, status or labels.
-func TestLastSeenKeepsIdentityOnly(t *testing.T) {
-	w := NewWatcher(fake.NewClientset(), WatchConfig{}, nil, nil)
-	if len(w.watched) < 9 {
-		t.Fatalf("the Watcher watches %d kinds, want 9", len(w.watched))
-	}
-	for _, rf := range w.watched {
-		obj := rf.example.DeepCopyObject()
-		m := obj.(metav1.Object)
-		m.SetName("x")
-		m.SetNamespace("ns")
-		m.SetUID("uid-x")
-		m.SetResourceVersion("5")
-		m.SetLabels(map[string]string{"app": "x"})
-		m.SetOwnerReferences([]metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: "uid-rs"}})
-		kept := lastSeen(obj)
-		km, ok := kept.(metav1.Object)
-		if !ok || kept == obj {
-			t.Errorf("%T: kept the object itself", obj)
-			continue
-		}
-		if km.GetName() != "x" || km.GetNamespace() != "ns" || km.GetUID() != "uid-x" || km.GetResourceVersion() != "5" ||
-			len(km.GetOwnerReferences()) != 1 {
-			t.Errorf("%T: identity lost: %s/%s %s rv %s owners %v", obj, km.GetNamespace(), km.GetName(), km.GetUID(), km.GetResourceVersion(), km.GetOwnerReferences())
-		}
-		if len(km.GetLabels()) != 0 {
-			t.Errorf("%T: kept more than the identity (labels)", obj)
-		}
 	}
 }

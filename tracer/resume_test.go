@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // A restarted readyspan traces Pods that became Ready while it was down, except those the
@@ -24,7 +25,7 @@ func TestResumeAfterRestart(t *testing.T) {
 		SinkFunc(func(tr *phases.Trace) { got = append(got, tr.Pod.Name) }), nil, nil)
 	// The new run's initial list: the final state of each Pod.
 	for _, n := range []string{"before", "exported", "during"} {
-		c.Handle(Delta{Resource: ResourcePods, Type: Added, Object: s.pods[n].DeepCopy(), Recv: s.at(9000), Initial: true})
+		c.Handle(watch.Delta{Resource: ResourcePods, Type: watch.Added, Object: s.pods[n].DeepCopy(), Recv: s.at(9000), Initial: true})
 	}
 	if len(got) != 1 || got[0] != "during" {
 		t.Fatalf("traced %v, want only the Pod that became Ready while readyspan was down", got)

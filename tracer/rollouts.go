@@ -14,6 +14,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // RolloutSink receives each finished rollout trace. It must not block.
@@ -110,7 +111,7 @@ type rollouts struct {
 	cfg   Config
 	sink  RolloutSink
 	stats RolloutStats
-	audit func(resource, namespace, name string, before time.Time) *AuditEntry
+	audit func(resource, namespace, name string, before time.Time) *watch.AuditEntry
 
 	workloads map[types.UID]*workloadState
 	// active holds the workloads with a rollout in progress (cur set): the ones a tick looks
@@ -132,7 +133,7 @@ type rollouts struct {
 	rejected        rollout.RejectedCreates
 }
 
-func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(resource, namespace, name string, before time.Time) *AuditEntry) *rollouts {
+func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(resource, namespace, name string, before time.Time) *watch.AuditEntry) *rollouts {
 	r := &rollouts{cfg: cfg, sink: sink, audit: audit,
 		workloads: map[types.UID]*workloadState{}, active: map[*workloadState]struct{}{}, rsOwner: map[types.UID]types.UID{},
 		rsCreated: map[objectName]time.Time{}, pods: map[types.UID]*wlPod{},
@@ -152,10 +153,10 @@ func (r *rollouts) workload(uid types.UID) *workloadState {
 	return w
 }
 
-func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
+func (r *rollouts) handleWorkload(d *watch.Delta, v workloadView) {
 	uid := types.UID(v.ref.UID)
-	recv := d.watchTime()
-	if d.Type == Deleted {
+	recv := d.WatchTime()
+	if d.Type == watch.Deleted {
 		if w := r.workloads[uid]; w != nil && w.cur != nil {
 			if w.cur.blockedExported && w.cur.blocked() != nil {
 				r.finish(w, "", "", phases.Stamp{}, time.Time{}, phases.TraceID{}) // reported blocked; still was
@@ -172,7 +173,7 @@ func (r *rollouts) handleWorkload(d *Delta, v workloadView) {
 	case w.generation == 0: // first sight
 		w.view, w.generation = v, v.generation
 		switch {
-		case d.Type == Added && !recv.IsZero():
+		case d.Type == watch.Added && !recv.IsZero():
 			r.start(w, v, rollout.KindCreate, recv)
 		case r.cfg.Backfill || !v.done:
 			// Found rolling out (or explain asks for the latest rollout): the change happened
@@ -286,8 +287,8 @@ func stampAt(t time.Time) phases.Stamp {
 	return phases.Stamp{At: phases.InstantOf(t), Source: phases.SourceWatch}
 }
 
-func (r *rollouts) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
-	if d.Type == Deleted {
+func (r *rollouts) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
+	if d.Type == watch.Deleted {
 		if dep, ok := r.rsOwner[rs.UID]; ok {
 			delete(r.ownedRS[dep], rs.UID)
 			if len(r.ownedRS[dep]) == 0 {
@@ -308,8 +309,8 @@ func (r *rollouts) handleReplicaSet(d *Delta, rs *appsv1.ReplicaSet) {
 	r.rsCreated[objectName{rs.Namespace, rs.Name}] = rs.CreationTimestamp.Time
 }
 
-func (r *rollouts) handleRevision(d *Delta, cr *appsv1.ControllerRevision) {
-	if d.Type == Deleted {
+func (r *rollouts) handleRevision(d *watch.Delta, cr *appsv1.ControllerRevision) {
+	if d.Type == watch.Deleted {
 		delete(r.rsCreated, objectName{cr.Namespace, cr.Name})
 		return
 	}
@@ -325,29 +326,29 @@ func (r *rollouts) workloadOf(p *wlPod) (*workloadState, types.UID) {
 	return r.workloads[uid], uid
 }
 
-func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
+func (r *rollouts) handlePod(d *watch.Delta, p *corev1.Pod) {
 	owner := controllerOf(&p.ObjectMeta)
 	if owner == nil || owner.Kind != "ReplicaSet" && owner.Kind != "StatefulSet" && owner.Kind != "DaemonSet" {
 		return
 	}
 	wp := r.pods[p.UID]
 	if wp == nil {
-		if d.Type == Deleted && d.Initial {
+		if d.Type == watch.Deleted && d.Initial {
 			return
 		}
 		wp = &wlPod{uid: p.UID, name: p.Name, owner: owner.UID, ownerName: owner.Name}
 		wp.created.Add(p.CreationTimestamp.Time, phases.SourceMetadata)
-		if d.Type == Added {
-			wp.created.Add(d.watchTime(), phases.SourceWatch)
+		if d.Type == watch.Added {
+			wp.created.Add(d.WatchTime(), phases.SourceWatch)
 		}
 		r.pods[p.UID] = wp
 		if r.byOwner[owner.UID] == nil {
 			r.byOwner[owner.UID] = map[types.UID]*wlPod{}
 		}
 		r.byOwner[owner.UID][p.UID] = wp
-		if w, _ := r.workloadOf(wp); w != nil && w.cur != nil && d.Type == Added {
+		if w, _ := r.workloadOf(wp); w != nil && w.cur != nil && d.Type == watch.Added {
 			// The controller made a Pod: what refused its creates before no longer holds.
-			at := d.watchTime()
+			at := d.WatchTime()
 			if at.IsZero() {
 				c, _ := wp.created.Resolve()
 				at = c.Time()
@@ -357,7 +358,7 @@ func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
 	}
 	wp.node = p.Spec.NodeName
 	if c := condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !wp.ready.Known() {
-		wp.ready.Add(d.watchTime(), phases.SourceWatch)
+		wp.ready.Add(d.WatchTime(), phases.SourceWatch)
 		wp.ready.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
 	for i := range p.Spec.Containers {
@@ -366,7 +367,7 @@ func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
 		}
 	}
 	if p.DeletionTimestamp != nil && !wp.deleted.Known() {
-		wp.deleted.Add(d.watchTime(), phases.SourceWatch)
+		wp.deleted.Add(d.WatchTime(), phases.SourceWatch)
 		if p.DeletionGracePeriodSeconds != nil {
 			wp.grace = *p.DeletionGracePeriodSeconds
 			// deletionTimestamp is the request time plus the grace period.
@@ -379,8 +380,8 @@ func (r *rollouts) handlePod(d *Delta, p *corev1.Pod) {
 			wp.killed = true
 		}
 	}
-	if d.Type == Deleted {
-		wp.gone.Add(d.watchTime(), phases.SourceWatch)
+	if d.Type == watch.Deleted {
+		wp.gone.Add(d.WatchTime(), phases.SourceWatch)
 		if !wp.deleted.Known() {
 			wp.deleted = append(phases.Times(nil), wp.gone...)
 		}
@@ -667,7 +668,7 @@ func (r *rollouts) observed(w *workloadState, a *activeRollout, outcome rollout.
 
 // auditOf finds the client's write that started the rollout in the audit log, if readyspan
 // reads one: its request receive time is the start, to the microsecond.
-func (r *rollouts) auditOf(a *activeRollout) *AuditEntry {
+func (r *rollouts) auditOf(a *activeRollout) *watch.AuditEntry {
 	if r.audit == nil || a.obs.Kind == rollout.KindCreate && a.seenAt.IsZero() {
 		return nil
 	}

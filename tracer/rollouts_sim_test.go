@@ -14,6 +14,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // rollingSim is a Deployment web of two replicas rolled from ReplicaSet web-old to web-new by
@@ -47,7 +48,7 @@ func (s *sim) deploymentOf(name string, replicas int32, ms int) *appsv1.Deployme
 func (s *sim) deploymentAt(d *appsv1.Deployment, ms int, change func(d *appsv1.Deployment)) {
 	change(d)
 	d.ResourceVersion = s.nextRV()
-	s.emit(ResourceDeployments, Modified, d.DeepCopy(), s.at(ms))
+	s.emit(ResourceDeployments, watch.Modified, d.DeepCopy(), s.at(ms))
 }
 
 func completeStatus(d *appsv1.Deployment, now metav1.Time) {
@@ -117,7 +118,7 @@ func newRollingSimOf(t testing.TB, change int, n int) *rollingSim {
 
 // rolloutsOf runs the deltas through a correlator (ticking at each receive time, and once more
 // a minute after the last) and returns the rollouts it exported.
-func rolloutsOf(t *testing.T, deltas []Delta) ([]*rollout.Trace, []*phases.Trace) {
+func rolloutsOf(t *testing.T, deltas []watch.Delta) ([]*rollout.Trace, []*phases.Trace) {
 	t.Helper()
 	var rs []*rollout.Trace
 	var ps []*phases.Trace
@@ -130,7 +131,7 @@ func rolloutsOf(t *testing.T, deltas []Delta) ([]*rollout.Trace, []*phases.Trace
 
 // feed hands the deltas to c in order, ticking at each one's receive time first, as the loop
 // does; it returns the last receive time.
-func feed(c *Correlator, deltas []Delta) time.Time {
+func feed(c *Correlator, deltas []watch.Delta) time.Time {
 	var last time.Time
 	for _, d := range deltas {
 		c.Tick(d.Recv)
@@ -156,10 +157,10 @@ func updateOf(rs []*rollout.Trace) *rollout.Trace {
 func TestRolloutWaitsForOldPods(t *testing.T) {
 	s := newRollingSim(t, 5000)
 	goneMs := s.doneMs + 3000 // after the completed status
-	var deltas []Delta
-	var gone Delta
+	var deltas []watch.Delta
+	var gone watch.Delta
 	for _, d := range s.deltas {
-		if p, ok := d.Object.(*corev1.Pod); ok && p.Name == s.oldPods[1] && d.Type == Deleted {
+		if p, ok := d.Object.(*corev1.Pod); ok && p.Name == s.oldPods[1] && d.Type == watch.Deleted {
 			gone = d
 			continue
 		}
@@ -173,7 +174,7 @@ func TestRolloutWaitsForOldPods(t *testing.T) {
 	if u := updateOf(rs); u != nil {
 		t.Fatalf("the update was exported (%s) while its last old Pod was terminating", u.Rollout.Outcome)
 	}
-	feed(c, []Delta{gone})
+	feed(c, []watch.Delta{gone})
 	u := updateOf(rs)
 	if u == nil {
 		t.Fatal("the update was not exported once its last old Pod was gone")
@@ -259,14 +260,14 @@ func TestRolloutSuperseded(t *testing.T) {
 	s := newRollingSim(t, 5000)
 	// A scale to 3 in the middle of the update (after the first new Pod is created).
 	mid := 5000 + 1000
-	var deltas []Delta
+	var deltas []watch.Delta
 	inserted := false
 	for _, d := range s.deltas {
 		if !inserted && d.Recv.After(s.at(mid)) {
 			dep := s.dep.DeepCopy()
 			dep.Generation, dep.Spec.Replicas = 3, ptr.To(int32(3))
 			dep.Status = appsv1.DeploymentStatus{ObservedGeneration: 2}
-			deltas = append(deltas, Delta{Resource: ResourceDeployments, Type: Modified, Object: dep, Recv: s.at(mid)})
+			deltas = append(deltas, watch.Delta{Resource: ResourceDeployments, Type: watch.Modified, Object: dep, Recv: s.at(mid)})
 			inserted = true
 		}
 		deltas = append(deltas, d)
@@ -424,9 +425,9 @@ func TestRolloutRecordReplay(t *testing.T) {
 	s := newRollingSim(t, 5000)
 	live, _ := rolloutsOf(t, s.deltas)
 	dir := t.TempDir()
-	rec := NewRecorder(dir)
+	rec := watch.NewRecorder(Kinds, dir)
 	for _, d := range s.deltas {
-		obj, err := Transform(d.Object.DeepCopyObject()) // as the informers hand them to the recorder
+		obj, err := Kinds.Transform(d.Object.DeepCopyObject()) // as the informers hand them to the recorder
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +437,7 @@ func TestRolloutRecordReplay(t *testing.T) {
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := LoadRecording(dir)
+	loaded, err := Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,7 +616,7 @@ func TestRolloutHistoryBounded(t *testing.T) {
 		s := newRollingSim(t, 5000)
 		// The second new Pod never turns Ready: its old Pod stays, and the controller gives no
 		// verdict (a Deployment with no progress deadline).
-		var deltas []Delta
+		var deltas []watch.Delta
 		stuck := s.at(9060) // web-new-1's Ready
 		for _, d := range s.deltas {
 			if d.Recv.Before(stuck) {
@@ -683,10 +684,10 @@ func BenchmarkRolloutTail(b *testing.B) {
 			c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { done = append(done, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 			// The last old Pod is still terminating when the verdict comes: it is not gone yet,
 			// and each change of it is measured.
-			var change Delta
+			var change watch.Delta
 			for _, d := range s.deltas {
 				if p, ok := d.Object.(*corev1.Pod); ok && p.Name == s.oldPods[n-1] {
-					if d.Type == Deleted {
+					if d.Type == watch.Deleted {
 						continue
 					}
 					change = d
@@ -700,7 +701,7 @@ func BenchmarkRolloutTail(b *testing.B) {
 				}
 				b.Fatalf("want one rollout rolled out and waiting for its Pods' traces (%d active)", len(c.rollouts.active))
 			}
-			change.Type = Modified
+			change.Type = watch.Modified
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				change.Recv = s.at(s.doneMs + 1 + i%1000)

@@ -12,7 +12,7 @@ import (
 // replayRollouts rebuilds a recording's Pod and rollout traces as `readyspan replay` does.
 func replayRollouts(t *testing.T, dir string) ([]*phases.Trace, []*rollout.Trace) {
 	t.Helper()
-	deltas, err := LoadRecording(dir)
+	deltas, err := Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/readyspan/readyspan/exporters/terminal"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -397,7 +398,7 @@ var scenarios = []scenario{
 			end := happy(s, "late", 20, true, false)
 			// The kubelet's events reach readyspan after the status that made the Pod Ready
 			// (the recorder is asynchronous), though within the settle time.
-			var evs, rest []Delta
+			var evs, rest []watch.Delta
 			for _, d := range s.deltas {
 				if d.Resource == ResourceEvents && d.Recv.After(s.at(700)) {
 					evs = append(evs, d)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // gate gives a Pod just created (the last delta) a scheduling gate, as the apiserver's Pod
@@ -32,7 +33,7 @@ func (s *sim) ungate(name, manager string, stamped bool, ms int) {
 		p.ManagedFields = append(p.ManagedFields, metav1.ManagedFieldsEntry{Manager: manager, Operation: "Update", APIVersion: "v1", Time: ptr.To(secs(s.at(ms)))})
 	}
 	p.ResourceVersion = s.nextRV()
-	s.emit(ResourcePods, Modified, p.DeepCopy(), s.at(ms))
+	s.emit(ResourcePods, watch.Modified, p.DeepCopy(), s.at(ms))
 }
 
 // newNode is a Node created at createdMs and Ready (its kubelet's stamp) at readyMs.
@@ -41,13 +42,13 @@ func (s *sim) newNode(name string, createdMs, readyMs int) {
 		TypeMeta:   metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: s.uid("node"), ResourceVersion: s.nextRV(), CreationTimestamp: secs(s.at(createdMs)), Labels: map[string]string{"pool": "new"}},
 	}
-	s.emit(ResourceNodes, Added, n.DeepCopy(), s.at(createdMs))
+	s.emit(ResourceNodes, watch.Added, n.DeepCopy(), s.at(createdMs))
 	n = n.DeepCopy()
 	n.ResourceVersion = s.nextRV()
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		LastHeartbeatTime: secs(s.at(readyMs)), LastTransitionTime: secs(s.at(readyMs))}}
 	n.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.example/big:1"}, SizeBytes: 1 << 30}}
-	s.emit(ResourceNodes, Modified, n, s.at(readyMs))
+	s.emit(ResourceNodes, watch.Modified, n, s.at(readyMs))
 }
 
 var schedulingWaitScenarios = []scenario{

@@ -18,6 +18,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/shard"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // TestShardsSplitExactlyOnce runs three Watchers on one cluster (the fake clientset): one for
@@ -60,16 +61,16 @@ func TestShardsSplitExactlyOnce(t *testing.T) {
 	type watched struct {
 		name   string
 		part   shard.Shard
-		w      *Watcher
+		w      *watch.Watcher
 		corr   *Correlator
 		traced []string
-		got    []Delta
+		got    []watch.Delta
 	}
 	var all []*watched
 	for _, part := range []shard.Shard{{}, {Index: 0, Total: 2}, {Index: 1, Total: 2}} {
 		v := &watched{name: part.String(), part: part}
 		v.corr = New(Config{}, SinkFunc(func(tr *phases.Trace) { v.traced = append(v.traced, tr.Pod.UID) }), nil, nil)
-		v.w = NewWatcher(client, WatchConfig{Shard: part}, nil, nil)
+		v.w = watch.NewWatcher(client, Kinds, watch.Config{Shard: part}, nil, nil)
 		v.w.Start(ctx)
 		all = append(all, v)
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/readyspan/readyspan/watch"
 )
 
 // sim builds the stream of watch events a v1.37 control plane produces, with objects filled in
@@ -28,7 +30,7 @@ type sim struct {
 	node   string
 	rv     int
 	uidN   int
-	deltas []Delta
+	deltas []watch.Delta
 	pods   map[string]*corev1.Pod
 	events map[string]*corev1.Event
 	// kubeletSkew is added to every time the kubelet stamps (its clock runs ahead).
@@ -65,8 +67,8 @@ func (s *sim) uid(kind string) types.UID {
 	return types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012d", len(kind)*1000+s.uidN, s.uidN))
 }
 
-func (s *sim) emit(r Resource, typ DeltaType, obj runtime.Object, at time.Time) {
-	s.deltas = append(s.deltas, Delta{Resource: r, Type: typ, Object: obj, Recv: at.Add(s.watchLag)})
+func (s *sim) emit(r watch.Resource, typ watch.DeltaType, obj runtime.Object, at time.Time) {
+	s.deltas = append(s.deltas, watch.Delta{Resource: r, Type: typ, Object: obj, Recv: at.Add(s.watchLag)})
 }
 
 // deployment is created by kubectl apply at ms.
@@ -81,7 +83,7 @@ func (s *sim) deployment(name string, replicas int32, ms int) *appsv1.Deployment
 		},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
 	}
-	s.emit(ResourceDeployments, Added, d, t)
+	s.emit(ResourceDeployments, watch.Added, d, t)
 	return d
 }
 
@@ -99,7 +101,7 @@ func (s *sim) replicaSet(d *appsv1.Deployment, hash string, ms int) *appsv1.Repl
 		},
 		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas},
 	}
-	s.emit(ResourceReplicaSets, Added, rs, t)
+	s.emit(ResourceReplicaSets, watch.Added, rs, t)
 	s.coreEvent(&corev1.ObjectReference{Kind: "Deployment", Namespace: s.ns, Name: d.Name, UID: d.UID, APIVersion: "apps/v1", ResourceVersion: d.ResourceVersion},
 		"deployment-controller", "", corev1.EventTypeNormal, "ScalingReplicaSet",
 		fmt.Sprintf("Scaled up replica set %s from 0 to %d", rs.Name, *d.Spec.Replicas), ms+1)
@@ -112,7 +114,7 @@ func (s *sim) service(name string, selector map[string]string, ms int) {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns, UID: s.uid("service"), ResourceVersion: s.nextRV(), CreationTimestamp: secs(s.at(ms))},
 		Spec:       corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
 	}
-	s.emit(ResourceServices, Added, svc, s.at(ms))
+	s.emit(ResourceServices, watch.Added, svc, s.at(ms))
 }
 
 // container describes one container of a simulated Pod.
@@ -169,7 +171,7 @@ func (s *sim) pod(name string, rs *appsv1.ReplicaSet, inits, ctrs []container, m
 		p.Spec.Containers = append(p.Spec.Containers, ct)
 	}
 	s.pods[name] = p
-	s.emit(ResourcePods, Added, p.DeepCopy(), t)
+	s.emit(ResourcePods, watch.Added, p.DeepCopy(), t)
 	if rs != nil {
 		s.coreEvent(&corev1.ObjectReference{Kind: "ReplicaSet", Namespace: s.ns, Name: rs.Name, UID: rs.UID, APIVersion: "apps/v1", ResourceVersion: rs.ResourceVersion},
 			"replicaset-controller", "", corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: "+name, ms+1)
@@ -182,13 +184,13 @@ func (s *sim) update(name string, ms int, change func(p *corev1.Pod, now metav1.
 	p := s.pods[name]
 	change(p, secs(s.at(ms).Add(s.kubeletSkew)))
 	p.ResourceVersion = s.nextRV()
-	s.emit(ResourcePods, Modified, p.DeepCopy(), s.at(ms))
+	s.emit(ResourcePods, watch.Modified, p.DeepCopy(), s.at(ms))
 }
 
 func (s *sim) delete(name string, ms int) {
 	p := s.pods[name]
 	p.ResourceVersion = s.nextRV()
-	s.emit(ResourcePods, Deleted, p.DeepCopy(), s.at(ms))
+	s.emit(ResourcePods, watch.Deleted, p.DeepCopy(), s.at(ms))
 }
 
 func setCond(p *corev1.Pod, t corev1.PodConditionType, st corev1.ConditionStatus, now metav1.Time, reason, msg string) {
@@ -211,7 +213,7 @@ func (s *sim) bind(name string, ms int) {
 	p.Spec.NodeName = s.node
 	setCond(p, corev1.PodScheduled, corev1.ConditionTrue, secs(s.at(ms)), "", "")
 	p.ResourceVersion = s.nextRV()
-	s.emit(ResourcePods, Modified, p.DeepCopy(), s.at(ms))
+	s.emit(ResourcePods, watch.Modified, p.DeepCopy(), s.at(ms))
 	s.schedulerEvent(name, "Scheduled", "Binding", corev1.EventTypeNormal, fmt.Sprintf("Successfully assigned %s/%s to %s", s.ns, name, s.node), ms+1)
 }
 
@@ -241,7 +243,7 @@ func (s *sim) coreEvent(ref *corev1.ObjectReference, component, host, typ, reaso
 		ReportingInstance:   host,
 	}
 	s.events[ref.Name+"/"+ref.FieldPath+"/"+reason+"/"+msg] = e
-	s.emit(ResourceEvents, Added, e.DeepCopy(), s.at(ms))
+	s.emit(ResourceEvents, watch.Added, e.DeepCopy(), s.at(ms))
 	return e
 }
 
@@ -260,7 +262,7 @@ func (s *sim) kubeletEvent(name, ctr string, init bool, typ, reason, msg string,
 		prev.Count++
 		prev.LastTimestamp = secs(s.at(ms).Add(s.kubeletSkew))
 		prev.ResourceVersion = s.nextRV()
-		s.emit(ResourceEvents, Modified, prev.DeepCopy(), s.at(ms))
+		s.emit(ResourceEvents, watch.Modified, prev.DeepCopy(), s.at(ms))
 		return
 	}
 	s.coreEvent(s.podRef(name, fp), "kubelet", s.node, typ, reason, msg, ms)
@@ -278,7 +280,7 @@ func (s *sim) schedulerEvent(name, reason, action, typ, note string, ms int) {
 		prev.Series.Count++
 		prev.Series.LastObservedTime = metav1.NewMicroTime(s.at(ms).Truncate(time.Microsecond))
 		prev.ResourceVersion = s.nextRV()
-		s.emit(ResourceEvents, Modified, prev.DeepCopy(), s.at(ms))
+		s.emit(ResourceEvents, watch.Modified, prev.DeepCopy(), s.at(ms))
 		return
 	}
 	t := s.at(ms)
@@ -295,7 +297,7 @@ func (s *sim) schedulerEvent(name, reason, action, typ, note string, ms int) {
 		ReportingInstance:   "default-scheduler-vm",
 	}
 	s.events[key] = e
-	s.emit(ResourceEvents, Added, e.DeepCopy(), t)
+	s.emit(ResourceEvents, watch.Added, e.DeepCopy(), t)
 }
 
 // endpoints writes the Service's EndpointSlice with the given Pods, ready or not, at ms.
@@ -314,7 +316,7 @@ func (s *sim) endpoints(svc string, ready map[string]bool, ms int) {
 			NodeName:   ptr.To(s.node),
 		})
 	}
-	s.emit(ResourceEndpointSlices, Modified, sl, s.at(ms))
+	s.emit(ResourceEndpointSlices, watch.Modified, sl, s.at(ms))
 }
 
 func containerStatus(p *corev1.Pod, name string, init bool) *corev1.ContainerStatus {
@@ -418,9 +420,9 @@ func (s *sim) auditWrite(resource, group, name, verb, userAgent string, received
 	line := fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"a%d","stage":"ResponseComplete","requestURI":"/apis/%s/v1/namespaces/%s/%s","verb":%q,"user":{"username":"admin"},"sourceIPs":["127.0.0.1"],"userAgent":%q,"objectRef":{"resource":%q,"namespace":%q,"name":%q,"apiGroup":%q,"apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`,
 		receivedMs, group, s.ns, resource, verb, userAgent, resource, s.ns, name, group,
 		s.at(receivedMs).Format("2006-01-02T15:04:05.000000Z07:00"), s.at(doneMs).Format("2006-01-02T15:04:05.000000Z07:00"))
-	a, err := ParseAuditLine([]byte(line))
+	a, err := Kinds.ParseAuditLine([]byte(line))
 	if err != nil || a == nil {
 		s.t.Fatalf("audit line: %v", err)
 	}
-	s.deltas = append(s.deltas, Delta{Resource: ResourceAudit, Type: Added, Audit: a, Recv: s.at(doneMs + 50)})
+	s.deltas = append(s.deltas, watch.Delta{Resource: watch.ResourceAudit, Type: watch.Added, Audit: a, Recv: s.at(doneMs + 50)})
 }

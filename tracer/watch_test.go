@@ -3,27 +3,23 @@ package tracer
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // TestWatcherDrivesCorrelator runs the real informers against the fake clientset: a Pod is
@@ -32,7 +28,7 @@ func TestWatcherDrivesCorrelator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	client := fake.NewClientset()
-	w := NewWatcher(client, WatchConfig{}, nil, nil)
+	w := watch.NewWatcher(client, Kinds, watch.Config{}, nil, nil)
 	var mu sync.Mutex
 	var traces []*phases.Trace
 	c := New(Config{}, SinkFunc(func(tr *phases.Trace) { mu.Lock(); traces = append(traces, tr); mu.Unlock() }), nil, nil)
@@ -46,7 +42,7 @@ func TestWatcherDrivesCorrelator(t *testing.T) {
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
-		Loop(loopCtx, w.Deltas(), c, 50*time.Millisecond, func(d Delta) { t.Logf("delta %s %s %T", d.Resource, d.Type, d.Object) })
+		Loop(loopCtx, w.Deltas(), c, 50*time.Millisecond, func(d watch.Delta) { t.Logf("delta %s %s %T", d.Resource, d.Type, d.Object) })
 		close(done)
 	}()
 
@@ -115,69 +111,12 @@ func TestWatcherDrivesCorrelator(t *testing.T) {
 	}
 }
 
-// TestWatcherForbidden: a list refused by RBAC is reported once, naming the resource, and
-// readyspan is not ready.
-func TestWatcherForbidden(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	client := fake.NewClientset()
-	client.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "",
-			errForbidden)
-	})
-	errs := &countErrors{}
-	w := NewWatcher(client, WatchConfig{}, errs, nil)
-	w.Start(ctx)
-	syncCtx, stop := context.WithTimeout(ctx, 2*time.Second)
-	defer stop()
-	err := w.WaitForSync(syncCtx)
-	if err == nil || !strings.Contains(err.Error(), "endpointslices") || !strings.Contains(err.Error(), "forbidden") {
-		t.Fatalf("want a forbidden error naming endpointslices, got %v", err)
-	}
-	if p := w.Problem(); !strings.Contains(p, "endpointslices") {
-		t.Fatalf("Problem() = %q", p)
-	}
-	if errs.n["endpointslices/forbidden"] == 0 {
-		t.Fatalf("forbidden not counted: %v", errs.n)
-	}
-}
-
-var errForbidden = errForbiddenT("User \"system:serviceaccount:readyspan:readyspan\" cannot list resource \"endpointslices\" in API group \"discovery.k8s.io\" at the cluster scope")
-
-type errForbiddenT string
-
-func (e errForbiddenT) Error() string { return string(e) }
-
-type countErrors struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *countErrors) WatchRestart(resource, reason string) {
-	c.WatchError(resource, "restart/"+reason)
-}
-
-func (c *countErrors) snapshot() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.n)
-}
-
-func (c *countErrors) WatchError(resource, reason string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[resource+"/"+reason]++
-}
-
 // leak marks every value that must not get past the informers' transform; each field carries
 // its own marker, so a failure names the field.
 const leak = "LEAK-"
 
 // TestWatcherDropsSecrets drives objects carrying secret material through the real watch path
-// (informers on a fake clientset, their transform, the Watcher's handlers) and checks that none
+// (informers on a fake clientset, their transform, the watch.Watcher's handlers) and checks that none
 // of it is in the Deltas the correlator and the recorder receive, while what the correlator
 // reads is kept.
 func TestWatcherDropsSecrets(t *testing.T) {
@@ -248,12 +187,12 @@ func TestWatcherDropsSecrets(t *testing.T) {
 		}
 	}
 
-	w := NewWatcher(client, WatchConfig{}, nil, nil)
+	w := watch.NewWatcher(client, Kinds, watch.Config{}, nil, nil)
 	w.Start(ctx)
 	if err := w.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := map[Resource]runtime.Object{}
+	got := map[watch.Resource]runtime.Object{}
 	for len(got) < len(objs) {
 		select {
 		case d := <-w.Deltas():
@@ -329,143 +268,3 @@ func markers(t *testing.T, o runtime.Object) []string {
 	}
 	return markerRE.FindAllString(string(b), -1)
 }
-
-// TestWatcherRestarts: readyspan_watch_restarts_total counts what the reflector really does. A
-// watch the server closes is followed by a new watch (watch_closed); a watch that ends in 410
-// Gone, or cannot start because of it, is followed by a new list (relist).
-func TestWatcherRestarts(t *testing.T) {
-	expired := apierrors.NewResourceExpired("too old resource version: 400 (500)")
-	for _, tc := range []struct {
-		name string
-		// first answers the first watch on Pods.
-		first func() (watch.Interface, error)
-		want  map[string]int
-	}{
-		{
-			name: "closed",
-			first: func() (watch.Interface, error) {
-				fw := watch.NewFake()
-				go func() {
-					// One event, then the server ends the watch (its timeout, a restart).
-					fw.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "default", UID: "uid-late", ResourceVersion: "7"}})
-					fw.Stop()
-				}()
-				return fw, nil
-			},
-			want: map[string]int{"pods/restart/watch_closed": 1},
-		},
-		{
-			name: "gone-in-stream",
-			first: func() (watch.Interface, error) {
-				fw := watch.NewFake()
-				go fw.Error(&expired.ErrStatus)
-				return fw, nil
-			},
-			want: map[string]int{"pods/restart/relist": 1},
-		},
-		{
-			name: "gone-at-start",
-			first: func() (watch.Interface, error) {
-				return nil, expired
-			},
-			want: map[string]int{"pods/restart/relist": 1, "pods/expired": 1},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			client := fake.NewClientset()
-			var mu sync.Mutex
-			var lists, watches int
-			client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-				mu.Lock()
-				lists++
-				mu.Unlock()
-				return false, nil, nil
-			})
-			client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
-				mu.Lock()
-				watches++
-				n := watches
-				mu.Unlock()
-				if n == 1 {
-					w, err := tc.first()
-					return true, w, err
-				}
-				return false, nil, nil // the fake's own watch from then on
-			})
-			errs := &countErrors{}
-			w := NewWatcher(client, WatchConfig{}, errs, nil)
-			w.Start(ctx)
-			if err := w.WaitForSync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			// Wait until the reflector has watched again after the restart.
-			for {
-				mu.Lock()
-				n := watches
-				mu.Unlock()
-				if n >= 2 {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					t.Fatalf("no second watch: %d lists, %d watches, counted %v", lists, n, errs.snapshot())
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-			time.Sleep(200 * time.Millisecond) // nothing more is expected; give it the chance
-			got := errs.snapshot()
-			if !maps.Equal(got, tc.want) {
-				mu.Lock()
-				defer mu.Unlock()
-				t.Fatalf("counted %v, want %v (%d lists, %d watches on pods)", got, tc.want, lists, watches)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if wantLists := 1 + tc.want["pods/restart/relist"]; lists != wantLists {
-				t.Errorf("%d lists, want %d: the count does not match what the reflector did", lists, wantLists)
-			}
-		})
-	}
-}
-
-// TestRestartsBookkeeping follows a request sequence the reflector can make, including paged and
-// streaming lists that the fake clientset does not produce.
-func TestRestartsBookkeeping(t *testing.T) {
-	errs := &countErrors{}
-	var listErr error
-	lw := (&restarts{resource: ResourcePods, errs: errs}).listWatch(
-		func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l := &corev1.PodList{}
-			if o.Limit > 0 && o.Continue == "" {
-				l.Continue = "page-2" // a first page
-			}
-			return l, listErr
-		},
-		func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-	)
-	ctx := context.Background()
-	stream := metav1.ListOptions{SendInitialEvents: ptr.To(true)}
-	steps := []struct {
-		do   func()
-		want map[string]int
-	}{
-		{func() { lw.ListWithContext(ctx, metav1.ListOptions{Limit: 500}) }, nil},
-		{func() { lw.ListWithContext(ctx, metav1.ListOptions{Limit: 500, Continue: "page-2"}) }, nil}, // the same list
-		{func() { lw.WatchWithContext(ctx, metav1.ListOptions{}) }, nil},
-		{func() { lw.WatchWithContext(ctx, metav1.ListOptions{}) }, map[string]int{"pods/restart/watch_closed": 1}},
-		{func() { listErr = gone(); lw.ListWithContext(ctx, metav1.ListOptions{}) }, map[string]int{"pods/restart/watch_closed": 1, "pods/restart/relist": 1}},
-		{func() { listErr = nil; lw.ListWithContext(ctx, metav1.ListOptions{}) }, map[string]int{"pods/restart/watch_closed": 1, "pods/restart/relist": 1}}, // the retry
-		{func() { lw.WatchWithContext(ctx, stream) }, map[string]int{"pods/restart/watch_closed": 1, "pods/restart/relist": 2}},
-		{func() { lw.WatchWithContext(ctx, metav1.ListOptions{}) }, map[string]int{"pods/restart/watch_closed": 2, "pods/restart/relist": 2}}, // the stream was the watch
-	}
-	for i, s := range steps {
-		s.do()
-		if got := errs.snapshot(); !maps.Equal(got, s.want) && (len(got) != 0 || len(s.want) != 0) {
-			t.Fatalf("step %d: counted %v, want %v", i, got, s.want)
-		}
-	}
-}
-
-func gone() error { return apierrors.NewResourceExpired("too old resource version") }

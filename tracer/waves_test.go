@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // TestWaveMatchedToItsOwnStep replays the timing of issue 22's rolling update (make demo's web:
@@ -37,7 +38,7 @@ func TestWaveMatchedToItsOwnStep(t *testing.T) {
 			scaled := rs.DeepCopy()
 			scaled.Spec.Replicas = ptr.To(int32(i + 1))
 			scaled.ResourceVersion = s.nextRV()
-			s.emit(ResourceReplicaSets, Modified, scaled, s.at(at))
+			s.emit(ResourceReplicaSets, watch.Modified, scaled, s.at(at))
 			s.workloadEvent(dep, fmt.Sprintf("Scaled up replica set web-new from %d to %d", i, i+1), at+1)
 			steps = append(steps, at+1)
 			at += 10

@@ -36,7 +36,7 @@ func captures(t *testing.T) []string {
 // replay rebuilds a capture's Pod and rollout traces as `readyspan replay` does.
 func replay(t testing.TB, dir string) ([]*phases.Trace, []*rollout.Trace) {
 	t.Helper()
-	deltas, err := tracer.LoadRecording(dir)
+	deltas, err := tracer.Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

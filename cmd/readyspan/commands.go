@@ -18,6 +18,7 @@ import (
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // runWatch is `readyspan watch`: a live waterfall for each Pod as its startup completes.
@@ -64,15 +65,15 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		AuditFailed: func(err error) {
 			fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
 		},
-	}, pipeline.Sinks{Pods: sink, Rollouts: tracer.RolloutSinkFunc(pr.rollout)}).Source
-	ctx, stop, err := p.StartFor(ctx, *duration)
+	}, pipeline.Sinks{Pods: sink, Rollouts: tracer.RolloutSinkFunc(pr.rollout)})
+	ctx, stop, err := p.Source.StartFor(ctx, *duration)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := p.Watcher().WaitForSync(syncCtx); err != nil {
+	if err := p.Source.Watcher().WaitForSync(syncCtx); err != nil {
 		return fmt.Errorf("watch %s: %w", restCfg.Host, err)
 	}
 	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck, and a Gantt chart as each rollout ends (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
@@ -197,9 +198,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // explainKinds maps what explain accepts (kubectl's names and short names) to a kind, from the
 // registry of kinds.
-var explainKinds = func() map[string]tracer.Explainable {
-	m := map[string]tracer.Explainable{}
-	for _, k := range tracer.ExplainKinds() {
+var explainKinds = func() map[string]watch.Explainable {
+	m := map[string]watch.Explainable{}
+	for _, k := range tracer.Kinds.ExplainKinds() {
 		for _, n := range k.Names {
 			m[n] = k
 		}
@@ -210,7 +211,7 @@ var explainKinds = func() map[string]tracer.Explainable {
 // explainNames is what usage and errors list: each kind's first name, "pod, deployment, …".
 func explainNames(sep, last string) string {
 	var names []string
-	for _, k := range tracer.ExplainKinds() {
+	for _, k := range tracer.Kinds.ExplainKinds() {
 		names = append(names, k.Names[0])
 	}
 	if len(names) < 2 {
@@ -245,14 +246,14 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	rec := tracer.NewRecorder(dir)
+	rec := watch.NewRecorder(tracer.Kinds, dir)
 	defer rec.Close()
 	log, _ := newLogger(stderr, "warn")
 	// Deltas alone: record writes what it sees and correlates nothing.
 	p := pipeline.NewLive(pipeline.Options{Watch: kf.watchConfig(namespaces, jsonClient)},
 		pipeline.Env{Client: client, Host: restCfg.Host, Log: log},
-		pipeline.Sinks{Deltas: rec.Write}).Source
-	ctx, stop, err := p.StartFor(ctx, *duration)
+		pipeline.Sinks{Deltas: rec.Write})
+	ctx, stop, err := p.Source.StartFor(ctx, *duration)
 	if err != nil {
 		return err
 	}
@@ -342,9 +343,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // loadRecording reads the recording in dir. A replay of part of a recording looks complete
 // (Pods are missing, not marked), so one with unreadable or refused lines is refused unless
 // allowPartial, rather than printed with a warning a script never reads.
-func loadRecording(dir string, allowPartial bool, stderr io.Writer) ([]tracer.Delta, error) {
-	deltas, err := tracer.LoadRecording(dir)
-	var le *tracer.LoadError
+func loadRecording(dir string, allowPartial bool, stderr io.Writer) ([]watch.Delta, error) {
+	deltas, err := tracer.Kinds.LoadRecording(dir)
+	var le *watch.LoadError
 	if err != nil && !errors.As(err, &le) {
 		return nil, err
 	}
@@ -360,7 +361,7 @@ func loadRecording(dir string, allowPartial bool, stderr io.Writer) ([]tracer.De
 
 // printSkipped names each entry of a recording that loading skipped, up to a bound: a hostile
 // recording may hold millions.
-func printSkipped(w io.Writer, le *tracer.LoadError) {
+func printSkipped(w io.Writer, le *watch.LoadError) {
 	const shown = 20
 	for i, p := range le.Problems {
 		if i == shown {

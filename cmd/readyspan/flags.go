@@ -24,6 +24,7 @@ import (
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // stringList is a repeatable string flag.
@@ -154,9 +155,9 @@ func (k *kubectlFlags) restConfig() (*rest.Config, error) {
 
 // watchConfig is what watch and record watch: the namespaces, the Pods' selector, the encoding
 // (client() has checked it).
-func (k *kubectlFlags) watchConfig(namespaces []string, jsonClient kubernetes.Interface) tracer.WatchConfig {
+func (k *kubectlFlags) watchConfig(namespaces []string, jsonClient kubernetes.Interface) watch.Config {
 	enc, _ := k.encoding.value()
-	return tracer.WatchConfig{Namespaces: namespaces, Selector: k.selector, Encoding: enc, JSONClient: jsonClient}
+	return watch.Config{Namespaces: namespaces, Selector: k.selector, Encoding: enc, JSONClient: jsonClient}
 }
 
 // client is the clientset of the commands a person runs, in the encoding --watch-encoding names
@@ -194,7 +195,7 @@ func (c *daemonFlags) register(fs *pflag.FlagSet) {
 
 // client is the daemon's clientset in enc (daemon.Options.Validate has checked it), and the JSON
 // one kinds with no protobuf encoding are read through.
-func (c *daemonFlags) client(enc tracer.Encoding) (kubernetes.Interface, kubernetes.Interface, *rest.Config, error) {
+func (c *daemonFlags) client(enc watch.Encoding) (kubernetes.Interface, kubernetes.Interface, *rest.Config, error) {
 	cfg, err := c.restConfig()
 	if err != nil {
 		return nil, nil, nil, err
@@ -206,15 +207,15 @@ func (c *daemonFlags) client(enc tracer.Encoding) (kubernetes.Interface, kuberne
 type encodingFlag struct{ name string }
 
 func (e *encodingFlag) register(fs *pflag.FlagSet) {
-	fs.StringVar(&e.name, "watch-encoding", string(tracer.DefaultEncoding), "encoding of the lists and watches: protobuf (JSON accepted where the apiserver has no protobuf for a kind) or json")
+	fs.StringVar(&e.name, "watch-encoding", string(watch.DefaultEncoding), "encoding of the lists and watches: protobuf (JSON accepted where the apiserver has no protobuf for a kind) or json")
 }
 
 // value is the encoding asked for; protobuf for a command without the flag.
-func (e *encodingFlag) value() (tracer.Encoding, error) {
+func (e *encodingFlag) value() (watch.Encoding, error) {
 	if e.name == "" {
-		return tracer.DefaultEncoding, nil
+		return watch.DefaultEncoding, nil
 	}
-	enc, err := tracer.ParseEncoding(e.name)
+	enc, err := watch.ParseEncoding(e.name)
 	if err != nil {
 		return "", fmt.Errorf("--watch-encoding: %w", err)
 	}
@@ -245,12 +246,12 @@ func (c *daemonFlags) restConfig() (*rest.Config, error) {
 }
 
 // newClient builds the clientsets that name themselves and may burst through the initial lists:
-// the one asking for enc, and the JSON one (tracer.NewClients).
-func newClient(cfg *rest.Config, enc tracer.Encoding) (kubernetes.Interface, kubernetes.Interface, *rest.Config, error) {
+// the one asking for enc, and the JSON one (watch.NewClients).
+func newClient(cfg *rest.Config, enc watch.Encoding) (kubernetes.Interface, kubernetes.Interface, *rest.Config, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "readyspan/" + version
 	cfg.QPS, cfg.Burst = 50, 100
-	cs, js, err := tracer.NewClients(cfg, enc)
+	cs, js, err := watch.NewClients(cfg, enc)
 	if err != nil {
 		return nil, nil, nil, err
 	}

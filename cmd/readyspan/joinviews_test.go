@@ -45,7 +45,7 @@ var (
 func loadJoinBase(tb testing.TB) *joinBase {
 	tb.Helper()
 	joinBaseOnce.Do(func() {
-		deltas, err := tracer.LoadRecording(filepath.Join("..", "..", "otlpin", "testdata", "capture-chain", "recording"))
+		deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "..", "otlpin", "testdata", "capture-chain", "recording"))
 		if err != nil {
 			joinBaseErr = err.Error()
 			return

@@ -46,7 +46,7 @@ func programName(arg0 string) string {
 }
 
 func usage() string {
-	r := strings.NewReplacer("PROG", prog, "ROLLOUTKINDS", plurals(tracer.RolloutKinds()), "EXPLAINKINDS", explainNames("|", "|"))
+	r := strings.NewReplacer("PROG", prog, "ROLLOUTKINDS", plurals(tracer.Kinds.RolloutKinds()), "EXPLAINKINDS", explainNames("|", "|"))
 	return r.Replace(`PROG traces Pod startup (submit, apiserver, controllers, scheduling, kubelet, status) and
 the rollouts of ROLLOUTKINDS.
 

@@ -10,17 +10,18 @@ import (
 	"testing"
 
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // A recording written by `record` replays to the same traces as the stream it recorded.
 func TestRecordReplayRoundTrip(t *testing.T) {
 	src := filepath.Join("..", "..", "tracer", "testdata", "real-node", "run8-slow-pull-watch")
-	deltas, err := tracer.LoadRecording(src)
+	deltas, err := tracer.Kinds.LoadRecording(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	rec := tracer.NewRecorder(dir)
+	rec := watch.NewRecorder(tracer.Kinds, dir)
 	for _, d := range deltas {
 		rec.Write(d)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/shard"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // runDaemon is `readyspan run`: its flags become daemon.Options, and the daemon package does the
@@ -81,7 +82,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	o.Metrics.PodLabels = podLabels
-	o.Pipeline.Watch = tracer.WatchConfig{Namespaces: cf.namespaces, Selector: cf.selector, Encoding: tracer.Encoding(cf.encoding.name)}
+	o.Pipeline.Watch = watch.Config{Namespaces: cf.namespaces, Selector: cf.selector, Encoding: watch.Encoding(cf.encoding.name)}
 	o.Pipeline.Trace = tf.config()
 	o.Pipeline.Trace.MaxInFlight = *maxInFlight
 	o.UI = uf.options()

@@ -55,7 +55,7 @@ func BenchmarkExportTraceSDK(b *testing.B) {
 }
 
 func benchmarkExport(b *testing.B, export func([]traceSpans, *marshalOnly) error) {
-	deltas, err := tracer.LoadRecording(filepath.Join("..", "..", "tracer", "testdata", "real-node", "run8-slow-pull-watch"))
+	deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "..", "tracer", "testdata", "real-node", "run8-slow-pull-watch"))
 	if err != nil {
 		b.Fatal(err)
 	}

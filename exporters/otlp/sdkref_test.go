@@ -163,7 +163,7 @@ func TestRequestMatchesSDK(t *testing.T) {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			continue
 		}
-		deltas, err := tracer.LoadRecording(dir)
+		deltas, err := tracer.Kinds.LoadRecording(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ func joined(t *testing.T, hooks ...string) *phases.Trace {
 	return tr
 }
 
-// declared are webhooks the cluster declares, by type: a stand-in for tracer.Webhooks where
+// declared are webhooks the cluster declares, by type: a stand-in for watch.Webhooks where
 // what the cluster holds is not the point.
 type declared map[string][]string
 
@@ -61,7 +61,7 @@ func (d declared) Declared(typ, name string) bool { return slices.Contains(d[typ
 
 func TestComponentHistograms(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{})
 	m.SetWebhooks(declared{phases.WebhookMutating: {"inject.example.com"}, phases.WebhookValidating: {"policy.example.com"}})
 	m.Export(trace()) // no joined spans: nothing observed
 	m.Export(joined(t, "inject.example.com"))
@@ -127,7 +127,7 @@ readyspan_etcd_write_duration_seconds_count{operation="update"} 1
 // value; a nameless call reads "unknown".
 func TestWebhookLabelBounded(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{})
 	hooks := declared{phases.WebhookValidating: {"policy.example.com"}}
 	for i := range WebhookLabelLimit + 4 {
 		hooks[phases.WebhookMutating] = append(hooks[phases.WebhookMutating], fmt.Sprintf("hook-%02d.example.com", i))
@@ -152,7 +152,7 @@ func TestWebhookLabelBounded(t *testing.T) {
 	}
 
 	// Names the apiserver would refuse, declared all the same: the label stays valid.
-	m2 := New(prometheus.NewRegistry(), "dev", tracer.RolloutKinds(), Options{})
+	m2 := New(prometheus.NewRegistry(), "dev", tracer.Kinds.RolloutKinds(), Options{})
 	m2.SetWebhooks(declared{phases.WebhookMutating: {"bad\xff.example.com", strings.Repeat("a", 300), strings.Repeat("é", 200)}})
 	for _, c := range []struct{ in, want string }{
 		{"bad\xff.example.com", "bad\uFFFD.example.com"},

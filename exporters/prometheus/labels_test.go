@@ -25,7 +25,7 @@ func traceOf(namespace, workload string) *phases.Trace {
 // outcome only, as before.
 func TestPodLabelsOffByDefault(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{LabelLimit: DefaultLabelLimit})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{LabelLimit: DefaultLabelLimit})
 	m.Export(traceOf("team-a", "web"))
 	want := `
 # HELP readyspan_pod_startup_duration_seconds Pod created to Ready (and ready in its Services' endpoints), for Pods that became Ready.
@@ -50,7 +50,7 @@ func TestPodLabelsOffByDefault(t *testing.T) {
 // workload of a kept namespace is "other" in that namespace, and each is counted.
 func TestPodLabelsCapped(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{PodLabels: []string{LabelWorkload, LabelNamespace}, LabelLimit: 2})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{PodLabels: []string{LabelWorkload, LabelNamespace}, LabelLimit: 2})
 	for _, p := range [][2]string{
 		{"team-a", "web"}, {"team-a", "web"}, {"team-b", "api"},
 		{"team-b", "worker"}, // a third workload: over the cap
@@ -92,7 +92,7 @@ func TestPodLabelsCapped(t *testing.T) {
 // TestPodLabelsNamespaceOnly: the namespace alone, with no workload label on any histogram.
 func TestPodLabelsNamespaceOnly(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{PodLabels: []string{LabelNamespace}, LabelLimit: 1})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{PodLabels: []string{LabelNamespace}, LabelLimit: 1})
 	m.Export(traceOf("team-a", "web"))
 	m.Export(traceOf("team-a", "api"))
 	m.Export(traceOf("team-b", "web"))

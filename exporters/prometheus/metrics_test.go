@@ -35,7 +35,7 @@ func trace() *phases.Trace {
 
 func TestExport(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "v0.1.0", tracer.RolloutKinds(), Options{})
+	m := New(reg, "v0.1.0", tracer.Kinds.RolloutKinds(), Options{})
 	m.Export(trace())
 	want := `
 # HELP readyspan_image_pulls_total Image pulls of traced Pods' containers by result: pulled (the image was fetched; once per container), present (already on the node; once per container), failed (each pull attempt that failed).
@@ -76,7 +76,7 @@ readyspan_image_pulls_total{result="pulled"} 1
 }
 
 func TestInPhase(t *testing.T) {
-	m := New(prometheus.NewRegistry(), "dev", tracer.RolloutKinds(), Options{})
+	m := New(prometheus.NewRegistry(), "dev", tracer.Kinds.RolloutKinds(), Options{})
 	m.InPhase(map[string]int{"kubelet": 2})
 	m.InPhase(map[string]int{"scheduling": 1})
 	if got := testutil.ToFloat64(m.podsInPhase.WithLabelValues("kubelet")); got != 0 {
@@ -100,7 +100,7 @@ func grep(s, sub string) string {
 // TestSelfCounters: a watch error is not a restart (the reflector reports restarts on its
 // own), and unknown message formats are counted by reason.
 func TestSelfCounters(t *testing.T) {
-	m := New(prometheus.NewRegistry(), "dev", tracer.RolloutKinds(), Options{})
+	m := New(prometheus.NewRegistry(), "dev", tracer.Kinds.RolloutKinds(), Options{})
 	m.WatchError("pods", "forbidden")
 	if n := testutil.CollectAndCount(m.watchRestarts); n != 0 {
 		t.Fatalf("a watch error made %d restart series", n)
@@ -121,7 +121,7 @@ func TestSelfCounters(t *testing.T) {
 // the cause alone (no Pod or container name), and feeds no histogram.
 func TestExportInconsistent(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "v0.1.0", tracer.RolloutKinds(), Options{})
+	m := New(reg, "v0.1.0", tracer.Kinds.RolloutKinds(), Options{})
 	m.Export(trace())
 	bad := trace()
 	p := *bad.Pod
@@ -162,7 +162,7 @@ readyspan_traces_inconsistent_total{cause="ready_before_scheduled"} 1
 // deadline (the reason stays the tracer's unless one is given), as Correlator.finish does.
 func replayed(t *testing.T, run string) map[string]*phases.Trace {
 	t.Helper()
-	deltas, err := tracer.LoadRecording(filepath.Join("..", "..", "tracer", "testdata", "real-node", run))
+	deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "..", "tracer", "testdata", "real-node", run))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func ended(t *testing.T, tr *phases.Trace, outcome phases.Outcome, reason string
 // increase() see it.
 func TestExportFailed(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{})
 	if n := testutil.CollectAndCount(m.podsFailed); n != len(phases.FailureReasons)+1 {
 		t.Fatalf("%d failed series before any failure, want one per known reason and other", n)
 	}
@@ -243,7 +243,7 @@ func TestExportFailed(t *testing.T) {
 // Pod without one observes none.
 func TestExportSchedulingWaits(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "v0.1.0", tracer.RolloutKinds(), Options{})
+	m := New(reg, "v0.1.0", tracer.Kinds.RolloutKinds(), Options{})
 	m.Export(trace())
 	if n := testutil.CollectAndCount(m.schedWaits); n != 0 {
 		t.Fatalf("%d wait series for a Pod that waited for nothing", n)

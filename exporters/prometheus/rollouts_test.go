@@ -16,8 +16,8 @@ import (
 // TestRolloutSeriesAtStart: the gauges and the duration series the alerts compute increase()
 // over exist before any rollout, so the first slow or failed rollout counts.
 func TestRolloutSeriesAtStart(t *testing.T) {
-	m := New(prometheus.NewRegistry(), "test", tracer.RolloutKinds(), Options{})
-	kinds, workloads := len(rollout.Kinds), len(tracer.RolloutKinds())
+	m := New(prometheus.NewRegistry(), "test", tracer.Kinds.RolloutKinds(), Options{})
+	kinds, workloads := len(rollout.Kinds), len(tracer.Kinds.RolloutKinds())
 	tests := []struct {
 		name string
 		c    prometheus.Collector
@@ -48,7 +48,7 @@ func TestExportRollout(t *testing.T) {
 		Steps:    []rollout.Step{{Time: phases.Times{{At: phases.InstantOf(t0.Add(time.Second)), Source: phases.SourceEventName}}, Up: true, From: 0, To: 1}},
 	}
 	reg := prometheus.NewRegistry()
-	m := New(reg, "test", tracer.RolloutKinds(), Options{})
+	m := New(reg, "test", tracer.Kinds.RolloutKinds(), Options{})
 	m.ExportRollout(rollout.Build(r))
 	want := `
 # HELP readyspan_rollout_steps Scale-up waves per finished rollout (a Deployment's ScalingReplicaSet scale-ups of its new ReplicaSet; a StatefulSet's or DaemonSet's Pod creations), by workload kind.

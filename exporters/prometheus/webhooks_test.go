@@ -22,6 +22,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // The configurations below are as the apiserver returns them after kubectl apply: defaults
@@ -87,9 +88,9 @@ func validatingConfig(name string, hooks ...string) *admissionv1.ValidatingWebho
 
 // clusterWebhooks watches the webhook configurations client serves, and waits for them to be
 // listed.
-func clusterWebhooks(t *testing.T, client *fake.Clientset, log *slog.Logger) *tracer.Webhooks {
+func clusterWebhooks(t *testing.T, client *fake.Clientset, log *slog.Logger) *watch.Webhooks {
 	t.Helper()
-	w := tracer.NewWebhooks(client, nil, log)
+	w := watch.NewWebhooks(client, nil, log)
 	w.Start(t.Context())
 	waitFor(t, "the webhook configurations listed", w.HasSynced)
 	return w
@@ -128,7 +129,7 @@ func TestWebhookLabelFromTheCluster(t *testing.T) {
 		validatingConfig("policy", "policy.example.com"),
 	)
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{})
 	m.SetWebhooks(clusterWebhooks(t, client, nil))
 
 	const junk = 25
@@ -159,7 +160,7 @@ func TestWebhookLabelFromTheCluster(t *testing.T) {
 func TestWebhookLabelByType(t *testing.T) {
 	client := fake.NewClientset(validatingConfig("policy", "policy.example.com"))
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{})
 	m.SetWebhooks(clusterWebhooks(t, client, nil))
 
 	m.Export(joined(t, "policy.example.com")) // a mutating call, and the validating one
@@ -180,7 +181,7 @@ func TestWebhookLabelByType(t *testing.T) {
 func TestWebhookLabelFollowsTheCluster(t *testing.T) {
 	client := fake.NewClientset(mutatingConfig("sidecar-injector", "inject.example.com"))
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{})
 	hooks := clusterWebhooks(t, client, nil)
 	m.SetWebhooks(hooks)
 
@@ -231,8 +232,8 @@ func TestWebhookLabelWithoutRBAC(t *testing.T) {
 	}
 	var logs syncBuffer
 	reg := prometheus.NewRegistry()
-	m := New(reg, "dev", tracer.RolloutKinds(), Options{})
-	hooks := tracer.NewWebhooks(client, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	m := New(reg, "dev", tracer.Kinds.RolloutKinds(), Options{})
+	hooks := watch.NewWebhooks(client, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	hooks.Start(t.Context())
 	m.SetWebhooks(hooks)
 	// Each list refused twice: the second refusal must not be told again.

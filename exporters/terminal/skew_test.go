@@ -17,7 +17,7 @@ import (
 // Pods and bare Pods on the local cluster), as readyspan replays its recording.
 func realTrace(t *testing.T, root phases.Root) *phases.Trace {
 	t.Helper()
-	deltas, err := tracer.LoadRecording(filepath.Join("..", "..", "otlpin", "testdata", "capture-chain", "recording"))
+	deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "..", "otlpin", "testdata", "capture-chain", "recording"))
 	if err != nil {
 		t.Fatal(err)
 	}

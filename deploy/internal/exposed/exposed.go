@@ -28,7 +28,7 @@ type Metrics struct {
 // nothing needs to be observed first (a histogram vector without observations gathers nothing).
 func Read() (Metrics, error) {
 	reg := &capture{Registerer: prometheus.NewRegistry()}
-	promexp.New(reg, "test", tracer.RolloutKinds(), promexp.Options{})
+	promexp.New(reg, "test", tracer.Kinds.RolloutKinds(), promexp.Options{})
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	m := Metrics{Series: map[string]bool{}, Families: map[string]bool{}}
 	for _, c := range reg.collectors {

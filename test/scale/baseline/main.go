@@ -1,5 +1,5 @@
 // Command baseline is the scale test bed's floor: the informers readyspan runs (the resources of
-// tracer.NewWatcher, in the same namespaces), with no transform, no handlers' work and no
+// watch.NewWatcher, in the same namespaces), with no transform, no handlers' work and no
 // export. What it costs is what watching costs; readyspan's CPU and memory are reported as a
 // ratio to it. It reads in either encoding (--encoding, as readyspan's --watch-encoding), so
 // that each encoding of readyspan has its own floor.
@@ -29,10 +29,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
-// watched are the resources of tracer.NewWatcher, and those of the workload controllers
+// watched are the resources of watch.NewWatcher, and those of the workload controllers
 // readyspan follows besides Deployments (StatefulSets, DaemonSets, their ControllerRevisions).
 var watched = []schema.GroupVersionResource{
 	corev1.SchemeGroupVersion.WithResource("pods"),
@@ -59,15 +59,15 @@ func run(ctx context.Context) (err error) {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the user the baseline watches as")
 	namespaces := flag.String("namespaces", "", "comma-separated namespaces (default: all, as readyspan run)")
 	readyAddr := flag.String("ready-addr", "127.0.0.1:8081", "serves /readyz once every cache has synced")
-	encoding := flag.String("encoding", string(tracer.DefaultEncoding), "encoding of the lists and watches, as readyspan's --watch-encoding: protobuf (JSON accepted) or json")
+	encoding := flag.String("encoding", string(watch.DefaultEncoding), "encoding of the lists and watches, as readyspan's --watch-encoding: protobuf (JSON accepted) or json")
 	asJSON := flag.Bool("json", false, "the same as --encoding json")
 	flag.Parse()
-	enc, err := tracer.ParseEncoding(*encoding)
+	enc, err := watch.ParseEncoding(*encoding)
 	if err != nil {
 		return fmt.Errorf("--encoding: %w", err)
 	}
 	if *asJSON {
-		enc = tracer.EncodingJSON
+		enc = watch.EncodingJSON
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/readyspan/readyspan/test/scale/fakeapi"
-	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // record writes a recording of a cluster in readyspan's format (watch.<stream>.jsonl), but of
@@ -94,8 +94,8 @@ func recordStream(ctx context.Context, hc *http.Client, host string, r fakeapi.R
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var ev struct {
-			Type   tracer.DeltaType `json:"type"`
-			Object json.RawMessage  `json:"object"`
+			Type   watch.DeltaType `json:"type"`
+			Object json.RawMessage `json:"object"`
 		}
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil {
@@ -104,7 +104,7 @@ func recordStream(ctx context.Context, hc *http.Client, host string, r fakeapi.R
 			return fmt.Errorf("read watch %s: %w", r.Stream, err)
 		}
 		recv := time.Now().UTC()
-		line, _ := json.Marshal(tracer.Line{Type: ev.Type, Object: ev.Object, Recv: &recv})
+		line, _ := json.Marshal(watch.Line{Type: ev.Type, Object: ev.Object, Recv: &recv})
 		if _, err := w.Write(append(line, '\n')); err != nil {
 			return err
 		}

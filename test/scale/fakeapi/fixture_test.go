@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // t0 is the fixture's first receive time.
@@ -29,8 +29,8 @@ var t0 = time.Date(2026, 12, 2, 20, 0, 0, 0, time.UTC)
 func writeFixture(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	files := map[string][]tracer.Line{}
-	add := func(stream string, typ tracer.DeltaType, at time.Duration, obj runtime.Object) {
+	files := map[string][]watch.Line{}
+	add := func(stream string, typ watch.DeltaType, at time.Duration, obj runtime.Object) {
 		gvks, _, err := scheme.Scheme.ObjectKinds(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +41,7 @@ func writeFixture(t *testing.T) string {
 			t.Fatal(err)
 		}
 		recv := t0.Add(at)
-		files[stream] = append(files[stream], tracer.Line{Type: typ, Object: raw, Recv: &recv})
+		files[stream] = append(files[stream], watch.Line{Type: typ, Object: raw, Recv: &recv})
 	}
 	meta := func(name, uid string, at time.Duration, rv int) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: "scale-0", UID: types.UID(uid), ResourceVersion: fmt.Sprint(rv),

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // Resource is one API resource the server answers list and watch for.
@@ -18,7 +19,7 @@ type Resource struct {
 	Namespaced bool
 	// Stream is the recording file its watch events are read from (watch.<stream>.jsonl);
 	// empty for a resource no recording holds: it is served empty.
-	Stream tracer.Stream
+	Stream watch.Stream
 }
 
 // Path is the resource's collection path in a namespace ("" for all of them, or a cluster-scoped
@@ -36,14 +37,14 @@ func (r Resource) Path(ns string) string {
 
 // streamOf names the recorded stream of a resource, as readyspan's recordings name them: the
 // resource, but the Events of each API apart.
-func streamOf(gvr schema.GroupVersionResource) tracer.Stream {
+func streamOf(gvr schema.GroupVersionResource) watch.Stream {
 	switch gvr {
 	case schema.GroupVersionResource{Version: "v1", Resource: "events"}:
 		return tracer.StreamEventsCore
 	case schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}:
 		return tracer.StreamEventsV1
 	}
-	return tracer.Stream(gvr.Resource)
+	return watch.Stream(gvr.Resource)
 }
 
 // clusterScoped are the built-in kinds that belong to no namespace, among those a watcher of

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // Template is one unit of the recorded load: the watch events of one Deployment's startup (its
@@ -212,7 +212,7 @@ func readStream(path string, r *Resource) ([]recorded, error) {
 	for n := 1; ; n++ {
 		line, err := rd.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			var l tracer.Line
+			var l watch.Line
 			if err := json.Unmarshal(line, &l); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 			}

@@ -38,7 +38,7 @@ import (
 	"github.com/readyspan/readyspan/test/scale/procstat"
 	"github.com/readyspan/readyspan/test/scale/report"
 	"github.com/readyspan/readyspan/test/scale/scrape"
-	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 func main() {
@@ -103,11 +103,11 @@ func parse() options {
 func run(ctx context.Context) (err error) {
 	o := parse()
 	for _, e := range []string{o.readyspanEncoding, o.baselineEncoding} {
-		if _, err := tracer.ParseEncoding(e); err != nil {
+		if _, err := watch.ParseEncoding(e); err != nil {
 			return err
 		}
 	}
-	if o.jsonBaseline && o.baselineEncoding == string(tracer.EncodingJSON) {
+	if o.jsonBaseline && o.baselineEncoding == string(watch.EncodingJSON) {
 		return errors.New("--json-baseline runs a second baseline over JSON: the first must read protobuf (--baseline-encoding protobuf)")
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {

@@ -1,4 +1,4 @@
-package tracer
+package watch
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // leaves nothing declared until it is allowed.
 type Webhooks struct {
 	log  *slog.Logger
-	errs WatchErrors
+	errs Errors
 
 	ctrls    []cache.Controller
 	declared []atomic.Pointer[map[string]struct{}] // by index of webhookKinds; nil until listed
@@ -39,7 +39,7 @@ type Webhooks struct {
 }
 
 // webhookKind is one kind of admission webhook configuration: everything the watch and the RBAC
-// check need to know of it, as a kind of the registry says it (kinds.go).
+// check need to know of it, as a Kind of a Registry says it (kinds.go).
 type webhookKind struct {
 	typ      string // the type the apiserver's span names: phases.WebhookMutating, phases.WebhookValidating
 	resource Resource
@@ -48,7 +48,7 @@ type webhookKind struct {
 
 	newObject func() runtime.Object
 	newList   func() runtime.Object
-	listWatch func(c kubernetes.Interface) (listFunc, watchFunc)
+	listWatch func(c kubernetes.Interface) (ListFunc, WatchFunc)
 
 	// names are the names of the webhooks a configuration declares.
 	names func(obj runtime.Object) []string
@@ -61,6 +61,16 @@ type webhookKind struct {
 	verbs []string
 }
 
+// WebhookReads are the resources the Webhooks read and the verbs each needs granted, for the
+// check that holds the ClusterRole to what readyspan reads.
+func WebhookReads() map[schema.GroupVersionResource][]string {
+	out := map[schema.GroupVersionResource][]string{}
+	for _, k := range webhookKinds {
+		out[k.gvr] = k.verbs
+	}
+	return out
+}
+
 // webhookKinds are the configurations readyspan reads webhook names from.
 var webhookKinds = []*webhookKind{
 	{
@@ -68,9 +78,9 @@ var webhookKinds = []*webhookKind{
 		gvr:       admissionv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"),
 		newObject: func() runtime.Object { return &admissionv1.MutatingWebhookConfiguration{} },
 		newList:   func() runtime.Object { return &admissionv1.MutatingWebhookConfigurationList{} },
-		listWatch: func(c kubernetes.Interface) (listFunc, watchFunc) {
+		listWatch: func(c kubernetes.Interface) (ListFunc, WatchFunc) {
 			x := c.AdmissionregistrationV1().MutatingWebhookConfigurations()
-			return listOf(x.List), x.Watch
+			return ListOf(x.List), x.Watch
 		},
 		names: func(o runtime.Object) []string {
 			var out []string
@@ -93,9 +103,9 @@ var webhookKinds = []*webhookKind{
 		gvr:       admissionv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"),
 		newObject: func() runtime.Object { return &admissionv1.ValidatingWebhookConfiguration{} },
 		newList:   func() runtime.Object { return &admissionv1.ValidatingWebhookConfigurationList{} },
-		listWatch: func(c kubernetes.Interface) (listFunc, watchFunc) {
+		listWatch: func(c kubernetes.Interface) (ListFunc, WatchFunc) {
 			x := c.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-			return listOf(x.List), x.Watch
+			return ListOf(x.List), x.Watch
 		},
 		names: func(o runtime.Object) []string {
 			var out []string
@@ -124,7 +134,7 @@ func webhookConfigIdentity(m metav1.ObjectMeta) metav1.ObjectMeta {
 // cluster-scoped: one reflector each, whatever namespaces the Watcher watches); nothing talks to
 // the cluster until Start. errs counts their list and watch failures and restarts as the
 // Watcher's; nil for none.
-func NewWebhooks(client kubernetes.Interface, errs WatchErrors, log *slog.Logger) *Webhooks {
+func NewWebhooks(client kubernetes.Interface, errs Errors, log *slog.Logger) *Webhooks {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -1,4 +1,4 @@
-package tracer
+package watch
 
 import (
 	"time"
@@ -6,23 +6,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Resource names the watched kinds, as used in recordings and metrics labels.
+// Resource names a watched resource, as recordings and metrics labels name it.
 type Resource string
 
-const (
-	ResourcePods           Resource = "pods"
-	ResourceReplicaSets    Resource = "replicasets"
-	ResourceDeployments    Resource = "deployments"
-	ResourceEvents         Resource = "events"
-	ResourceEndpointSlices Resource = "endpointslices"
-	ResourceServices       Resource = "services"
-	// Rollouts of StatefulSets and DaemonSets, and their revisions.
-	ResourceStatefulSets        Resource = "statefulsets"
-	ResourceDaemonSets          Resource = "daemonsets"
-	ResourceControllerRevisions Resource = "controllerrevisions"
-	// ResourceAudit is the kube-apiserver audit log, when readyspan is given one.
-	ResourceAudit Resource = "audit"
-)
+// ResourceAudit is the kube-apiserver audit log, when readyspan is given one: the one stream
+// that is no kind of a Registry.
+const ResourceAudit Resource = "audit"
 
 // DeltaType is the kind of change a watch reported.
 type DeltaType string
@@ -47,9 +36,9 @@ type Delta struct {
 	FinalStateUnknown bool
 }
 
-// watchTime is the receive time to record for a change, or zero when the delta does not
+// WatchTime is the receive time to record for a change, or zero when the delta does not
 // witness the change (initial lists, recordings without receive times).
-func (d *Delta) watchTime() time.Time {
+func (d *Delta) WatchTime() time.Time {
 	if d.Initial {
 		return time.Time{}
 	}

@@ -1,4 +1,4 @@
-package tracer
+package watch_test
 
 import (
 	"encoding/json"
@@ -10,33 +10,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/phases"
-)
 
-// copyCapture copies a real capture into a temporary directory, passing each file through
-// edit (by name) when edit has an entry for it.
-func copyCapture(t *testing.T, name string, edit map[string]func([]byte) []byte) string {
-	t.Helper()
-	src := filepath.Join("testdata", "real-node", name)
-	dir := t.TempDir()
-	files, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(src, f.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e := edit[f.Name()]; e != nil {
-			b = e(b)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
+)
 
 // insertLine puts line before the n-th (1-based) line of a JSON lines file.
 func insertLine(n int, line string) func([]byte) []byte {
@@ -80,9 +59,9 @@ func traceDigest(traces []*phases.Trace) string {
 	return b.String()
 }
 
-func replayDeltas(deltas []Delta) []*phases.Trace {
+func replayDeltas(deltas []watch.Delta) []*phases.Trace {
 	var traces []*phases.Trace
-	Replay(New(Config{Backfill: true}, SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil), deltas)
+	tracer.Replay(tracer.New(tracer.Config{Backfill: true}, tracer.SinkFunc(func(tr *phases.Trace) { traces = append(traces, tr) }), nil, nil), deltas)
 	return traces
 }
 
@@ -104,7 +83,7 @@ func safeText(s string) bool {
 // it are not lost: run8 with a 17 MiB annotation on its first Pod replays to the same traces.
 func TestLoadRecordingLongLine(t *testing.T) {
 	const padding = 17 << 20
-	dir := copyCapture(t, "run8-slow-pull-watch", map[string]func([]byte) []byte{
+	dir := captures.Copy(t, "run8-slow-pull-watch", map[string]func([]byte) []byte{
 		"watch.pods.jsonl": editLine(t, 1, func(ev map[string]any) {
 			md := metadataOf(ev)
 			ann, _ := md["annotations"].(map[string]any)
@@ -118,11 +97,11 @@ func TestLoadRecordingLongLine(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "watch.pods.jsonl")); err != nil || fi.Size() < padding {
 		t.Fatalf("the padded file is not over %d bytes: %v", padding, err)
 	}
-	want, err := LoadRecording(filepath.Join("testdata", "real-node", "run8-slow-pull-watch"))
+	want, err := tracer.Kinds.LoadRecording(captures.Path("run8-slow-pull-watch"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadRecording(dir)
+	got, err := tracer.Kinds.LoadRecording(dir)
 	if err != nil {
 		t.Fatalf("a long line is not an error: %v", err)
 	}
@@ -137,24 +116,23 @@ func TestLoadRecordingLongLine(t *testing.T) {
 // A line over the hard limit is skipped alone, counted with its place, and the lines after it
 // load.
 func TestLoadRecordingLineOverLimit(t *testing.T) {
-	defer func(n int) { maxLineBytes = n }(maxLineBytes)
-	maxLineBytes = 1 << 20
+	watch.SetMaxLineBytes(t, 1<<20)
 	huge := `{"type":"ADDED","object":{"metadata":{"name":"` + strings.Repeat("y", 3<<20) + `"}}}`
-	dir := copyCapture(t, "run8-slow-pull-watch", map[string]func([]byte) []byte{
+	dir := captures.Copy(t, "run8-slow-pull-watch", map[string]func([]byte) []byte{
 		"watch.pods.jsonl": insertLine(3, huge),
 	})
 	// And in an audit log too, at its end without a line end.
 	if err := os.WriteFile(filepath.Join(dir, "audit.jsonl"), []byte("\n"+huge), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want, err := LoadRecording(filepath.Join("testdata", "real-node", "run8-slow-pull-watch"))
+	want, err := tracer.Kinds.LoadRecording(captures.Path("run8-slow-pull-watch"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadRecording(dir)
-	var le *LoadError
+	got, err := tracer.Kinds.LoadRecording(dir)
+	var le *watch.LoadError
 	if !errors.As(err, &le) || len(le.Problems) != 2 {
-		t.Fatalf("want a LoadError with 2 problems, got %v", err)
+		t.Fatalf("want a watch.LoadError with 2 problems, got %v", err)
 	}
 	for i, wantPlace := range []string{filepath.Join(dir, "watch.pods.jsonl") + ":3: ", filepath.Join(dir, "audit.jsonl") + ":2: "} {
 		if p := le.Problems[i].String(); !strings.HasPrefix(p, wantPlace) || !strings.Contains(p, "over the limit of 1 MiB") {
@@ -171,7 +149,7 @@ func TestLoadRecordingLineOverLimit(t *testing.T) {
 // their place, counted, and make no trace: JSON decodes any object into a Pod, and without
 // this a Node became Pod "/x" traced under the ID of the empty UID.
 func TestLoadRecordingRefusesWrongObjects(t *testing.T) {
-	coreEvent, err := os.ReadFile(filepath.Join("testdata", "real-node", "run8-slow-pull-watch", "watch.events.core.v1.jsonl"))
+	coreEvent, err := os.ReadFile(filepath.Join(captures.Path("run8-slow-pull-watch"), "watch.events.core.v1.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,15 +198,15 @@ func TestLoadRecordingRefusesWrongObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want, err := LoadRecording(filepath.Join("testdata", "real-node", tt.capture))
+			want, err := tracer.Kinds.LoadRecording(captures.Path(tt.capture))
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := copyCapture(t, tt.capture, map[string]func([]byte) []byte{tt.file: tt.edit})
-			got, err := LoadRecording(dir)
-			var le *LoadError
+			dir := captures.Copy(t, tt.capture, map[string]func([]byte) []byte{tt.file: tt.edit})
+			got, err := tracer.Kinds.LoadRecording(dir)
+			var le *watch.LoadError
 			if !errors.As(err, &le) || len(le.Problems) != 1 {
-				t.Fatalf("want a LoadError with 1 problem, got %v", err)
+				t.Fatalf("want a watch.LoadError with 1 problem, got %v", err)
 			}
 			if p := le.Problems[0].String(); p != filepath.Join(dir, tt.place)+tt.want {
 				t.Fatalf("problem %q, want %q", p, filepath.Join(dir, tt.place)+tt.want)
@@ -293,11 +271,11 @@ func TestLoadRecordingNotARecording(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			deltas, err := LoadRecording(dir)
+			deltas, err := tracer.Kinds.LoadRecording(dir)
 			if err == nil {
 				t.Fatalf("no error, %d deltas", len(deltas))
 			}
-			var le *LoadError
+			var le *watch.LoadError
 			if errors.As(err, &le) {
 				t.Fatalf("a partial recording (%v), want an error that this is no recording", err)
 			}
@@ -337,13 +315,13 @@ func TestLoadRecordingProblemsAreSafe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "audit.jsonl"), []byte(evil+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deltas, err := LoadRecording(dir)
-	var le *LoadError
+	deltas, err := tracer.Kinds.LoadRecording(dir)
+	var le *watch.LoadError
 	if !errors.As(err, &le) || len(le.Problems) != len(lines) || len(deltas) != 1 {
 		t.Fatalf("got %d deltas, error %v; want 1 delta and %d problems", len(deltas), err, len(lines))
 	}
 	for _, p := range le.Problems {
-		if s := p.String(); !safeText(s) || len(p.Why) > 6*maxQuoted+len("…") {
+		if s := p.String(); !safeText(s) || len(p.Why) > 6*watch.MaxQuoted+len("…") {
 			t.Errorf("problem of %d bytes is not short printable text: %q", len(s), s)
 		}
 	}

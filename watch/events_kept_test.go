@@ -1,4 +1,4 @@
-package tracer
+package watch_test
 
 import (
 	"context"
@@ -9,9 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/readyspan/readyspan/watch"
+
+	"github.com/readyspan/readyspan/tracer"
 )
 
-// The Watcher keeps nothing of an Event (it is read once; its expiry changes no trace), yet
+// The watch.Watcher keeps nothing of an Event (it is read once; its expiry changes no trace), yet
 // still says which Events are new and which are later versions: the queue's own delta types.
 func TestWatcherKeepsNoEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -22,7 +26,7 @@ func TestWatcherKeepsNoEvent(t *testing.T) {
 			Reason:         "Pulled", Message: `Container image "busybox" already present on machine`, Count: count}
 	}
 	client := fake.NewClientset(event("web.1", "5", 1))
-	w := NewWatcher(client, WatchConfig{}, nil, nil)
+	w := watch.NewWatcher(client, tracer.Kinds, watch.Config{}, nil, nil)
 	w.Start(ctx)
 	if err := w.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
@@ -36,15 +40,15 @@ func TestWatcherKeepsNoEvent(t *testing.T) {
 	}
 	type seen struct {
 		name    string
-		typ     DeltaType
+		typ     watch.DeltaType
 		initial bool
 	}
-	want := []seen{{"web.1", Added, true}, {"web.2", Added, false}, {"web.1", Modified, false}}
+	want := []seen{{"web.1", watch.Added, true}, {"web.2", watch.Added, false}, {"web.1", watch.Modified, false}}
 	var got []seen
 	for len(got) < len(want) {
 		select {
 		case d := <-w.Deltas():
-			if d.Resource != ResourceEvents {
+			if d.Resource != tracer.ResourceEvents {
 				continue
 			}
 			got = append(got, seen{d.Object.(*corev1.Event).Name, d.Type, d.Initial})
@@ -57,10 +61,10 @@ func TestWatcherKeepsNoEvent(t *testing.T) {
 			t.Errorf("delta %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	for _, rf := range w.watched {
-		if rf.resource == ResourceEvents {
-			if keys := rf.known.ListKeys(); len(keys) != 0 {
-				t.Errorf("the Watcher keeps %d Events: %v", len(keys), keys)
+	for _, rf := range w.Reflectors() {
+		if rf.Resource == tracer.ResourceEvents {
+			if keys := rf.Known; len(keys) != 0 {
+				t.Errorf("the watch.Watcher keeps %d Events: %v", len(keys), keys)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package tracer
+package watch_test
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // Snapshot lists every kind the registry watches, owners before what they own and Pods last,
@@ -29,18 +32,18 @@ func TestSnapshot(t *testing.T) {
 		&corev1.Event{ObjectMeta: meta("web-1.18ed77fbbd42ca4f")},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "elsewhere", UID: "uid-other"}},
 	)
-	deltas, err := Snapshot(context.Background(), c, "ns")
+	deltas, err := tracer.Kinds.Snapshot(context.Background(), c, "ns")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var order []Resource
+	var order []watch.Resource
 	for _, d := range deltas {
-		if !d.Initial || d.Type != Added {
-			t.Errorf("%s: not an initial Added delta", d.Resource)
+		if !d.Initial || d.Type != watch.Added {
+			t.Errorf("%s: not an initial watch.Added delta", d.Resource)
 		}
 		order = append(order, d.Resource)
 	}
-	want := []Resource{ResourceDeployments, ResourceJobs, ResourceReplicaSets, ResourceEvents, ResourcePods}
+	want := []watch.Resource{tracer.ResourceDeployments, tracer.ResourceJobs, tracer.ResourceReplicaSets, tracer.ResourceEvents, tracer.ResourcePods}
 	if len(order) != len(want) {
 		t.Fatalf("deltas %v, want %v", order, want)
 	}
@@ -51,9 +54,9 @@ func TestSnapshot(t *testing.T) {
 	}
 	forbidden := errors.New("services is forbidden")
 	c.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
-	_, err = Snapshot(context.Background(), c, "ns")
-	var le *ListError
-	if !errors.As(err, &le) || le.Resource != ResourceServices || !errors.Is(err, forbidden) {
+	_, err = tracer.Kinds.Snapshot(context.Background(), c, "ns")
+	var le *watch.ListError
+	if !errors.As(err, &le) || le.Resource != tracer.ResourceServices || !errors.Is(err, forbidden) {
 		t.Errorf("a forbidden list: %v", err)
 	}
 }

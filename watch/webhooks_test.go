@@ -1,4 +1,4 @@
-package tracer
+package watch
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,7 +49,7 @@ func webhookConfigurations(t *testing.T) []runtime.Object {
 // TestKindsAgreeWithTheScheme the registry's, and to what TestKindsEncoding asks of a kind read
 // in protobuf: its objects and lists encode so.
 func TestWebhookKindsAgreeWithTheScheme(t *testing.T) {
-	pb := protobufInfo(t)
+	pb := ProtobufInfo(t)
 	types := map[string]bool{}
 	for _, k := range webhookKinds {
 		t.Run(string(k.resource), func(t *testing.T) {
@@ -127,17 +126,6 @@ func TestWebhooksSlim(t *testing.T) {
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s in 20s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestWebhooksDeclared: a webhook is declared under its configuration's type, from the initial
 // list on, and follows the configurations as they are changed, added and deleted.
 func TestWebhooksDeclared(t *testing.T) {
@@ -148,7 +136,7 @@ func TestWebhooksDeclared(t *testing.T) {
 	}
 	ctx := t.Context()
 	w.Start(ctx)
-	waitUntil(t, "listed", w.HasSynced)
+	WaitUntil(t, "listed", w.HasSynced)
 	for _, c := range []struct {
 		typ, name string
 		want      bool
@@ -177,11 +165,11 @@ func TestWebhooksDeclared(t *testing.T) {
 	if _, err := mutating.Update(ctx, inject, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "a webhook added", func() bool { return w.Declared(phases.WebhookMutating, "inject2.readyspan.dev") })
+	WaitUntil(t, "a webhook added", func() bool { return w.Declared(phases.WebhookMutating, "inject2.readyspan.dev") })
 	if err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "policy-engine", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "a configuration deleted", func() bool { return !w.Declared(phases.WebhookValidating, "audit.policy.example.com") })
+	WaitUntil(t, "a configuration deleted", func() bool { return !w.Declared(phases.WebhookValidating, "audit.policy.example.com") })
 	if !w.Declared(phases.WebhookValidating, "deny.readyspan.dev") || !w.Declared(phases.WebhookMutating, "inject.readyspan.dev") {
 		t.Error("a deletion took other configurations' webhooks with it")
 	}
@@ -209,19 +197,19 @@ func TestWebhooksForbiddenThenAllowed(t *testing.T) {
 				return false, nil, nil
 			}
 			refusals[res]++
-			return true, nil, apierrors.NewForbidden(k.gvr.GroupResource(), "", errForbiddenT("User \"system:serviceaccount:readyspan:readyspan\" cannot list resource \""+res+"\" in API group \"admissionregistration.k8s.io\" at the cluster scope"))
+			return true, nil, apierrors.NewForbidden(k.gvr.GroupResource(), "", ForbiddenError("User \"system:serviceaccount:readyspan:readyspan\" cannot list resource \""+res+"\" in API group \"admissionregistration.k8s.io\" at the cluster scope"))
 		})
 	}
 	var logs syncBuffer
-	errs := &countErrors{}
+	errs := &CountErrors{}
 	w := NewWebhooks(client, errs, slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	w.Start(ctx)
-	waitUntil(t, "each list refused twice", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return refusals["mutatingwebhookconfigurations"] >= 2 && refusals["validatingwebhookconfigurations"] >= 2
+	// A refusal is counted after the reactor returns it: wait for the counts, not the refusals.
+	WaitUntil(t, "each list refused and counted twice", func() bool {
+		got := errs.Snapshot()
+		return got["mutatingwebhookconfigurations/forbidden"] >= 2 && got["validatingwebhookconfigurations/forbidden"] >= 2
 	})
 	if w.Declared(phases.WebhookMutating, "inject.readyspan.dev") || w.Declared(phases.WebhookValidating, "deny.readyspan.dev") {
 		t.Error("declared while refused")
@@ -229,18 +217,19 @@ func TestWebhooksForbiddenThenAllowed(t *testing.T) {
 	if n := strings.Count(logs.String(), "Not allowed to read admission webhook configurations"); n != 1 {
 		t.Errorf("told %d times, want once:\n%s", n, logs.String())
 	}
-	got := errs.snapshot()
-	if got["mutatingwebhookconfigurations/forbidden"] < 2 || got["validatingwebhookconfigurations/forbidden"] < 2 {
-		t.Errorf("refusals not counted: %v", got)
+	mu.Lock()
+	if refusals["mutatingwebhookconfigurations"] < 2 || refusals["validatingwebhookconfigurations"] < 2 {
+		t.Errorf("counted more refusals than were made: %v", refusals)
 	}
+	mu.Unlock()
 
 	mu.Lock()
 	allowed = true
 	mu.Unlock()
-	waitUntil(t, "read once allowed", func() bool {
+	WaitUntil(t, "read once allowed", func() bool {
 		return w.Declared(phases.WebhookMutating, "inject.readyspan.dev") && w.Declared(phases.WebhookValidating, "deny.readyspan.dev")
 	})
-	waitUntil(t, "told it is over", func() bool { return strings.Contains(logs.String(), "Reading admission webhook configurations now") })
+	WaitUntil(t, "told it is over", func() bool { return strings.Contains(logs.String(), "Reading admission webhook configurations now") })
 	if n := strings.Count(logs.String(), "Not allowed to read admission webhook configurations"); n != 1 {
 		t.Errorf("told %d times, want once:\n%s", n, logs.String())
 	}
@@ -250,7 +239,7 @@ func TestWebhooksForbiddenThenAllowed(t *testing.T) {
 // watches the webhook configurations.
 func TestSourceWatchesWebhooksWhenAsked(t *testing.T) {
 	for _, asked := range []bool{false, true} {
-		s := NewSource(SourceConfig{Client: fake.NewClientset(), Host: "fake", Webhooks: asked})
+		s := NewSource(SourceConfig{Kinds: NewRegistry(), Client: fake.NewClientset(), Host: "fake", Webhooks: asked})
 		if got := s.Webhooks() != nil; got != asked {
 			t.Errorf("asked %v: watching the webhook configurations %v", asked, got)
 		}

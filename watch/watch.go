@@ -1,28 +1,26 @@
-package tracer
+package watch
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/readyspan/readyspan/shard"
 )
 
-// WatchConfig selects what the Watcher watches.
-type WatchConfig struct {
+// Config selects what the Watcher watches.
+type Config struct {
 	// Namespaces to watch; empty means all.
 	Namespaces []string
 	// Selector is a label selector for Pods (other kinds are needed whole, to correlate).
@@ -39,8 +37,8 @@ type WatchConfig struct {
 	JSONClient kubernetes.Interface
 }
 
-// WatchErrors receives list/watch failures and restarts (for self metrics).
-type WatchErrors interface {
+// Errors receives list/watch failures and restarts (for self metrics).
+type Errors interface {
 	// WatchError counts a failed list or watch: reason forbidden, expired or other.
 	WatchError(resource, reason string)
 	// WatchRestart counts a list or watch started again after the first: reason watch_closed
@@ -51,15 +49,19 @@ type WatchErrors interface {
 
 // Watcher runs one reflector per resource and turns what it lists and watches into Deltas
 // stamped with their receive time. It caches no object: the correlator keeps what it reads of
-// each, and the Watcher only each object's identity (lastSeen), which a relist needs to say
+// each, and the Watcher only each object's identity (LastSeen), which a relist needs to say
 // what was deleted while the watch was down. Handlers only stamp and enqueue; the correlator
 // loop does the work.
 type Watcher struct {
-	watched []reflected // one per resource and namespace
-	out     chan Delta
-	errs    WatchErrors
-	log     *slog.Logger
-	shard   *shard.Filter // nil: everything is this replica's
+	kinds *Registry
+	// transform is what the informers' queues apply: the registry's Transform, swapped only by
+	// tests that count how often each object goes through it.
+	transform cache.TransformFunc
+	watched   []reflected // one per resource and namespace
+	out       chan Delta
+	errs      Errors
+	log       *slog.Logger
+	shard     *shard.Filter // nil: everything is this replica's
 
 	mu          sync.Mutex
 	forbidden   map[string]string   // resource → message, while a list/watch is forbidden
@@ -68,8 +70,11 @@ type Watcher struct {
 	isSynced    bool
 }
 
-// NewWatcher sets up a reflector for every resource readyspan correlates.
-func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, log *slog.Logger) *Watcher {
+// NewWatcher sets up a reflector for every kind of the registry that is watched live.
+func NewWatcher(client kubernetes.Interface, kinds *Registry, cfg Config, errs Errors, log *slog.Logger) *Watcher {
+	if kinds == nil {
+		panic("watch: NewWatcher needs the Registry of the kinds to read")
+	}
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 16384
 	}
@@ -77,54 +82,42 @@ func NewWatcher(client kubernetes.Interface, cfg WatchConfig, errs WatchErrors, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	var workloads []string
-	for _, k := range kinds {
-		if k.workload {
-			workloads = append(workloads, k.kind)
+	for _, k := range kinds.kinds {
+		if k.Workload {
+			workloads = append(workloads, k.Kind)
 		}
 	}
-	w := &Watcher{out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, shard: shard.NewFilter(cfg.Shard, workloads...),
+	w := &Watcher{kinds: kinds, transform: kinds.Transform, out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, shard: shard.NewFilter(cfg.Shard, workloads...),
 		forbidden: map[string]string{}, failing: map[Resource]outage{}}
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	for i, ns := range namespaces {
-		for _, k := range kinds {
-			if k.listWatch == nil {
+		for _, k := range kinds.kinds {
+			if k.ListWatch == nil {
 				continue // read from recordings only
 			}
-			if k.clusterScoped && (i > 0 || ns != metav1.NamespaceAll) {
+			if k.ClusterScoped && (i > 0 || ns != metav1.NamespaceAll) {
 				continue // once, and only cluster-wide (kind.clusterScoped)
 			}
 			c := cfg.clientFor(k, client)
-			list, watchFn := k.listWatch(c, ns, cfg)
+			list, watchFn := k.ListWatch(c, ns, cfg)
 			w.add(c, k, list, watchFn)
 		}
 	}
 	return w
 }
 
-type listFunc = func(context.Context, metav1.ListOptions) (runtime.Object, error)
-type watchFunc = func(context.Context, metav1.ListOptions) (watch.Interface, error)
-
-// listOf adapts a typed client's List to a ListerWatcher's.
-func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) listFunc {
-	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
-}
-
-// add makes the reflector for one resource from its list and watch calls, counting the
-// restarts among them, and hands what it sees to the Watcher. It is client-go's informer
-// without the informer's store of whole objects: the queue (a RealFIFO, as informers use)
-// transforms each object once and asks the identity store which keys a relist no longer finds.
-func (w *Watcher) add(client kubernetes.Interface, k *kind, list listFunc, watchFn watchFunc) {
-	r, obj := k.resource, k.newObject()
+func (w *Watcher) add(client kubernetes.Interface, k *Kind, list ListFunc, watchFn WatchFunc) {
+	r, obj := k.Resource, k.NewObject()
 	lw := (&restarts{resource: r, errs: w.errs, works: func() { w.watchWorks(r) }}).listWatch(list, watchFn)
 	known := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
 	fifo := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
 		Name:         "readyspan " + string(r),
 		KeyFunction:  cache.MetaNamespaceKeyFunc,
 		KnownObjects: known,
-		Transformer:  func(o any) (any, error) { return informerTransform(o) },
+		Transformer:  func(o any) (any, error) { return w.transform(o) },
 	})
 	ctrl := cache.New(&cache.Config{
 		Queue:             fifo,
@@ -148,17 +141,17 @@ func (w *Watcher) add(client kubernetes.Interface, k *kind, list listFunc, watch
 // reflected is one resource's reflector in one namespace.
 type reflected struct {
 	resource Resource
-	kind     *kind
+	kind     *Kind
 	example  runtime.Object // an object of the kind it lists and watches
 	ctrl     cache.Controller
-	known    cache.Store // the identities kept (lastSeen), by key
+	known    cache.Store // the identities kept (LastSeen), by key
 }
 
 // process does what an informer does with what its queue pops (client-go's processDeltas),
 // keeping only each object's identity: a change to an object known by key is Modified (a
 // relist's unchanged resourceVersion is no change), an unknown one Added, a deletion Deleted.
-func (w *Watcher) process(k *kind, known cache.Store, deltas cache.Deltas, initial bool) error {
-	r := k.resource
+func (w *Watcher) process(k *Kind, known cache.Store, deltas cache.Deltas, initial bool) error {
+	r := k.Resource
 	for _, d := range deltas {
 		switch d.Type {
 		case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
@@ -166,7 +159,7 @@ func (w *Watcher) process(k *kind, known cache.Store, deltas cache.Deltas, initi
 			if !ok {
 				return fmt.Errorf("%s: not an API object: %T", r, d.Object)
 			}
-			if !k.keepsIdentity {
+			if !k.KeepsIdentity {
 				w.processEvent(k, obj, d.Type, initial)
 				continue
 			}
@@ -178,7 +171,7 @@ func (w *Watcher) process(k *kind, known cache.Store, deltas cache.Deltas, initi
 			if !ok {
 				continue // another shard's
 			}
-			if err := known.Update(lastSeen(obj)); err != nil { // Update adds what is not there
+			if err := known.Update(w.kinds.LastSeen(obj)); err != nil { // Update adds what is not there
 				return err
 			}
 			if !exists {
@@ -216,9 +209,9 @@ func (w *Watcher) process(k *kind, known cache.Store, deltas cache.Deltas, initi
 
 // admit asks the shard filter whether an object added or changed is this replica's: a
 // workload by its own key, any other kind as the filter knows it.
-func (w *Watcher) admit(k *kind, obj runtime.Object, known bool) (runtime.Object, bool) {
-	if m, ok := obj.(metav1.Object); ok && k.workload {
-		return obj, w.shard.AdmitWorkload(m, k.kind, known)
+func (w *Watcher) admit(k *Kind, obj runtime.Object, known bool) (runtime.Object, bool) {
+	if m, ok := obj.(metav1.Object); ok && k.Workload {
+		return obj, w.shard.AdmitWorkload(m, k.Kind, known)
 	}
 	return w.shard.Admit(obj, known)
 }
@@ -229,23 +222,23 @@ func (w *Watcher) admit(k *kind, obj runtime.Object, known bool) (runtime.Object
 // worth of memory: at 25 startups/s, about 540,000 of them. The queue's own delta type says
 // Added or Modified; a relist hands on every Event again, as Added, and the correlator drops
 // the versions it has read (by UID and resourceVersion).
-func (w *Watcher) processEvent(k *kind, obj runtime.Object, typ cache.DeltaType, initial bool) {
+func (w *Watcher) processEvent(k *Kind, obj runtime.Object, typ cache.DeltaType, initial bool) {
 	obj, ok := w.shard.Admit(obj, false)
 	if !ok {
 		return // another shard's
 	}
 	if typ == cache.Updated {
-		w.emit(Delta{Resource: k.resource, Type: Modified, Object: obj})
+		w.emit(Delta{Resource: k.Resource, Type: Modified, Object: obj})
 		return
 	}
-	w.emit(Delta{Resource: k.resource, Type: Added, Object: obj, Initial: initial})
+	w.emit(Delta{Resource: k.Resource, Type: Added, Object: obj, Initial: initial})
 }
 
-// lastSeen is what the Watcher keeps of an object once it is handed on: its identity, owners,
+// LastSeen is what the Watcher keeps of an object once it is handed on: its identity, owners,
 // node and deletion marks, so that a deletion a relist finds (client-go's "final state
 // unknown") still names the Pod, its owner and its node. The correlator keeps the last state
 // of every Pod it traces itself; a whole copy here would be a second cache (about 5 KB per Pod).
-func lastSeen(obj runtime.Object) runtime.Object {
+func (r *Registry) LastSeen(obj runtime.Object) runtime.Object {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return obj
@@ -255,14 +248,14 @@ func lastSeen(obj runtime.Object) runtime.Object {
 		Generation: m.GetGeneration(), CreationTimestamp: m.GetCreationTimestamp(), DeletionTimestamp: m.GetDeletionTimestamp(),
 		DeletionGracePeriodSeconds: m.GetDeletionGracePeriodSeconds(), OwnerReferences: m.GetOwnerReferences(),
 	}
-	k, ok := kindOfObject(obj)
+	k, ok := r.OfObject(obj)
 	if !ok {
 		return obj
 	}
-	kept := k.newObject()
+	kept := k.NewObject()
 	*kept.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta) = id
-	if k.identity != nil {
-		k.identity(obj, kept)
+	if k.Identity != nil {
+		k.Identity(obj, kept)
 	}
 	return kept
 }
@@ -275,7 +268,7 @@ func lastSeen(obj runtime.Object) runtime.Object {
 // and goes on as the watch, and retries of a failed request are not counted again.
 type restarts struct {
 	resource Resource
-	errs     WatchErrors
+	errs     Errors
 	works    func() // a list completed or a watch opened
 
 	mu        sync.Mutex
@@ -284,7 +277,7 @@ type restarts struct {
 }
 
 // listWatch wraps a resource's list and watch calls, following them.
-func (rs *restarts) listWatch(list listFunc, watchFn watchFunc) *cache.ListWatch {
+func (rs *restarts) listWatch(list ListFunc, watchFn WatchFunc) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			rs.listing() // the next page of a list finds it not complete yet
@@ -296,7 +289,7 @@ func (rs *restarts) listWatch(list listFunc, watchFn watchFunc) *cache.ListWatch
 			}
 			return out, err
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
 			// A watch that sends the initial objects first is client-go's streaming list.
 			if o.SendInitialEvents != nil && *o.SendInitialEvents {
 				rs.listing()
@@ -418,7 +411,7 @@ func (w *Watcher) Start(ctx context.Context) {
 	var events []cache.Controller
 	var others []cache.InformerSynced
 	for _, rf := range w.watched {
-		if w.shard != nil && rf.kind.shardAfterOthers {
+		if w.shard != nil && rf.kind.ShardAfterOthers {
 			events = append(events, rf.ctrl)
 			continue
 		}
@@ -470,15 +463,10 @@ func (w *Watcher) Problem() string {
 	return w.outageProblem(time.Now())
 }
 
-// informerTransform is what the Watcher's queues apply: Transform, swapped only by tests that count
-// how often each object goes through it.
-var informerTransform cache.TransformFunc = Transform
-
-// Transform keeps only what the correlator reads, before objects enter the caches: no
-// managedFields contents, no annotations, no env, args or commands (never copied into spans),
-// no volume contents. What each kind keeps is its registry entry's transform: update it before
-// reading new fields.
-func Transform(obj any) (any, error) {
+// Transform keeps only what the reader of the kinds reads, before objects enter the caches: no
+// managedFields contents, and what each kind's Transform drops (no annotations where it has
+// none). Update a kind's Transform before reading new fields.
+func (r *Registry) Transform(obj any) (any, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return obj, nil
@@ -490,81 +478,13 @@ func Transform(obj any) (any, error) {
 		}
 		m.SetManagedFields(slim)
 	}
-	// Each kind drops what its registry entry says (kinds.go); what has no say keeps no
-	// annotation.
-	if k := kindByType[reflect.TypeOf(obj)]; k != nil && k.transform != nil {
-		k.transform(obj.(runtime.Object))
-		return obj, nil
+	// Each kind drops what its registry entry says; what has no say keeps no annotation.
+	if ro, _ := obj.(runtime.Object); ro != nil {
+		if k, ok := r.OfObject(ro); ok && k.Transform != nil {
+			k.Transform(ro)
+			return obj, nil
+		}
 	}
 	m.SetAnnotations(nil)
 	return obj, nil
-}
-
-// slimPod keeps of a Pod what the correlator reads: no annotations, no env, args or commands
-// (never copied into spans), no volume contents.
-func slimPod(o *corev1.Pod) {
-	o.Annotations = nil
-	slimContainers(o.Spec.InitContainers)
-	slimContainers(o.Spec.Containers)
-	o.Spec.EphemeralContainers = nil
-	for i := range o.Spec.Volumes {
-		o.Spec.Volumes[i].VolumeSource = slimVolume(o.Spec.Volumes[i].VolumeSource)
-	}
-	o.Spec.Affinity, o.Spec.Tolerations, o.Spec.ImagePullSecrets = nil, nil, nil
-	for _, list := range [][]corev1.ContainerStatus{o.Status.InitContainerStatuses, o.Status.ContainerStatuses} {
-		for i := range list {
-			list[i].VolumeMounts, list[i].Resources, list[i].AllocatedResources, list[i].User = nil, nil, nil, nil
-		}
-	}
-}
-
-func slimContainers(cs []corev1.Container) {
-	for i := range cs {
-		c := &cs[i]
-		keep := corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
-		if c.ReadinessProbe != nil {
-			keep.ReadinessProbe = &corev1.Probe{}
-		}
-		if c.StartupProbe != nil {
-			keep.StartupProbe = &corev1.Probe{}
-		}
-		if c.LivenessProbe != nil {
-			keep.LivenessProbe = &corev1.Probe{}
-		}
-		if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil) {
-			keep.Lifecycle = &corev1.Lifecycle{}
-			if c.Lifecycle.PostStart != nil {
-				keep.Lifecycle.PostStart = &corev1.LifecycleHandler{}
-			}
-			if c.Lifecycle.PreStop != nil {
-				keep.Lifecycle.PreStop = &corev1.LifecycleHandler{} // rollouts say whether a preStop hook ran
-			}
-		}
-		*c = keep
-	}
-}
-
-// slimVolume keeps only the kind of a volume (the SLI excludes "stateful" kinds) and a claim's name.
-func slimVolume(v corev1.VolumeSource) corev1.VolumeSource {
-	var out corev1.VolumeSource
-	switch {
-	case v.Secret != nil:
-		out.Secret = &corev1.SecretVolumeSource{}
-	case v.ConfigMap != nil:
-		out.ConfigMap = &corev1.ConfigMapVolumeSource{}
-	case v.DownwardAPI != nil:
-		out.DownwardAPI = &corev1.DownwardAPIVolumeSource{}
-	case v.EmptyDir != nil:
-		out.EmptyDir = &corev1.EmptyDirVolumeSource{}
-	case v.Projected != nil:
-		out.Projected = &corev1.ProjectedVolumeSource{}
-	case v.PersistentVolumeClaim != nil:
-		// Its claim, whose binding the Pod may wait for (claims.go).
-		out.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}
-	case v.Ephemeral != nil:
-		out.Ephemeral = &corev1.EphemeralVolumeSource{} // its claim is named after the Pod and the volume
-	default:
-		out.HostPath = &corev1.HostPathVolumeSource{} // any other kind: stateful
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package tracer
+package watch
 
 import (
 	"encoding/json"
@@ -11,15 +11,16 @@ import (
 // watch.<stream>.jsonl file per stream, created on its first delta. It lives next to the
 // reader so the two cannot drift apart.
 type Recorder struct {
+	kinds *Registry
 	dir   string
 	files map[Stream]*os.File
 	n     int
 	err   error // the first failure; later writes are dropped and Close returns it
 }
 
-// NewRecorder records into dir, which must exist.
-func NewRecorder(dir string) *Recorder {
-	return &Recorder{dir: dir, files: map[Stream]*os.File{}}
+// NewRecorder records the registry's kinds into dir, which must exist.
+func NewRecorder(kinds *Registry, dir string) *Recorder {
+	return &Recorder{kinds: kinds, dir: dir, files: map[Stream]*os.File{}}
 }
 
 // Write appends one delta to its stream's file. Deltas of unrecorded kinds (audit entries) are
@@ -28,7 +29,7 @@ func (r *Recorder) Write(d Delta) {
 	if r.err != nil {
 		return
 	}
-	s, ok := StreamFor(d.Object)
+	s, ok := r.kinds.StreamFor(d.Object)
 	if !ok {
 		return
 	}

@@ -1,22 +1,26 @@
-package tracer
+package watch_test
 
 import (
 	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/readyspan/readyspan/internal/captures"
+	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
-// TestRecorderReadsBackItsOwnBytes: a recording written by the Recorder loads into deltas that
-// the Recorder writes again byte for byte, so the writer and the reader agree on the format.
+// TestRecorderReadsBackItsOwnBytes: a recording written by the watch.Recorder loads into deltas that
+// the watch.Recorder writes again byte for byte, so the writer and the reader agree on the format.
 func TestRecorderReadsBackItsOwnBytes(t *testing.T) {
-	deltas, err := LoadRecording(filepath.Join("testdata", "real-node", "run8-slow-pull-watch"))
+	deltas, err := tracer.Kinds.LoadRecording(captures.Path("run8-slow-pull-watch"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	record := func(ds []Delta) string {
+	record := func(ds []watch.Delta) string {
 		dir := t.TempDir()
-		rec := NewRecorder(dir)
+		rec := watch.NewRecorder(tracer.Kinds, dir)
 		for _, d := range ds {
 			rec.Write(d)
 		}
@@ -29,7 +33,7 @@ func TestRecorderReadsBackItsOwnBytes(t *testing.T) {
 		return dir
 	}
 	first := record(deltas)
-	again, err := LoadRecording(first)
+	again, err := tracer.Kinds.LoadRecording(first)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package tracer
+package watch
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func (e Encoding) RESTConfig(cfg *rest.Config) *rest.Config {
 }
 
 // NewClients makes, from cfg, the client that asks for e and the one kinds with no protobuf
-// encoding are read through (WatchConfig.JSONClient): the same client when e is JSON.
+// encoding are read through (Config.JSONClient): the same client when e is JSON.
 func NewClients(cfg *rest.Config, e Encoding) (client, jsonClient kubernetes.Interface, err error) {
 	if client, err = kubernetes.NewForConfig(e.RESTConfig(cfg)); err != nil {
 		return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
@@ -77,17 +77,17 @@ func NewClients(cfg *rest.Config, e Encoding) (client, jsonClient kubernetes.Int
 
 // clientFor returns the client a kind is listed and watched through: the JSON client for a kind
 // read in JSON while the Watcher's client asks for protobuf.
-func (cfg WatchConfig) clientFor(k *kind, client kubernetes.Interface) kubernetes.Interface {
-	if k.encoding(cfg.Encoding) == EncodingJSON && cfg.Encoding != EncodingJSON && cfg.JSONClient != nil {
+func (cfg Config) clientFor(k *Kind, client kubernetes.Interface) kubernetes.Interface {
+	if k.Encoding(cfg.Encoding) == EncodingJSON && cfg.Encoding != EncodingJSON && cfg.JSONClient != nil {
 		return cfg.JSONClient
 	}
 	return client
 }
 
-// encoding is the encoding the kind is read in when want is asked for ("" is DefaultEncoding):
+// Encoding is the encoding the kind is read in when want is asked for ("" is DefaultEncoding):
 // JSON for a kind that has no protobuf encoding, want otherwise.
-func (k *kind) encoding(want Encoding) Encoding {
-	if k.jsonOnly || want == EncodingJSON {
+func (k *Kind) Encoding(want Encoding) Encoding {
+	if k.JSONOnly || want == EncodingJSON {
 		return EncodingJSON
 	}
 	return EncodingProtobuf

@@ -1,4 +1,4 @@
-package tracer
+package watch
 
 import (
 	"context"
@@ -24,32 +24,32 @@ func (e *ListError) Unwrap() error { return e.Err }
 // recording's snapshots are fed (owners before what they own, Services and Events before Pods),
 // so the correlator meets them as it meets a recording. The registry says which kinds: a new
 // kind is listed with no change here.
-func Snapshot(ctx context.Context, c kubernetes.Interface, ns string) ([]Delta, error) {
+func (r *Registry) Snapshot(ctx context.Context, c kubernetes.Interface, ns string) ([]Delta, error) {
 	var out []Delta
-	for _, s := range snapshotOrder {
-		k := kindByStream[s]
-		if k.listWatch == nil {
+	for _, s := range r.snapshotOrder {
+		k := r.byStream[s]
+		if k.ListWatch == nil {
 			continue // read from recordings only (the events.k8s.io view of Events)
 		}
-		list, _ := k.listWatch(c, ns, WatchConfig{})
+		list, _ := k.ListWatch(c, ns, Config{})
 		obj, err := list(ctx, metav1.ListOptions{})
-		if err != nil && k.clusterScoped {
+		if err != nil && k.ClusterScoped {
 			// A namespaced grant cannot list it (kind.clusterScoped): the traces go without
 			// what it tells, as a namespaced watch's do.
 			continue
 		}
 		if err != nil {
-			return nil, &ListError{Resource: k.resource, Err: err}
+			return nil, &ListError{Resource: k.Resource, Err: err}
 		}
 		items, err := meta.ExtractList(obj)
 		if err != nil {
-			return nil, &ListError{Resource: k.resource, Err: err}
+			return nil, &ListError{Resource: k.Resource, Err: err}
 		}
 		for _, item := range items {
-			if t, err := Transform(item); err == nil {
+			if t, err := r.Transform(item); err == nil {
 				item = t.(runtime.Object)
 			}
-			out = append(out, Delta{Resource: k.resource, Type: Added, Object: item, Initial: true})
+			out = append(out, Delta{Resource: k.Resource, Type: Added, Object: item, Initial: true})
 		}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package tracer
+package watch_test
 
 import (
 	"context"
@@ -9,23 +9,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
-// TestSourceFeedsTapAndReportsAudit: the shared Source answers Reachable on a working
-// apiserver, hands a created Pod's delta to the tap, and tells the command when the audit log
-// cannot be read.
-func TestSourceFeedsTapAndReportsAudit(t *testing.T) {
+// TestSourceDeliversAndReportsAudit: the shared Source answers Reachable on a working
+// apiserver, delivers a created Pod's delta, and tells the command when the audit log cannot be
+// read.
+func TestSourceDeliversAndReportsAudit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	client := fake.NewClientset()
-	tapped := make(chan Delta, 64)
 	auditErr := make(chan error, 1)
-	p := NewSource(SourceConfig{
-		Client: client, Host: "fake",
-		Watch:       WatchConfig{Namespaces: []string{"default"}},
+	p := watch.NewSource(watch.SourceConfig{
+		Client: client, Kinds: tracer.Kinds, Host: "fake",
+		Watch:       watch.Config{Namespaces: []string{"default"}},
 		AuditLog:    filepath.Join(t.TempDir(), "missing.jsonl"),
 		AuditFailed: func(err error) { auditErr <- err },
-		Tap:         func(d Delta) { tapped <- d },
 	})
 	if err := p.Reachable(ctx); err != nil {
 		t.Fatal(err)
@@ -34,20 +35,17 @@ func TestSourceFeedsTapAndReportsAudit(t *testing.T) {
 	if err := p.Watcher().WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	defer stopLoop()
-	go p.Run(loopCtx)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web"}}
 	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for seen := false; !seen; {
 		select {
-		case d := <-tapped:
+		case d := <-p.Deltas():
 			p, ok := d.Object.(*corev1.Pod)
 			seen = ok && p.Name == "web"
 		case <-ctx.Done():
-			t.Fatal("the created Pod never reached the tap")
+			t.Fatal("the created Pod was never delivered")
 		}
 	}
 	select {
@@ -73,7 +71,7 @@ func TestSourceStartFor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			p := NewSource(SourceConfig{Client: fake.NewClientset(), Host: "fake", Watch: WatchConfig{Namespaces: []string{"default"}}})
+			p := watch.NewSource(watch.SourceConfig{Kinds: tracer.Kinds, Client: fake.NewClientset(), Host: "fake", Watch: watch.Config{Namespaces: []string{"default"}}})
 			run, stop, err := p.StartFor(ctx, tt.duration)
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package tracer
+package watch
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 )
 
 // SourceConfig is what differs between the commands that watch a cluster (the daemon, watch and
-// record): what to watch, where counts and logs go, and who consumes the deltas.
+// record): what to watch and where counts and logs go.
 type SourceConfig struct {
 	Client kubernetes.Interface
-	Host   string // the apiserver, as messages name it
-	Watch  WatchConfig
-	Errs   WatchErrors // counts watch and audit log failures; nil for none
+	Kinds  *Registry // what is read
+	Host   string    // the apiserver, as messages name it
+	Watch  Config
+	Errs   Errors // counts watch and audit log failures; nil for none
 	Log    *slog.Logger
 
 	AuditLog    string      // kube-apiserver audit log to follow into the same stream; "" for none
@@ -25,14 +26,11 @@ type SourceConfig struct {
 	// Webhooks: watch the admission webhook configurations too (Webhooks), for what takes the
 	// names of webhooks from the components' spans (readyspan run --otlp-receive).
 	Webhooks bool
-
-	Correlator *Correlator // nil to only tap the deltas
-	Tap        func(Delta) // sees each delta before the correlator; nil for none
 }
 
 // Source is the cluster side every live command shares: the informers turning the cluster into
-// Deltas, the audit log added to the same stream, and the loop feeding them on. The steps are
-// separate because the commands interleave their own work (serving /readyz, printing) with them.
+// Deltas and the audit log added to the same stream (Deltas). The steps are separate because
+// the commands interleave their own work (serving /readyz, printing) with them.
 type Source struct {
 	cfg      SourceConfig
 	watcher  *Watcher
@@ -41,7 +39,7 @@ type Source struct {
 
 // NewSource sets the informers up; nothing talks to the cluster until Start.
 func NewSource(cfg SourceConfig) *Source {
-	s := &Source{cfg: cfg, watcher: NewWatcher(cfg.Client, cfg.Watch, cfg.Errs, cfg.Log)}
+	s := &Source{cfg: cfg, watcher: NewWatcher(cfg.Client, cfg.Kinds, cfg.Watch, cfg.Errs, cfg.Log)}
 	if cfg.Webhooks {
 		s.webhooks = NewWebhooks(cfg.Client, cfg.Errs, cfg.Log)
 	}
@@ -72,7 +70,7 @@ func (s *Source) Start(ctx context.Context) {
 		return
 	}
 	go func() {
-		if err := TailAudit(ctx, s.cfg.AuditLog, s.watcher.Sink(), s.cfg.Errs, s.cfg.Log); err != nil && s.cfg.AuditFailed != nil {
+		if err := s.cfg.Kinds.TailAudit(ctx, s.cfg.AuditLog, s.watcher.Sink(), s.cfg.Errs, s.cfg.Log); err != nil && s.cfg.AuditFailed != nil {
 			s.cfg.AuditFailed(err)
 		}
 	}()
@@ -93,15 +91,8 @@ func (s *Source) StartFor(ctx context.Context, d time.Duration) (context.Context
 	return ctx, cancel, nil
 }
 
-// DeadlineTick is how often the correlator runs the rollouts' deadlines, prunes and publishes
-// its gauges. A Pod's own deadlines (its settle time, the endpoints wait, stuck and failed) wake
-// the loop at their moment, without waiting for a tick.
-const DeadlineTick = 200 * time.Millisecond
-
-// Run hands every delta to the tap and the correlator until ctx ends.
-func (s *Source) Run(ctx context.Context) {
-	Loop(ctx, s.watcher.Deltas(), s.cfg.Correlator, DeadlineTick, s.cfg.Tap)
-}
+// Deltas is the stream of the informers' and the audit log's changes.
+func (s *Source) Deltas() <-chan Delta { return s.watcher.Deltas() }
 
 // Reachable asks the apiserver for its version, so an unreachable or refusing apiserver is one
 // clear line rather than a stream of informer retries.

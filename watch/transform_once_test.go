@@ -1,4 +1,4 @@
-package tracer
+package watch_test
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // TestWatcherTransformsEachPodOnce counts the Transform calls per Pod object the real informers
@@ -19,22 +22,20 @@ func TestWatcherTransformsEachPodOnce(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	calls := map[*corev1.Pod]int{}
-	orig := informerTransform
-	informerTransform = func(obj any) (any, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			mu.Lock()
-			calls[p]++
-			mu.Unlock()
-		}
-		return orig(obj)
-	}
-	defer func() { informerTransform = orig }()
 
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
 	}
 	client := fake.NewClientset(pod("listed"))
-	w := NewWatcher(client, WatchConfig{}, nil, nil)
+	w := watch.NewWatcher(client, tracer.Kinds, watch.Config{}, nil, nil)
+	w.SetTransform(func(obj any) (any, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			mu.Lock()
+			calls[p]++
+			mu.Unlock()
+		}
+		return tracer.Kinds.Transform(obj)
+	})
 	w.Start(ctx)
 	if err := w.WaitForSync(ctx); err != nil {
 		t.Fatal(err)

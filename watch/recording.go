@@ -1,4 +1,4 @@
-package tracer
+package watch
 
 import (
 	"bufio"
@@ -32,33 +32,20 @@ import (
 // of the initial list. Recordings without "recv" (captured with curl ?watch=1) are replayed in
 // resourceVersion order with object and event timestamps only.
 //
-// Streams: one per entry of the registry of kinds (kinds.go), named after its resource, but for
-// Events: events.core.v1 and events.events.k8s.io.v1 are both views of the same Events
-// (duplicates are dropped by UID). A file of a stream the registry does not name is not read.
+// Streams: one per Kind of the Registry, named after its resource (but for views of one
+// resource through two APIs, such as the Events of core/v1 and events.k8s.io/v1). A file of a
+// stream the registry does not name is not read.
 
 // Stream is one recorded stream: a resource read through one API.
 type Stream string
 
-const (
-	StreamPods           Stream = "pods"
-	StreamReplicaSets    Stream = "replicasets"
-	StreamDeployments    Stream = "deployments"
-	StreamStatefulSets   Stream = "statefulsets"
-	StreamDaemonSets     Stream = "daemonsets"
-	StreamRevisions      Stream = "controllerrevisions"
-	StreamServices       Stream = "services"
-	StreamEndpointSlices Stream = "endpointslices"
-	StreamEventsCore     Stream = "events.core.v1"
-	StreamEventsV1       Stream = "events.events.k8s.io.v1"
-)
-
 // StreamFor returns the stream an object is recorded in.
-func StreamFor(obj runtime.Object) (Stream, bool) {
-	k, ok := kindOfObject(obj)
+func (r *Registry) StreamFor(obj runtime.Object) (Stream, bool) {
+	k, ok := r.OfObject(obj)
 	if !ok {
 		return "", false
 	}
-	return k.stream, true
+	return k.Stream, true
 }
 
 // Line is one recorded watch event.
@@ -167,7 +154,7 @@ func (e *LoadError) Error() string {
 // it could read together with a *LoadError listing what it skipped. A directory in which no
 // file holds anything of a recording (only garbage, only empty files) is an error, not a
 // recording with nothing in it.
-func LoadRecording(dir string) ([]Delta, error) {
+func (r *Registry) LoadRecording(dir string) ([]Delta, error) {
 	if fi, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("recording: %w", err)
 	} else if !fi.IsDir() {
@@ -179,10 +166,10 @@ func LoadRecording(dir string) ([]Delta, error) {
 	recognised := 0    // watch events and List snapshots of the right kind
 	allRecv := true
 	var snapshots []Delta
-	for _, s := range snapshotOrder {
+	for _, s := range r.snapshotOrder {
 		watchPath := filepath.Join(dir, "watch."+string(s)+".jsonl")
 		if f, err := os.Open(watchPath); err == nil {
-			w := readWatch(f, s, watchPath)
+			w := r.readWatch(f, s, watchPath)
 			f.Close()
 			deltas = append(deltas, w.deltas...)
 			problems = append(problems, w.problems...)
@@ -200,7 +187,7 @@ func LoadRecording(dir string) ([]Delta, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("read %s: %w", printable(listPath, 0), err)
 		}
-		ds, probs, err := readList(b, s, listPath)
+		ds, probs, err := r.readList(b, s, listPath)
 		if err != nil {
 			problems = append(problems, Problem{Path: listPath, Why: err.Error()})
 			if len(bytes.TrimSpace(b)) == 0 {
@@ -216,7 +203,7 @@ func LoadRecording(dir string) ([]Delta, error) {
 		problems = append(problems, probs...)
 	}
 	if len(found) == 0 {
-		return nil, fmt.Errorf("%s is not a readyspan recording: no watch.<stream>.jsonl or <stream>.json files (streams: %s)", printable(dir, 0), streamNames())
+		return nil, fmt.Errorf("%s is not a readyspan recording: no watch.<stream>.jsonl or <stream>.json files (streams: %s)", printable(dir, 0), r.streamNames())
 	}
 	if recognised == 0 {
 		msg := fmt.Sprintf("%s is not a readyspan recording: found %s", printable(dir, 0), strings.Join(found, ", "))
@@ -246,7 +233,7 @@ func LoadRecording(dir string) ([]Delta, error) {
 		}
 		sort.SliceStable(deltas, func(i, j int) bool { return rvOf(deltas[i].Object) < rvOf(deltas[j].Object) })
 	}
-	audit, probs, err := readAuditFile(filepath.Join(dir, "audit.jsonl"))
+	audit, probs, err := r.readAuditFile(filepath.Join(dir, "audit.jsonl"))
 	if err != nil {
 		return nil, err
 	}
@@ -269,9 +256,9 @@ func foundText(name string, lines, events int, what string) string {
 	return fmt.Sprintf("%s (%d lines, %d of them %ss)", name, lines, events, what)
 }
 
-func streamNames() string {
-	names := make([]string, len(snapshotOrder))
-	for i, s := range snapshotOrder {
+func (r *Registry) streamNames() string {
+	names := make([]string, len(r.snapshotOrder))
+	for i, s := range r.snapshotOrder {
 		names[i] = string(s)
 	}
 	sort.Strings(names)
@@ -339,9 +326,9 @@ type watchFile struct {
 	events   int  // lines that are watch events of the stream's kind, bookmarks included
 }
 
-func readWatch(r io.Reader, s Stream, path string) watchFile {
+func (r *Registry) readWatch(in io.Reader, s Stream, path string) watchFile {
 	w := watchFile{allRecv: true}
-	k, err := kindOf(s)
+	k, err := r.Of(s)
 	if err != nil {
 		w.problems = append(w.problems, Problem{Path: path, Why: printable(err.Error(), 6*maxQuoted)})
 		return w
@@ -349,7 +336,7 @@ func readWatch(r io.Reader, s Stream, path string) watchFile {
 	skip := func(n int, format string, args ...any) {
 		w.problems = append(w.problems, Problem{Path: path, Line: n, Why: printable(fmt.Sprintf(format, args...), 6*maxQuoted)})
 	}
-	lr := newLineReader(r)
+	lr := newLineReader(in)
 	for {
 		raw, tooLong, size, err := lr.next()
 		if errors.Is(err, io.EOF) {
@@ -383,9 +370,9 @@ func readWatch(r io.Reader, s Stream, path string) watchFile {
 			skip(lr.n, "unknown watch event type %s", quoteStart([]byte(l.Type)))
 			continue
 		}
-		obj := k.newObject()
+		obj := k.NewObject()
 		if err := json.Unmarshal(l.Object, obj); err != nil {
-			skip(lr.n, "object is not a %s: %v", k.kind, err)
+			skip(lr.n, "object is not a %s: %v", k.Kind, err)
 			continue
 		}
 		if why := k.refuse(obj); why != "" {
@@ -393,7 +380,7 @@ func readWatch(r io.Reader, s Stream, path string) watchFile {
 			continue
 		}
 		w.events++
-		d := Delta{Resource: k.resource, Type: l.Type, Object: obj, Initial: l.Initial, FinalStateUnknown: l.FinalStateUnknown}
+		d := Delta{Resource: k.Resource, Type: l.Type, Object: obj, Initial: l.Initial, FinalStateUnknown: l.FinalStateUnknown}
 		if l.Recv != nil {
 			d.Recv = *l.Recv
 		} else {
@@ -406,8 +393,8 @@ func readWatch(r io.Reader, s Stream, path string) watchFile {
 
 // readList reads a List snapshot. An unreadable file, or a List of another kind, is an error;
 // an item that is not an object of the stream's kind is a Problem and is skipped.
-func readList(b []byte, s Stream, path string) ([]Delta, []Problem, error) {
-	k, err := kindOf(s)
+func (r *Registry) readList(b []byte, s Stream, path string) ([]Delta, []Problem, error) {
+	k, err := r.Of(s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -419,16 +406,16 @@ func readList(b []byte, s Stream, path string) ([]Delta, []Problem, error) {
 		return nil, nil, fmt.Errorf("not a List: %s", printable(err.Error(), 6*maxQuoted))
 	}
 	// kubectl get -o json writes "List"; the API itself, <Kind>List.
-	if lk := list.Kind; lk != "" && lk != "List" && lk != k.kind+"List" {
-		return nil, nil, fmt.Errorf("a %s, not a %sList", quoteStart([]byte(lk)), k.kind)
+	if lk := list.Kind; lk != "" && lk != "List" && lk != k.Kind+"List" {
+		return nil, nil, fmt.Errorf("a %s, not a %sList", quoteStart([]byte(lk)), k.Kind)
 	}
 	var problems []Problem
 	out := make([]Delta, 0, len(list.Items))
 	for i, raw := range list.Items {
-		obj := k.newObject()
+		obj := k.NewObject()
 		why := ""
 		if err := json.Unmarshal(raw, obj); err != nil {
-			why = fmt.Sprintf("not a %s: %v", k.kind, err)
+			why = fmt.Sprintf("not a %s: %v", k.Kind, err)
 		} else {
 			why = k.refuse(obj)
 		}
@@ -436,7 +423,7 @@ func readList(b []byte, s Stream, path string) ([]Delta, []Problem, error) {
 			problems = append(problems, Problem{Path: path, Item: i + 1, Why: printable(why, 6*maxQuoted)})
 			continue
 		}
-		out = append(out, Delta{Resource: k.resource, Type: Added, Object: obj, Initial: true})
+		out = append(out, Delta{Resource: k.Resource, Type: Added, Object: obj, Initial: true})
 	}
 	return out, problems, nil
 }
@@ -446,7 +433,7 @@ func readList(b []byte, s Stream, path string) ([]Delta, []Problem, error) {
 // namespace, and every object without a UID would share the trace ID of the empty UID. Objects
 // that name no kind (informers drop TypeMeta) are taken as the stream's; each of its kinds has
 // a UID.
-func (k *kind) refuse(obj runtime.Object) string {
+func (k *Kind) refuse(obj runtime.Object) string {
 	tm, ok := obj.(interface {
 		GetObjectKind() schema.ObjectKind
 		GetUID() types.UID
@@ -456,17 +443,17 @@ func (k *kind) refuse(obj runtime.Object) string {
 	}
 	gvk := tm.GetObjectKind().GroupVersionKind()
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	if kind != "" && kind != k.kind {
-		return fmt.Sprintf("a %s object in the %s stream, which holds %ss", quoteStart([]byte(kind)), k.stream, k.kind)
+	if kind != "" && kind != k.Kind {
+		return fmt.Sprintf("a %s object in the %s stream, which holds %ss", quoteStart([]byte(kind)), k.Stream, k.Kind)
 	}
 	if apiVersion != "" {
 		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err != nil || gv.Group != k.gvr.Group || !apiVersionPattern.MatchString(gv.Version) {
-			return fmt.Sprintf("apiVersion %s in the %s stream, which holds %s", quoteStart([]byte(apiVersion)), k.stream, k.apiName())
+		if err != nil || gv.Group != k.GVR.Group || !apiVersionPattern.MatchString(gv.Version) {
+			return fmt.Sprintf("apiVersion %s in the %s stream, which holds %s", quoteStart([]byte(apiVersion)), k.Stream, k.apiName())
 		}
 	}
 	if tm.GetUID() == "" {
-		return fmt.Sprintf("a %s without metadata.uid", k.kind)
+		return fmt.Sprintf("a %s without metadata.uid", k.Kind)
 	}
 	return ""
 }
@@ -475,11 +462,11 @@ func (k *kind) refuse(obj runtime.Object) string {
 var apiVersionPattern = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 
 // apiName is the stream's kind with its group, as an error names it.
-func (k *kind) apiName() string {
-	if g := k.gvr.Group; g != "" {
-		return k.kind + "s of " + g
+func (k *Kind) apiName() string {
+	if g := k.GVR.Group; g != "" {
+		return k.Kind + "s of " + g
 	}
-	return k.kind + "s of the core API"
+	return k.Kind + "s of the core API"
 }
 
 // quoteStart quotes at most maxQuoted bytes of b, escaped: recordings come from anyone, and what a
@@ -520,7 +507,7 @@ func printable(s string, max int) string {
 	return b.String()
 }
 
-func readAuditFile(path string) ([]Delta, []Problem, error) {
+func (r *Registry) readAuditFile(path string) ([]Delta, []Problem, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
@@ -546,7 +533,7 @@ func readAuditFile(path string) ([]Delta, []Problem, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		a, err := ParseAuditLine(line)
+		a, err := r.ParseAuditLine(line)
 		if err != nil {
 			problems = append(problems, Problem{Path: path, Line: lr.n, Why: printable(err.Error(), 6*maxQuoted)})
 			continue

@@ -1,4 +1,4 @@
-package tracer
+package watch_test
 
 import (
 	"bytes"
@@ -24,151 +24,95 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/readyspan/readyspan/internal/captures"
+	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
-
-// TestKindsEncoding holds the registry to what it says of each kind's encoding: a kind read in
-// protobuf must be one the protobuf serializer encodes (a custom resource added without jsonOnly
-// fails here), and no kind asked for JSON is read in anything else.
-func TestKindsEncoding(t *testing.T) {
-	pb := protobufInfo(t)
-	for _, k := range kinds {
-		t.Run(string(k.stream), func(t *testing.T) {
-			if got := k.encoding(EncodingJSON); got != EncodingJSON {
-				t.Errorf("asked for JSON, %s is read in %s", k.stream, got)
-			}
-			want := EncodingProtobuf
-			if k.jsonOnly {
-				want = EncodingJSON
-			}
-			if got := k.encoding(EncodingProtobuf); got != want {
-				t.Errorf("asked for protobuf, %s is read in %s, want %s", k.stream, got, want)
-			}
-			if got := k.encoding(""); got != want {
-				t.Errorf("asked for the default, %s is read in %s, want %s", k.stream, got, want)
-			}
-			if k.jsonOnly {
-				return
-			}
-			enc := scheme.Codecs.EncoderForVersion(pb.Serializer, k.gvr.GroupVersion())
-			for _, o := range []runtime.Object{k.newObject(), k.newList()} {
-				if _, err := runtime.Encode(enc, o); err != nil {
-					t.Errorf("%s is read in protobuf, but %T has no protobuf encoding: %v (mark it jsonOnly)", k.stream, o, err)
-				}
-			}
-		})
-	}
-}
-
-// TestClientForKind: a kind with no protobuf encoding is read through the JSON client while the
-// Watcher's client asks for protobuf; every other kind, and every kind when JSON is asked for,
-// through the Watcher's own.
-func TestClientForKind(t *testing.T) {
-	main, js := fake.NewClientset(), fake.NewClientset()
-	builtIn, custom := &kind{stream: "pods"}, &kind{stream: "widgets", jsonOnly: true}
-	for _, tc := range []struct {
-		name string
-		cfg  WatchConfig
-		k    *kind
-		want any
-	}{
-		{"built-in, protobuf", WatchConfig{Encoding: EncodingProtobuf, JSONClient: js}, builtIn, main},
-		{"built-in, default", WatchConfig{JSONClient: js}, builtIn, main},
-		{"custom, protobuf", WatchConfig{Encoding: EncodingProtobuf, JSONClient: js}, custom, js},
-		{"custom, default", WatchConfig{JSONClient: js}, custom, js},
-		{"custom, json", WatchConfig{Encoding: EncodingJSON, JSONClient: js}, custom, main},
-		{"custom, no JSON client", WatchConfig{Encoding: EncodingProtobuf}, custom, main},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.cfg.clientFor(tc.k, main); got != tc.want {
-				t.Errorf("clientFor gave the %s client", map[bool]string{true: "JSON", false: "main"}[got == js])
-			}
-		})
-	}
-}
 
 func TestParseEncoding(t *testing.T) {
 	for _, s := range []string{"protobuf", "json"} {
-		if e, err := ParseEncoding(s); err != nil || string(e) != s {
+		if e, err := watch.ParseEncoding(s); err != nil || string(e) != s {
 			t.Errorf("ParseEncoding(%q) = %q, %v", s, e, err)
 		}
 	}
 	for _, s := range []string{"", "JSON", "proto", "cbor", "application/json"} {
-		if _, err := ParseEncoding(s); err == nil || !strings.Contains(err.Error(), "want protobuf or json") {
+		if _, err := watch.ParseEncoding(s); err == nil || !strings.Contains(err.Error(), "want protobuf or json") {
 			t.Errorf("ParseEncoding(%q): %v, want an error naming the choices", s, err)
 		}
 	}
 }
 
-// TestWatchEncodingOnTheWire runs the Watcher against an apiserver stand-in serving real captured
+// TestWatchEncodingOnTheWire runs the watch.Watcher against an apiserver stand-in serving real captured
 // objects (tracer/testdata/real-node) of every watched kind, in the encoding the request's
 // Accept header asks for, both through a streamed initial list (client-go's WatchList) and
 // through a LIST where the server refuses it. It checks what each kind's requests asked for,
-// what the server answered in, and that the Watcher decoded every object to the captured one.
+// what the server answered in, and that the watch.Watcher decoded every object to the captured one.
 func TestWatchEncodingOnTheWire(t *testing.T) {
 	objects := capturedObjects(t)
 	for _, tc := range []struct {
 		name      string
-		enc       Encoding
-		jsonOnly  Stream // a kind marked as having no protobuf encoding, for the test
-		noProto   bool   // the server answers JSON whatever is asked (as for a custom resource)
-		cfgJSON   bool   // the rest config given names JSON as its content type
+		enc       watch.Encoding
+		jsonOnly  watch.Stream // a kind marked as having no protobuf encoding, for the test
+		noProto   bool         // the server answers JSON whatever is asked (as for a custom resource)
+		cfgJSON   bool         // the rest config given names JSON as its content type
 		watchList bool
 		// accept and answered are what each kind's requests should ask for and get.
 		accept, answered string
 	}{
-		{name: "protobuf, streamed list", enc: EncodingProtobuf, watchList: true,
-			accept: acceptProtobuf, answered: contentTypeProtobuf},
-		{name: "protobuf, LIST", enc: EncodingProtobuf,
-			accept: acceptProtobuf, answered: contentTypeProtobuf},
+		{name: "protobuf, streamed list", enc: watch.EncodingProtobuf, watchList: true,
+			accept: watch.AcceptProtobuf, answered: watch.ContentTypeProtobuf},
+		{name: "protobuf, LIST", enc: watch.EncodingProtobuf,
+			accept: watch.AcceptProtobuf, answered: watch.ContentTypeProtobuf},
 		// A config that names a content type does not decide for readyspan.
-		{name: "protobuf, the config naming JSON", enc: EncodingProtobuf, cfgJSON: true, watchList: true,
-			accept: acceptProtobuf, answered: contentTypeProtobuf},
-		{name: "json, streamed list", enc: EncodingJSON, watchList: true,
-			accept: contentTypeJSON, answered: contentTypeJSON},
-		{name: "json, LIST", enc: EncodingJSON,
-			accept: contentTypeJSON, answered: contentTypeJSON},
+		{name: "protobuf, the config naming JSON", enc: watch.EncodingProtobuf, cfgJSON: true, watchList: true,
+			accept: watch.AcceptProtobuf, answered: watch.ContentTypeProtobuf},
+		{name: "json, streamed list", enc: watch.EncodingJSON, watchList: true,
+			accept: watch.ContentTypeJSON, answered: watch.ContentTypeJSON},
+		{name: "json, LIST", enc: watch.EncodingJSON,
+			accept: watch.ContentTypeJSON, answered: watch.ContentTypeJSON},
 		// The fallback: a server with no protobuf answers JSON, which the client accepts.
-		{name: "protobuf asked, JSON answered", enc: EncodingProtobuf, noProto: true, watchList: true,
-			accept: acceptProtobuf, answered: contentTypeJSON},
-		{name: "a kind without protobuf", enc: EncodingProtobuf, jsonOnly: StreamPods, watchList: true,
-			accept: acceptProtobuf, answered: contentTypeProtobuf},
+		{name: "protobuf asked, JSON answered", enc: watch.EncodingProtobuf, noProto: true, watchList: true,
+			accept: watch.AcceptProtobuf, answered: watch.ContentTypeJSON},
+		{name: "a kind without protobuf", enc: watch.EncodingProtobuf, jsonOnly: tracer.StreamPods, watchList: true,
+			accept: watch.AcceptProtobuf, answered: watch.ContentTypeProtobuf},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.jsonOnly != "" {
-				k := kindByStream[tc.jsonOnly]
-				k.jsonOnly = true
-				t.Cleanup(func() { k.jsonOnly = false })
+				k := kindOf(t, tc.jsonOnly)
+				k.JSONOnly = true
+				t.Cleanup(func() { k.JSONOnly = false })
 			}
 			srv := newEncodingServer(t, objects, tc.watchList, tc.noProto)
 			cfg := &rest.Config{Host: srv.URL}
 			if tc.cfgJSON {
 				cfg.ContentType = runtime.ContentTypeJSON
 			}
-			client, jsonClient, err := NewClients(cfg, tc.enc)
+			client, jsonClient, err := watch.NewClients(cfg, tc.enc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := NewWatcher(client, WatchConfig{Encoding: tc.enc, JSONClient: jsonClient}, nil, nil)
+			w := watch.NewWatcher(client, tracer.Kinds, watch.Config{Encoding: tc.enc, JSONClient: jsonClient}, nil, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			want := 0
 			for _, objs := range objects {
 				want += len(objs)
 			}
-			rec := NewRecorder(t.TempDir())
-			got := map[Stream][]runtime.Object{}
+			rec := watch.NewRecorder(tracer.Kinds, t.TempDir())
+			got := map[watch.Stream][]runtime.Object{}
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
 				for n := 0; n < want; n++ {
 					select {
 					case d := <-w.Deltas():
-						k, ok := kindOfObject(d.Object)
+						k, ok := tracer.Kinds.OfObject(d.Object)
 						if !ok {
 							t.Errorf("delta of %T", d.Object)
 							continue
 						}
-						got[k.stream] = append(got[k.stream], d.Object)
+						got[k.Stream] = append(got[k.Stream], d.Object)
 						rec.Write(d)
 					case <-ctx.Done():
 						return
@@ -190,12 +134,12 @@ func TestWatchEncodingOnTheWire(t *testing.T) {
 
 			reqs := srv.requests()
 			for stream := range objects {
-				k := kindByStream[stream]
+				k := kindOf(t, stream)
 				accept, answered := tc.accept, tc.answered
 				if stream == tc.jsonOnly {
-					accept, answered = contentTypeJSON, contentTypeJSON
+					accept, answered = watch.ContentTypeJSON, watch.ContentTypeJSON
 				}
-				rs := reqs[k.gvr.Resource]
+				rs := reqs[k.GVR.Resource]
 				if len(rs) == 0 {
 					t.Errorf("%s: no request", stream)
 				}
@@ -232,7 +176,7 @@ func TestWatchEncodingOnTheWire(t *testing.T) {
 			if err := rec.Close(); err != nil {
 				t.Fatal(err)
 			}
-			files, _ := filepath.Glob(filepath.Join(rec.dir, "watch.*.jsonl"))
+			files, _ := filepath.Glob(filepath.Join(rec.Dir(), "watch.*.jsonl"))
 			if len(files) != len(objects) {
 				t.Errorf("recorded %d streams, want %d", len(files), len(objects))
 			}
@@ -245,7 +189,7 @@ func TestWatchEncodingOnTheWire(t *testing.T) {
 					t.Errorf("%s is not JSON lines: %.40q", filepath.Base(f), b)
 				}
 			}
-			deltas, err := LoadRecording(rec.dir)
+			deltas, err := tracer.Kinds.LoadRecording(rec.Dir())
 			if err != nil {
 				t.Fatalf("read the recording back: %v", err)
 			}
@@ -256,41 +200,41 @@ func TestWatchEncodingOnTheWire(t *testing.T) {
 	}
 }
 
-// capturedObjects reads, for every kind the Watcher watches, the last state of each object of
+// capturedObjects reads, for every kind the watch.Watcher watches, the last state of each object of
 // the first real capture that holds the kind.
-func capturedObjects(t *testing.T) map[Stream][]runtime.Object {
+func capturedObjects(t *testing.T) map[watch.Stream][]runtime.Object {
 	t.Helper()
-	dirs, err := filepath.Glob("testdata/real-node/*")
+	dirs, err := filepath.Glob(captures.Path("*"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(dirs)
-	out := map[Stream][]runtime.Object{}
+	out := map[watch.Stream][]runtime.Object{}
 	for _, dir := range dirs {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			continue
 		}
-		deltas, err := LoadRecording(dir)
+		deltas, err := tracer.Kinds.LoadRecording(dir)
 		if err != nil {
 			continue // a capture of other files (evidence only)
 		}
-		last := map[Stream]map[string]runtime.Object{}
+		last := map[watch.Stream]map[string]runtime.Object{}
 		for _, d := range deltas {
-			k, ok := kindOfObject(d.Object)
-			if !ok || k.listWatch == nil || d.Type == Deleted {
+			k, ok := tracer.Kinds.OfObject(d.Object)
+			if !ok || k.ListWatch == nil || d.Type == watch.Deleted {
 				continue
 			}
-			if _, taken := out[k.stream]; taken {
+			if _, taken := out[k.Stream]; taken {
 				continue
 			}
 			m, err := meta.Accessor(d.Object)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if last[k.stream] == nil {
-				last[k.stream] = map[string]runtime.Object{}
+			if last[k.Stream] == nil {
+				last[k.Stream] = map[string]runtime.Object{}
 			}
-			last[k.stream][m.GetNamespace()+"/"+m.GetName()] = d.Object
+			last[k.Stream][m.GetNamespace()+"/"+m.GetName()] = d.Object
 		}
 		for s, byKey := range last {
 			for _, o := range byKey {
@@ -299,9 +243,9 @@ func capturedObjects(t *testing.T) map[Stream][]runtime.Object {
 			sortByName(out[s])
 		}
 	}
-	for _, k := range kinds {
-		if k.listWatch != nil && len(out[k.stream]) == 0 {
-			t.Fatalf("no real capture holds %s", k.stream)
+	for _, k := range tracer.Kinds.Kinds() {
+		if k.ListWatch != nil && len(out[k.Stream]) == 0 {
+			t.Fatalf("no real capture holds %s", k.Stream)
 		}
 	}
 	return out
@@ -310,7 +254,7 @@ func capturedObjects(t *testing.T) map[Stream][]runtime.Object {
 func transformed(t *testing.T, objs []runtime.Object) []runtime.Object {
 	var out []runtime.Object
 	for _, o := range objs {
-		c, err := Transform(o.DeepCopyObject())
+		c, err := tracer.Kinds.Transform(o.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,15 +269,6 @@ func sortByName(objs []runtime.Object) {
 		return m.GetNamespace() + "/" + m.GetName()
 	}
 	sort.Slice(objs, func(i, j int) bool { return key(objs[i]) < key(objs[j]) })
-}
-
-func protobufInfo(t *testing.T) runtime.SerializerInfo {
-	t.Helper()
-	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	if !ok {
-		t.Fatal("no protobuf serializer in client-go's scheme")
-	}
-	return info
 }
 
 // encodingServer stands in for the apiserver's list and watch of the registry's kinds: it
@@ -352,12 +287,12 @@ type encodingServer struct {
 
 type seenRequest struct{ what, accept, answered string }
 
-func newEncodingServer(t *testing.T, objects map[Stream][]runtime.Object, watchList, noProto bool) *encodingServer {
+func newEncodingServer(t *testing.T, objects map[watch.Stream][]runtime.Object, watchList, noProto bool) *encodingServer {
 	s := &encodingServer{objects: map[string][]runtime.Object{}, gvs: map[string]schema.GroupVersion{},
 		watchList: watchList, noProto: noProto, seen: map[string][]seenRequest{}}
 	for stream, objs := range objects {
-		k := kindByStream[stream]
-		s.objects[k.gvr.Resource], s.gvs[k.gvr.Resource] = objs, k.gvr.GroupVersion()
+		k := kindOf(t, stream)
+		s.objects[k.GVR.Resource], s.gvs[k.GVR.Resource] = objs, k.GVR.GroupVersion()
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
@@ -408,8 +343,8 @@ func (s *encodingServer) serve(w http.ResponseWriter, r *http.Request) {
 	enc := scheme.Codecs.EncoderForVersion(info.Serializer, gv)
 	switch what {
 	case "LIST":
-		k := kindByGR[gv.WithResource(resource).GroupResource()]
-		list := k.newList()
+		k := tracer.Kinds.OfGroupResource(gv.WithResource(resource).GroupResource())
+		list := k.NewList()
 		if err := meta.SetList(list, objs); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -441,8 +376,8 @@ func (s *encodingServer) serve(w http.ResponseWriter, r *http.Request) {
 		for _, o := range objs {
 			send("ADDED", o)
 		}
-		k := kindByGR[gv.WithResource(resource).GroupResource()]
-		end := k.newObject()
+		k := tracer.Kinds.OfGroupResource(gv.WithResource(resource).GroupResource())
+		end := k.NewObject()
 		m, _ := meta.Accessor(end)
 		m.SetResourceVersion("100")
 		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
@@ -463,4 +398,41 @@ func jsonText(o runtime.Object) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// TestClientForKind: a kind with no protobuf encoding is read through the JSON client while the
+// watch.Watcher's client asks for protobuf; every other kind, and every kind when JSON is asked for,
+// through the watch.Watcher's own.
+func TestClientForKind(t *testing.T) {
+	main, js := fake.NewClientset(), fake.NewClientset()
+	builtIn, custom := &watch.Kind{Stream: "pods"}, &watch.Kind{Stream: "widgets", JSONOnly: true}
+	for _, tc := range []struct {
+		name string
+		cfg  watch.Config
+		k    *watch.Kind
+		want any
+	}{
+		{"built-in, protobuf", watch.Config{Encoding: watch.EncodingProtobuf, JSONClient: js}, builtIn, main},
+		{"built-in, default", watch.Config{JSONClient: js}, builtIn, main},
+		{"custom, protobuf", watch.Config{Encoding: watch.EncodingProtobuf, JSONClient: js}, custom, js},
+		{"custom, default", watch.Config{JSONClient: js}, custom, js},
+		{"custom, json", watch.Config{Encoding: watch.EncodingJSON, JSONClient: js}, custom, main},
+		{"custom, no JSON client", watch.Config{Encoding: watch.EncodingProtobuf}, custom, main},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := watch.ClientFor(tc.cfg, tc.k, main); got != tc.want {
+				t.Errorf("clientFor gave the %s client", map[bool]string{true: "JSON", false: "main"}[got == js])
+			}
+		})
+	}
+}
+
+// kindOf is the registry's Kind of a stream.
+func kindOf(t *testing.T, s watch.Stream) *watch.Kind {
+	t.Helper()
+	k, err := tracer.Kinds.Of(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -1,4 +1,4 @@
-package tracer
+package watch_test
 
 import (
 	"context"
@@ -13,17 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
-// withGrace shortens the outage grace for one test.
-func withGrace(t *testing.T, d time.Duration) {
-	old := outageGrace
-	outageGrace = d
-	t.Cleanup(func() { outageGrace = old })
-}
-
-// waitProblem polls Problem until want(problem) or the deadline, and returns the last answer.
-func waitProblem(t *testing.T, w *Watcher, within time.Duration, want func(string) bool) string {
+// waitProblem polls watch.Problem until want(problem) or the deadline, and returns the last answer.
+func waitProblem(t *testing.T, w *watch.Watcher, within time.Duration, want func(string) bool) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -38,11 +34,11 @@ func waitProblem(t *testing.T, w *Watcher, within time.Duration, want func(strin
 // An apiserver that stops answering makes readyspan unready once the grace has passed (not
 // before), with the error; answering again makes it ready at the next probe.
 func TestFollowReachability(t *testing.T) {
-	withGrace(t, 100*time.Millisecond)
+	watch.SetOutageGrace(t, 100*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := NewWatcher(fake.NewClientset(), WatchConfig{}, nil, nil)
-	w.isSynced = true
+	w := watch.NewWatcher(fake.NewClientset(), tracer.Kinds, watch.Config{}, nil, nil)
+	w.SetSynced()
 	var down atomic.Bool
 	go w.FollowReachability(ctx, 10*time.Millisecond, func(context.Context) error {
 		if down.Load() {
@@ -51,27 +47,27 @@ func TestFollowReachability(t *testing.T) {
 		return nil
 	})
 	if p := waitProblem(t, w, 50*time.Millisecond, func(p string) bool { return p != "" }); p != "" {
-		t.Fatalf("answering apiserver: Problem() = %q, want ready", p)
+		t.Fatalf("answering apiserver: watch.Problem() = %q, want ready", p)
 	}
 	down.Store(true)
 	cut := time.Now()
 	p := waitProblem(t, w, 2*time.Second, func(p string) bool { return p != "" })
 	if !strings.Contains(p, "the apiserver has not answered") || !strings.Contains(p, "i/o timeout") {
-		t.Fatalf("cut off: Problem() = %q, want the apiserver's silence and its error", p)
+		t.Fatalf("cut off: watch.Problem() = %q, want the apiserver's silence and its error", p)
 	}
-	if since := time.Since(cut); since < outageGrace {
-		t.Errorf("unready %v after the first failed probe, before the %v grace", since, outageGrace)
+	if since := time.Since(cut); since < watch.OutageGrace() {
+		t.Errorf("unready %v after the first failed probe, before the %v grace", since, watch.OutageGrace())
 	}
 	down.Store(false)
 	if p := waitProblem(t, w, 2*time.Second, func(p string) bool { return p == "" }); p != "" {
-		t.Fatalf("answering again: Problem() = %q, want ready", p)
+		t.Fatalf("answering again: watch.Problem() = %q, want ready", p)
 	}
 }
 
 // A resource whose list keeps failing (not forbidden, not expired) makes readyspan unready after
 // the grace, naming it; once a list completes it is ready again. Through the real informers.
 func TestWatchFailingThenWorking(t *testing.T) {
-	withGrace(t, 50*time.Millisecond)
+	watch.SetOutageGrace(t, 50*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	client := fake.NewClientset()
@@ -83,20 +79,20 @@ func TestWatchFailingThenWorking(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	errs := &countErrors{}
-	w := NewWatcher(client, WatchConfig{}, errs, nil)
+	errs := &watch.CountErrors{}
+	w := watch.NewWatcher(client, tracer.Kinds, watch.Config{}, errs, nil)
 	w.Start(ctx)
-	w.isSynced = true // the other caches' sync is not what this is about
+	w.SetSynced() // the other caches' sync is not what this is about
 	p := waitProblem(t, w, 3*time.Second, func(p string) bool { return p != "" })
 	if !strings.Contains(p, "listing and watching services has failed") || !strings.Contains(p, "connection refused") {
-		t.Fatalf("failing list: Problem() = %q, want services named with the error", p)
+		t.Fatalf("failing list: watch.Problem() = %q, want services named with the error", p)
 	}
-	if errs.snapshot()["services/other"] == 0 {
-		t.Errorf("the failure was not counted: %v", errs.snapshot())
+	if errs.Snapshot()["services/other"] == 0 {
+		t.Errorf("the failure was not counted: %v", errs.Snapshot())
 	}
 	failing.Store(false) // the reflector retries after its backoff (800 ms at first)
 	if p := waitProblem(t, w, 5*time.Second, func(p string) bool { return p == "" }); p != "" {
-		t.Fatalf("list works again: Problem() = %q, want ready", p)
+		t.Fatalf("list works again: watch.Problem() = %q, want ready", p)
 	}
 }
 
@@ -110,20 +106,20 @@ func TestForbiddenThenAllowedEmpty(t *testing.T) {
 	refused.Store(true)
 	client.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if refused.Load() {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "", errForbidden)
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "", watch.ErrForbidden)
 		}
 		return false, nil, nil
 	})
-	w := NewWatcher(client, WatchConfig{}, &countErrors{}, nil)
+	w := watch.NewWatcher(client, tracer.Kinds, watch.Config{}, &watch.CountErrors{}, nil)
 	w.Start(ctx)
 	if p := waitProblem(t, w, 3*time.Second, func(p string) bool { return strings.Contains(p, "forbidden") }); !strings.Contains(p, "endpointslices") {
-		t.Fatalf("refused: Problem() = %q, want endpointslices forbidden", p)
+		t.Fatalf("refused: watch.Problem() = %q, want endpointslices forbidden", p)
 	}
 	refused.Store(false)
 	if err := w.WaitForSync(ctx); err != nil {
 		t.Fatalf("sync after the refusal was lifted: %v", err)
 	}
 	if p := waitProblem(t, w, 5*time.Second, func(p string) bool { return p == "" }); p != "" {
-		t.Fatalf("allowed, no EndpointSlice to send: Problem() = %q, want ready", p)
+		t.Fatalf("allowed, no EndpointSlice to send: watch.Problem() = %q, want ready", p)
 	}
 }
