@@ -2,6 +2,8 @@ package tracer
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/watch"
@@ -110,4 +112,24 @@ func slimClaim(pvc *corev1.PersistentVolumeClaim) {
 	pvc.Labels = nil
 	pvc.Spec = corev1.PersistentVolumeClaimSpec{VolumeName: pvc.Spec.VolumeName, StorageClassName: pvc.Spec.StorageClassName}
 	pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: pvc.Status.Phase}
+}
+
+// claimKind is the registry entry of the claims a Pod's volumes name.
+var claimKind = &kind{
+	Kind: &watch.Kind{
+		Resource: ResourceClaims, Stream: StreamClaims, Kind: "PersistentVolumeClaim",
+		GVR:       corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"),
+		NewObject: func() runtime.Object { return &corev1.PersistentVolumeClaim{} },
+		NewList:   func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
+		ListWatch: watch.Namespaced(func(c kubernetes.Interface, ns string) watch.Lister[*corev1.PersistentVolumeClaimList] {
+			return c.CoreV1().PersistentVolumeClaims(ns)
+		}),
+		Transform:     func(o runtime.Object) { slimClaim(o.(*corev1.PersistentVolumeClaim)) },
+		KeepsIdentity: true,
+		Snapshot:      watch.SnapshotServices, Verbs: watch.ReadVerbs,
+	},
+	handle: func(c *Correlator, d watch.Delta) { c.handleClaim(&d, d.Object.(*corev1.PersistentVolumeClaim)) },
+	// The PV controller's and the scheduler's events about a claim (WaitForFirstConsumer,
+	// ProvisioningSucceeded…) state nothing the claim's own changes do not.
+	events: func(*Correlator, *event) bool { return true },
 }

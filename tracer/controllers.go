@@ -107,12 +107,6 @@ func (c *Correlator) handleWorkloadChange(d *watch.Delta, m *metav1.ObjectMeta) 
 	return o
 }
 
-func (c *Correlator) handleStatefulSet(d *watch.Delta, s *appsv1.StatefulSet) {
-	if o := c.handleWorkloadChange(d, &s.ObjectMeta); o != nil {
-		o.ordered = s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
-	}
-}
-
 // notePod records what a Pod of a controller shows its owner: a StatefulSet's Pod turning
 // Ready, a Pod going (deleted, evicted, failed, succeeded). It runs for every version of every
 // controlled Pod, traced or not (one already exported still goes later).
@@ -331,78 +325,6 @@ func (o *owner) latestChange(obs *phases.Pod) *deploymentChange {
 		return ch
 	}
 	return nil
-}
-
-// statefulSetRoot roots a StatefulSet's Pod: a replacement of the Pod of its name that went, or
-// the StatefulSet's change, after which an ordered StatefulSet waits for the Pod before it to
-// turn Ready.
-func (c *Correlator) statefulSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
-	obs.Root, obs.StatefulSet = phases.RootStatefulSet, ref.Name
-	o := c.owners[ref.UID]
-	if o == nil {
-		return
-	}
-	revision := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
-	// The StatefulSet recreates a Pod under its name once the old one is gone from the API; one
-	// of another revision went for an update (the change below), not to be replaced.
-	if e := o.followed(obs, func(e *endedPod) bool {
-		return e.name == obs.Name && !e.succeeded && (e.revision == "" || e.revision == revision)
-	}); e != nil {
-		trigger := e.gone
-		if len(trigger) == 0 {
-			trigger = e.at
-		}
-		replaces(obs, e, trigger)
-		return
-	}
-	ch := o.latestChange(obs)
-	if ch == nil {
-		return
-	}
-	obs.RootPersisted, obs.Client, obs.Cause, obs.Trigger = ch.persisted, ch.client, phases.CauseChange, ch.persisted
-	applyAudit(obs, c.auditFor(string(ResourceStatefulSets), o.namespace, o.name, firstOf(ch.persisted)))
-	if !o.ordered {
-		return
-	}
-	base, ordinal, ok := statefulOrdinal(obs.Name)
-	if !ok || ordinal == 0 {
-		return
-	}
-	prev := base + "-" + strconv.Itoa(ordinal-1)
-	r, ok := o.ready[prev]
-	if !ok || !atOrBefore(r.at, obs.Created) {
-		return
-	}
-	// The controller had to wait for the Pod before to be Ready, unless it was Ready before
-	// the change.
-	if rs, _ := r.at.Resolve(); rs.At > firstInstant(ch.persisted) {
-		obs.Cause, obs.CauseObject, obs.Trigger = phases.CausePredecessorReady, prev, r.at
-	}
-}
-
-// daemonSetRoot roots a DaemonSet's Pod: a replacement of its Pod on the same node that went,
-// or the DaemonSet's change.
-func (c *Correlator) daemonSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
-	obs.Root, obs.DaemonSet = phases.RootDaemonSet, ref.Name
-	o := c.owners[ref.UID]
-	if o == nil {
-		return
-	}
-	revision := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
-	if e := o.followed(obs, func(e *endedPod) bool {
-		return obs.Node != "" && e.node == obs.Node && !e.succeeded && (e.revision == "" || e.revision == revision)
-	}); e != nil {
-		trigger := e.over
-		if len(trigger) == 0 {
-			trigger = e.at
-		}
-		replaces(obs, e, trigger)
-		return
-	}
-	if ch := o.latestChange(obs); ch != nil {
-		obs.RootPersisted, obs.Client, obs.Cause, obs.Trigger = ch.persisted, ch.client, phases.CauseChange, ch.persisted
-		applyAudit(obs, c.auditFor(string(ResourceDaemonSets), o.namespace, o.name, firstOf(ch.persisted)))
-	}
 }
 
 // replicaSetReplacement fills the cause of a ReplicaSet's Pod no scale-up explains: the Pod of

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -432,65 +431,6 @@ func (c *Correlator) retryPendingScale() {
 	for _, e := range pending {
 		c.handleDeploymentEvent(e)
 	}
-}
-
-func (c *Correlator) handleSlice(d *watch.Delta, s *discoveryv1.EndpointSlice) {
-	if d.Type == watch.Deleted {
-		return
-	}
-	var fallback time.Time // no receive time: the controller's last write to the slice (1 s)
-	for i := range s.ManagedFields {
-		if f := &s.ManagedFields[i]; f.Manager == controllerManager && f.Time != nil && f.Time.After(fallback) {
-			fallback = f.Time.Time
-		}
-	}
-	for i := range s.Endpoints {
-		ep := &s.Endpoints[i]
-		if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" {
-			continue
-		}
-		uid := ep.TargetRef.UID
-		if _, done := c.done[uid]; done {
-			continue
-		}
-		c.inSlice[uid] = true
-		if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
-			if _, ok := c.endpointReady[uid]; !ok {
-				var t phases.Times
-				if w := d.WatchTime(); !w.IsZero() {
-					t.Add(w, phases.SourceWatch)
-				} else {
-					t.Add(fallback, phases.SourceMetadata)
-				}
-				c.endpointReady[uid] = t
-			}
-		}
-		if ps := c.pods[uid]; ps != nil {
-			c.check(ps, d.Recv)
-		}
-	}
-}
-
-func (c *Correlator) handleService(d *watch.Delta, s *corev1.Service) {
-	inNamespace := c.services[s.Namespace]
-	if d.Type == watch.Deleted || len(s.Spec.Selector) == 0 {
-		if _, ok := inNamespace[s.Name]; ok {
-			delete(inNamespace, s.Name)
-			if len(inNamespace) == 0 {
-				delete(c.services, s.Namespace)
-			}
-			c.servicesChanged++
-			c.servicesDirty = true
-		}
-		return
-	}
-	if inNamespace == nil {
-		inNamespace = map[string]labels.Selector{}
-		c.services[s.Namespace] = inNamespace
-	}
-	inNamespace[s.Name] = labels.SelectorFromSet(s.Spec.Selector)
-	c.servicesChanged++
-	c.servicesDirty = true
 }
 
 // hasService reports whether a Service selects the Pod, so its address in an EndpointSlice is

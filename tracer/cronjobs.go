@@ -1,10 +1,14 @@
 package tracer
 
 import (
+	"context"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/watch"
@@ -79,4 +83,31 @@ func (c *Correlator) cronJobCreated(j *job) {
 		j.persisted.AddInstant(e.NameTime, phases.SourceEventName)
 		delete(st.created, key)
 	}
+}
+
+// cronJobKind is the registry entry of CronJobs: a CronJob's Pods are rooted at its schedule.
+var cronJobKind = &kind{
+	Kind: &watch.Kind{
+		Resource: ResourceCronJobs, Stream: StreamCronJobs, Kind: "CronJob",
+		GVR:       batchv1.SchemeGroupVersion.WithResource("cronjobs"),
+		NewObject: func() runtime.Object { return &batchv1.CronJob{} },
+		NewList:   func() runtime.Object { return &batchv1.CronJobList{} },
+		ListWatch: watch.Namespaced(func(c kubernetes.Interface, ns string) watch.Lister[*batchv1.CronJobList] {
+			return c.BatchV1().CronJobs(ns)
+		}),
+		// Nothing reads the Job template.
+		Transform: func(o runtime.Object) {
+			cj := o.(*batchv1.CronJob)
+			cj.Annotations = nil
+			cj.Spec.JobTemplate = batchv1.JobTemplateSpec{}
+		},
+		KeepsIdentity: true, Workload: true,
+		Snapshot: watch.SnapshotWorkloads, Verbs: watch.ReadVerbs,
+		Explain: []string{"cronjob", "cronjobs", "cj"},
+		Get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.BatchV1().CronJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+	},
+	handle: func(c *Correlator, d watch.Delta) { c.handleCronJob(&d, d.Object.(*batchv1.CronJob)) },
+	events: func(c *Correlator, e *event) bool { return c.handleCronJobEvent(e) },
 }

@@ -1,12 +1,15 @@
 package tracer
 
 import (
+	"context"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
@@ -149,4 +152,33 @@ func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
 		created, _ := obs.Created.Earliest()
 		applyAudit(obs, c.auditFor(string(ResourceJobs), j.namespace, j.name, created.Time()))
 	}
+}
+
+// jobKind is the registry entry of Jobs: a Job's Pods are rooted at its creation.
+var jobKind = &kind{
+	Kind: &watch.Kind{
+		Resource: ResourceJobs, Stream: StreamJobs, Kind: "Job",
+		GVR:       batchv1.SchemeGroupVersion.WithResource("jobs"),
+		NewObject: func() runtime.Object { return &batchv1.Job{} },
+		NewList:   func() runtime.Object { return &batchv1.JobList{} },
+		ListWatch: watch.Namespaced(func(c kubernetes.Interface, ns string) watch.Lister[*batchv1.JobList] {
+			return c.BatchV1().Jobs(ns)
+		}),
+		// The view reads the Job's counts, status and schedule time, never its template.
+		Transform:     func(o runtime.Object) { slimJob(o.(*batchv1.Job)) },
+		KeepsIdentity: true, Workload: true,
+		Audit:    &watch.AuditedWrites{Verbs: []string{"create"}},
+		Snapshot: watch.SnapshotWorkloads, Verbs: watch.ReadVerbs,
+		Explain: []string{"job", "jobs"},
+		Get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+	},
+	handle: func(c *Correlator, d watch.Delta) { c.handleJob(&d, d.Object.(*batchv1.Job)) },
+	// The job controller's SuccessfulCreate is the replicaset controller's: "Created pod: NAME".
+	events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
+	rolloutEvents: func(r *rollouts, e *event) bool { return r.handleRejection(e) }, // FailedCreate: counted
+	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, _ *corev1.Pod) {
+		c.jobRoot(owner, obs)
+	},
 }

@@ -3,6 +3,8 @@ package tracer
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/watch"
@@ -110,4 +112,23 @@ func slimNode(n *corev1.Node) {
 		}
 	}
 	n.Status = corev1.NodeStatus{Conditions: ready}
+}
+
+// nodeKind is the registry entry of Nodes: a Pod that waited for a node to be added waited
+// for its creation and Ready.
+var nodeKind = &kind{
+	Kind: &watch.Kind{
+		Resource: ResourceNodes, Stream: StreamNodes, Kind: "Node",
+		GVR:       corev1.SchemeGroupVersion.WithResource("nodes"),
+		NewObject: func() runtime.Object { return &corev1.Node{} },
+		NewList:   func() runtime.Object { return &corev1.NodeList{} },
+		ListWatch: func(c kubernetes.Interface, _ string, _ watch.Config) (watch.ListFunc, watch.WatchFunc) {
+			x := c.CoreV1().Nodes()
+			return watch.ListOf(x.List), x.Watch
+		},
+		Transform:     func(o runtime.Object) { slimNode(o.(*corev1.Node)) },
+		ClusterScoped: true, KeepsIdentity: true,
+		Snapshot: watch.SnapshotNodes, Verbs: watch.ReadVerbs,
+	},
+	handle: func(c *Correlator, d watch.Delta) { c.handleNode(&d, d.Object.(*corev1.Node)) },
 }

@@ -5,12 +5,10 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
-	"github.com/readyspan/readyspan/watch"
 )
 
 // controllerManager is the field manager of everything kube-controller-manager writes; any
@@ -180,37 +178,6 @@ func clientEntry(m *metav1.ObjectMeta, newest bool) (string, time.Time) {
 	return who, at
 }
 
-func (c *Correlator) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
-	if d.Type == watch.Deleted {
-		delete(c.replicaSets, rs.UID)
-		delete(c.owners, rs.UID)
-		return
-	}
-	cur := c.replicaSets[rs.UID]
-	replicas := int32(1)
-	if rs.Spec.Replicas != nil {
-		replicas = *rs.Spec.Replicas
-	}
-	if cur == nil {
-		cur = &replicaSet{name: rs.Name, namespace: rs.Namespace}
-		if owner := controllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
-			cur.deploymentUID, cur.deploymentName = owner.UID, owner.Name
-		}
-		c.replicaSets[rs.UID] = cur
-		if replicas > 0 {
-			su := scaleUp{from: 0, to: -1, created: rs.CreationTimestamp.Time}
-			if w := d.WatchTime(); d.Type == watch.Added && !w.IsZero() {
-				// Seen created: its count now is the one it was created with.
-				su.to, su.watched = replicas, wallOf(w)
-			}
-			cur.watched(su)
-		}
-	} else if replicas > cur.replicas {
-		cur.watched(scaleUp{from: cur.replicas, to: replicas, watched: wallOf(d.WatchTime())})
-	}
-	cur.replicas = replicas
-}
-
 // watched records a scale-up the ReplicaSet's watch showed: into the step its event already
 // stated, when the event came first, else as a step of its own.
 func (rs *replicaSet) watched(su scaleUp) {
@@ -239,88 +206,6 @@ func (rs *replicaSet) add(su scaleUp) {
 
 // maxHistory bounds the scale-ups and spec changes kept per object.
 const maxHistory = 16
-
-func (c *Correlator) handleDeployment(d *watch.Delta, dep *appsv1.Deployment) {
-	if d.Type == watch.Deleted {
-		delete(c.deployments, dep.UID)
-		return
-	}
-	cur := c.deployments[dep.UID]
-	if cur == nil {
-		cur = &deployment{name: dep.Name, namespace: dep.Namespace}
-		c.deployments[dep.UID] = cur
-	}
-	if dep.Generation == cur.generation {
-		return
-	}
-	cur.generation = dep.Generation
-	var ch deploymentChange
-	var at time.Time
-	ch.client, at = clientChange(&dep.ObjectMeta)
-	if dep.Generation == 1 {
-		at = dep.CreationTimestamp.Time
-	}
-	ch.persisted.Add(at, phases.SourceMetadata)
-	ch.persisted.Add(d.WatchTime(), phases.SourceWatch)
-	cur.changes = append(cur.changes, ch)
-	if len(cur.changes) > maxHistory {
-		cur.changes = cur.changes[len(cur.changes)-maxHistory:]
-	}
-}
-
-// handleDeploymentEvent reads ScalingReplicaSet events: "Scaled up replica set NAME from A to B"
-// stamps a ReplicaSet scale-up with the controller's nanosecond clock. It returns false for a
-// ScalingReplicaSet message in a format it does not know (the deployment controller writes
-// "Scaled up replica set %s from %d to %d" and "Scaled down replica set %s from %d to %d").
-func (c *Correlator) handleDeploymentEvent(e *event) bool {
-	if e.Reason != "ScalingReplicaSet" {
-		return true
-	}
-	st, _, known := stepOf(e)
-	if !known {
-		return false
-	}
-	if !st.Up {
-		return true // scale-downs say nothing about starting Pods
-	}
-	if e.Count > 1 {
-		// A rewrite of a combined Event: its stamps are its first occurrence's, a different
-		// scale-up; the ReplicaSet's own watch time dates this one. Its first version (after
-		// ten steps of one Deployment in ten minutes, every next one) is this step's.
-		return true
-	}
-	combined := strings.HasPrefix(e.Message, combinedPrefix)
-	for _, rs := range c.replicaSets {
-		if rs.name != st.Target || rs.namespace != e.Namespace {
-			continue
-		}
-		// The step the event states: the latest one watched with its counts and not yet
-		// stated, not after the event (the ReplicaSet's update is seen about when the event
-		// is written, either first). Matched by time alone, steps two seconds apart took
-		// each other's events.
-		at := e.when().At
-		for i := len(rs.scaleUps) - 1; i >= 0; i-- {
-			s := &rs.scaleUps[i]
-			if s.event == nil && s.counts(st.From, st.To) && s.at() <= at+phases.Instant(scaleEventSlack) {
-				s.event, s.combined = e, combined
-				if s.from < 0 {
-					s.from = st.From
-				}
-				if s.to < 0 {
-					s.to = st.To
-				}
-				return true
-			}
-		}
-		rs.add(scaleUp{from: st.From, to: st.To, event: e, combined: combined})
-		return true
-	}
-	c.pendingScale = append(c.pendingScale, e)
-	if len(c.pendingScale) > maxPendingEvents {
-		c.pendingScale = c.pendingScale[1:]
-	}
-	return true
-}
 
 // scaleEventSlack is how much later than its ScalingReplicaSet event the ReplicaSet's watch may
 // show a scale-up and still be that one.

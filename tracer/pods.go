@@ -2,16 +2,29 @@ package tracer
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/readyspan/readyspan/watch"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
+)
+
+// Pods (core/v1): the object whose startup every trace follows; its state is pods.go's Correlator methods, its view slimPod.
+const (
+	ResourcePods watch.Resource = "pods"
+	StreamPods   watch.Stream   = "pods"
 )
 
 // podState is everything readyspan holds for one in-flight Pod. The correlator owns it.
@@ -870,4 +883,108 @@ func (ps *podState) noteVolumeFailure(e *event, recv time.Time) {
 		return
 	}
 	ps.failureReason, ps.firstFailure = f, recv
+}
+
+// podKind is the registry entry of Pods (kinds.go).
+var podKind = &kind{
+	Kind: &watch.Kind{
+		Resource: ResourcePods, Stream: StreamPods, Kind: "Pod",
+		GVR:       corev1.SchemeGroupVersion.WithResource("pods"),
+		NewObject: func() runtime.Object { return &corev1.Pod{} },
+		NewList:   func() runtime.Object { return &corev1.PodList{} },
+		ListWatch: func(c kubernetes.Interface, ns string, cfg watch.Config) (watch.ListFunc, watch.WatchFunc) {
+			pods := c.CoreV1().Pods(ns)
+			return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					o.LabelSelector = cfg.Selector // Pods only: owners, events and endpoints are needed whole
+					return pods.List(ctx, o)
+				}, func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
+					o.LabelSelector = cfg.Selector
+					return pods.Watch(ctx, o)
+				}
+		},
+		Transform:     func(o runtime.Object) { slimPod(o.(*corev1.Pod)) },
+		KeepsIdentity: true,
+		// A bare Pod's creation is the root request of its chain.
+		Audit: &watch.AuditedWrites{Verbs: []string{"create"}},
+		// A Pod deleted while the watch was down still names its node.
+		Identity: func(from, kept runtime.Object) {
+			kept.(*corev1.Pod).Spec.NodeName = from.(*corev1.Pod).Spec.NodeName
+		},
+		Snapshot: watch.SnapshotPods, Verbs: watch.ReadVerbs,
+		Explain: []string{"pod", "pods", "po"},
+		Get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+	},
+	handle:  func(c *Correlator, d watch.Delta) { c.handlePod(&d, d.Object.(*corev1.Pod)) },
+	rollout: func(r *rollouts, d watch.Delta) { r.handlePod(&d, d.Object.(*corev1.Pod)) },
+}
+
+// slimPod keeps of a Pod what the correlator reads: no annotations, no env, args or commands
+// (never copied into spans), no volume contents.
+func slimPod(o *corev1.Pod) {
+	o.Annotations = nil
+	slimContainers(o.Spec.InitContainers)
+	slimContainers(o.Spec.Containers)
+	o.Spec.EphemeralContainers = nil
+	for i := range o.Spec.Volumes {
+		o.Spec.Volumes[i].VolumeSource = slimVolume(o.Spec.Volumes[i].VolumeSource)
+	}
+	o.Spec.Affinity, o.Spec.Tolerations, o.Spec.ImagePullSecrets = nil, nil, nil
+	for _, list := range [][]corev1.ContainerStatus{o.Status.InitContainerStatuses, o.Status.ContainerStatuses} {
+		for i := range list {
+			list[i].VolumeMounts, list[i].Resources, list[i].AllocatedResources, list[i].User = nil, nil, nil, nil
+		}
+	}
+}
+
+func slimContainers(cs []corev1.Container) {
+	for i := range cs {
+		c := &cs[i]
+		keep := corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
+		if c.ReadinessProbe != nil {
+			keep.ReadinessProbe = &corev1.Probe{}
+		}
+		if c.StartupProbe != nil {
+			keep.StartupProbe = &corev1.Probe{}
+		}
+		if c.LivenessProbe != nil {
+			keep.LivenessProbe = &corev1.Probe{}
+		}
+		if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil) {
+			keep.Lifecycle = &corev1.Lifecycle{}
+			if c.Lifecycle.PostStart != nil {
+				keep.Lifecycle.PostStart = &corev1.LifecycleHandler{}
+			}
+			if c.Lifecycle.PreStop != nil {
+				keep.Lifecycle.PreStop = &corev1.LifecycleHandler{} // rollouts say whether a preStop hook ran
+			}
+		}
+		*c = keep
+	}
+}
+
+// slimVolume keeps only the kind of a volume (the SLI excludes "stateful" kinds) and a claim's name.
+func slimVolume(v corev1.VolumeSource) corev1.VolumeSource {
+	var out corev1.VolumeSource
+	switch {
+	case v.Secret != nil:
+		out.Secret = &corev1.SecretVolumeSource{}
+	case v.ConfigMap != nil:
+		out.ConfigMap = &corev1.ConfigMapVolumeSource{}
+	case v.DownwardAPI != nil:
+		out.DownwardAPI = &corev1.DownwardAPIVolumeSource{}
+	case v.EmptyDir != nil:
+		out.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	case v.Projected != nil:
+		out.Projected = &corev1.ProjectedVolumeSource{}
+	case v.PersistentVolumeClaim != nil:
+		// Its claim, whose binding the Pod may wait for (claims.go).
+		out.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}
+	case v.Ephemeral != nil:
+		out.Ephemeral = &corev1.EphemeralVolumeSource{} // its claim is named after the Pod and the volume
+	default:
+		out.HostPath = &corev1.HostPathVolumeSource{} // any other kind: stateful
+	}
+	return out
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -61,85 +60,6 @@ func baseView(kind string, m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) w
 		generation: m.Generation, created: m.CreationTimestamp.Time, meta: m, template: tmpl,
 	}
 	v.client, v.changed = clientChange(m)
-	return v
-}
-
-func deploymentView(d *appsv1.Deployment) workloadView {
-	v := baseView(rollout.Deployment, &d.ObjectMeta, &d.Spec.Template)
-	v.observedGeneration = d.Status.ObservedGeneration
-	v.replicas = replicasOf(d.Spec.Replicas)
-	v.paused = d.Spec.Paused
-	v.revision = d.Annotations[annDeploymentRevision]
-	v.strategy = rollout.Strategy{Type: string(d.Spec.Strategy.Type), MinReadySeconds: d.Spec.MinReadySeconds, Partition: -1}
-	if d.Spec.ProgressDeadlineSeconds != nil {
-		v.strategy.ProgressDeadlineSeconds = *d.Spec.ProgressDeadlineSeconds
-	}
-	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		v.strategy.MaxSurge, v.strategy.MaxUnavailable = intOrString(ru.MaxSurge), intOrString(ru.MaxUnavailable)
-	}
-	s := &d.Status
-	var progressing *appsv1.DeploymentCondition
-	for i := range s.Conditions {
-		if s.Conditions[i].Type == appsv1.DeploymentProgressing {
-			progressing = &s.Conditions[i]
-		}
-	}
-	// The deployment controller's own "complete": every replica updated and available, no
-	// old replica left, and (when it tracks progress) Progressing=True NewReplicaSetAvailable.
-	v.done = s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == v.replicas &&
-		s.Replicas == v.replicas && s.AvailableReplicas == v.replicas &&
-		(progressing == nil || progressing.Reason == "NewReplicaSetAvailable")
-	if v.done && progressing != nil {
-		v.doneAt = progressing.LastUpdateTime.Time
-	}
-	v.replicaFailure = replicaFailureOf(s.Conditions)
-	if progressing != nil && progressing.Status == corev1.ConditionFalse && progressing.Reason == "ProgressDeadlineExceeded" {
-		v.failure = "ProgressDeadlineExceeded: " + progressing.Message
-	}
-	return v
-}
-
-func statefulSetView(s *appsv1.StatefulSet) workloadView {
-	v := baseView(rollout.StatefulSet, &s.ObjectMeta, &s.Spec.Template)
-	v.observedGeneration = s.Status.ObservedGeneration
-	v.replicas = replicasOf(s.Spec.Replicas)
-	v.revision = s.Status.UpdateRevision
-	v.strategy = rollout.Strategy{Type: string(s.Spec.UpdateStrategy.Type), MinReadySeconds: s.Spec.MinReadySeconds,
-		Partition: -1, PodManagementPolicy: string(s.Spec.PodManagementPolicy)}
-	if v.strategy.PodManagementPolicy == "" {
-		v.strategy.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
-	}
-	want := v.replicas
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		if ru.Partition != nil {
-			v.strategy.Partition = *ru.Partition
-			want = max(0, v.replicas-*ru.Partition)
-		}
-		if ru.MaxUnavailable != nil {
-			v.strategy.MaxUnavailable = intOrString(ru.MaxUnavailable)
-		}
-	}
-	st := &s.Status
-	// The statefulset controller's "rolled out": the update revision is current (or, with a
-	// partition, the Pods at or above it are updated) and every replica ready and available.
-	revisionDone := st.CurrentRevision == st.UpdateRevision || v.strategy.Partition > 0 && st.UpdatedReplicas >= want
-	v.done = st.ObservedGeneration >= s.Generation && revisionDone && st.Replicas == v.replicas &&
-		st.ReadyReplicas == v.replicas && st.AvailableReplicas == v.replicas && st.UpdatedReplicas >= want
-	return v
-}
-
-func daemonSetView(d *appsv1.DaemonSet) workloadView {
-	v := baseView(rollout.DaemonSet, &d.ObjectMeta, &d.Spec.Template)
-	st := &d.Status
-	v.observedGeneration = st.ObservedGeneration
-	v.replicas = st.DesiredNumberScheduled
-	v.strategy = rollout.Strategy{Type: string(d.Spec.UpdateStrategy.Type), MinReadySeconds: d.Spec.MinReadySeconds, Partition: -1}
-	if ru := d.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		v.strategy.MaxSurge, v.strategy.MaxUnavailable = intOrString(ru.MaxSurge), intOrString(ru.MaxUnavailable)
-	}
-	// The daemonset controller's "rolled out" (kubectl rollout status reads the same fields).
-	v.done = st.ObservedGeneration >= d.Generation && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
-		st.NumberAvailable == st.DesiredNumberScheduled && st.NumberUnavailable == 0
 	return v
 }
 

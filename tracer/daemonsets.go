@@ -1,0 +1,98 @@
+package tracer
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/watch"
+)
+
+// DaemonSets (apps/v1): a workload of its own, one Pod per node, rooted at the change that
+// made it; its revisions are ControllerRevisions (revisions.go).
+const (
+	ResourceDaemonSets watch.Resource = "daemonsets"
+	StreamDaemonSets   watch.Stream   = "daemonsets"
+)
+
+// daemonSetKind is the registry entry of DaemonSets.
+var daemonSetKind = &kind{
+	Kind: &watch.Kind{
+		Resource: ResourceDaemonSets, Stream: StreamDaemonSets, Kind: "DaemonSet",
+		GVR:       appsv1.SchemeGroupVersion.WithResource("daemonsets"),
+		NewObject: func() runtime.Object { return &appsv1.DaemonSet{} },
+		NewList:   func() runtime.Object { return &appsv1.DaemonSetList{} },
+		ListWatch: watch.Namespaced(func(c kubernetes.Interface, ns string) watch.Lister[*appsv1.DaemonSetList] {
+			return c.AppsV1().DaemonSets(ns)
+		}),
+		Transform: func(o runtime.Object) {
+			ds := o.(*appsv1.DaemonSet)
+			slimWorkload(ds, &ds.Spec.Template, &ds.ObjectMeta)
+		},
+		KeepsIdentity: true, Workload: true, Audit: workloadWrites,
+		Snapshot: watch.SnapshotWorkloads, Verbs: watch.ReadVerbs,
+		Explain: []string{"daemonset", "daemonsets", "ds"},
+		Get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		Rollouts: true,
+	},
+	handle: func(c *Correlator, d watch.Delta) {
+		o := d.Object.(*appsv1.DaemonSet)
+		c.handleWorkloadChange(&d, &o.ObjectMeta)
+	},
+	rollout: func(r *rollouts, d watch.Delta) { r.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet))) },
+	// "Created pod: agent-x7k2p" stamps the Pod's creation.
+	events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
+	rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
+		c.daemonSetRoot(owner, obs, pod)
+	},
+}
+
+// daemonSetRoot roots a DaemonSet's Pod: a replacement of its Pod on the same node that went,
+// or the DaemonSet's change.
+func (c *Correlator) daemonSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
+	obs.Root, obs.DaemonSet = phases.RootDaemonSet, ref.Name
+	o := c.owners[ref.UID]
+	if o == nil {
+		return
+	}
+	revision := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+	if e := o.followed(obs, func(e *endedPod) bool {
+		return obs.Node != "" && e.node == obs.Node && !e.succeeded && (e.revision == "" || e.revision == revision)
+	}); e != nil {
+		trigger := e.over
+		if len(trigger) == 0 {
+			trigger = e.at
+		}
+		replaces(obs, e, trigger)
+		return
+	}
+	if ch := o.latestChange(obs); ch != nil {
+		obs.RootPersisted, obs.Client, obs.Cause, obs.Trigger = ch.persisted, ch.client, phases.CauseChange, ch.persisted
+		applyAudit(obs, c.auditFor(string(ResourceDaemonSets), o.namespace, o.name, firstOf(ch.persisted)))
+	}
+}
+
+func daemonSetView(d *appsv1.DaemonSet) workloadView {
+	v := baseView(rollout.DaemonSet, &d.ObjectMeta, &d.Spec.Template)
+	st := &d.Status
+	v.observedGeneration = st.ObservedGeneration
+	v.replicas = st.DesiredNumberScheduled
+	v.strategy = rollout.Strategy{Type: string(d.Spec.UpdateStrategy.Type), MinReadySeconds: d.Spec.MinReadySeconds, Partition: -1}
+	if ru := d.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		v.strategy.MaxSurge, v.strategy.MaxUnavailable = intOrString(ru.MaxSurge), intOrString(ru.MaxUnavailable)
+	}
+	// The daemonset controller's "rolled out" (kubectl rollout status reads the same fields).
+	v.done = st.ObservedGeneration >= d.Generation && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
+		st.NumberAvailable == st.DesiredNumberScheduled && st.NumberUnavailable == 0
+	return v
+}

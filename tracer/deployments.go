@@ -1,0 +1,173 @@
+package tracer
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/watch"
+)
+
+// Deployments (apps/v1): the workload whose changes start rollouts (rollouts.go) and whose
+// ScalingReplicaSet Events stamp each ReplicaSet's scale-up.
+const (
+	ResourceDeployments watch.Resource = "deployments"
+	StreamDeployments   watch.Stream   = "deployments"
+)
+
+// deploymentKind is the registry entry of Deployments.
+var deploymentKind = &kind{
+	Kind: &watch.Kind{
+		Resource: ResourceDeployments, Stream: StreamDeployments, Kind: "Deployment",
+		GVR:       appsv1.SchemeGroupVersion.WithResource("deployments"),
+		NewObject: func() runtime.Object { return &appsv1.Deployment{} },
+		NewList:   func() runtime.Object { return &appsv1.DeploymentList{} },
+		ListWatch: watch.Namespaced(func(c kubernetes.Interface, ns string) watch.Lister[*appsv1.DeploymentList] {
+			return c.AppsV1().Deployments(ns)
+		}),
+		Transform: func(o runtime.Object) {
+			d := o.(*appsv1.Deployment)
+			slimWorkload(d, &d.Spec.Template, &d.ObjectMeta)
+		},
+		KeepsIdentity: true, Workload: true, Audit: workloadWrites,
+		Snapshot: watch.SnapshotWorkloads, Verbs: watch.ReadVerbs,
+		Explain: []string{"deployment", "deployments", "deploy"},
+		Get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		Rollouts: true,
+	},
+	handle: func(c *Correlator, d watch.Delta) {
+		o := d.Object.(*appsv1.Deployment)
+		c.handleDeployment(&d, o)
+	},
+	rollout:       func(r *rollouts, d watch.Delta) { r.handleWorkload(&d, deploymentView(d.Object.(*appsv1.Deployment))) },
+	events:        func(c *Correlator, e *event) bool { return c.handleDeploymentEvent(e) },
+	rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+}
+
+func (c *Correlator) handleDeployment(d *watch.Delta, dep *appsv1.Deployment) {
+	if d.Type == watch.Deleted {
+		delete(c.deployments, dep.UID)
+		return
+	}
+	cur := c.deployments[dep.UID]
+	if cur == nil {
+		cur = &deployment{name: dep.Name, namespace: dep.Namespace}
+		c.deployments[dep.UID] = cur
+	}
+	if dep.Generation == cur.generation {
+		return
+	}
+	cur.generation = dep.Generation
+	var ch deploymentChange
+	var at time.Time
+	ch.client, at = clientChange(&dep.ObjectMeta)
+	if dep.Generation == 1 {
+		at = dep.CreationTimestamp.Time
+	}
+	ch.persisted.Add(at, phases.SourceMetadata)
+	ch.persisted.Add(d.WatchTime(), phases.SourceWatch)
+	cur.changes = append(cur.changes, ch)
+	if len(cur.changes) > maxHistory {
+		cur.changes = cur.changes[len(cur.changes)-maxHistory:]
+	}
+}
+
+// handleDeploymentEvent reads ScalingReplicaSet events: "Scaled up replica set NAME from A to B"
+// stamps a ReplicaSet scale-up with the controller's nanosecond clock. It returns false for a
+// ScalingReplicaSet message in a format it does not know (the deployment controller writes
+// "Scaled up replica set %s from %d to %d" and "Scaled down replica set %s from %d to %d").
+func (c *Correlator) handleDeploymentEvent(e *event) bool {
+	if e.Reason != "ScalingReplicaSet" {
+		return true
+	}
+	st, _, known := stepOf(e)
+	if !known {
+		return false
+	}
+	if !st.Up {
+		return true // scale-downs say nothing about starting Pods
+	}
+	if e.Count > 1 {
+		// A rewrite of a combined Event: its stamps are its first occurrence's, a different
+		// scale-up; the ReplicaSet's own watch time dates this one. Its first version (after
+		// ten steps of one Deployment in ten minutes, every next one) is this step's.
+		return true
+	}
+	combined := strings.HasPrefix(e.Message, combinedPrefix)
+	for _, rs := range c.replicaSets {
+		if rs.name != st.Target || rs.namespace != e.Namespace {
+			continue
+		}
+		// The step the event states: the latest one watched with its counts and not yet
+		// stated, not after the event (the ReplicaSet's update is seen about when the event
+		// is written, either first). Matched by time alone, steps two seconds apart took
+		// each other's events.
+		at := e.when().At
+		for i := len(rs.scaleUps) - 1; i >= 0; i-- {
+			s := &rs.scaleUps[i]
+			if s.event == nil && s.counts(st.From, st.To) && s.at() <= at+phases.Instant(scaleEventSlack) {
+				s.event, s.combined = e, combined
+				if s.from < 0 {
+					s.from = st.From
+				}
+				if s.to < 0 {
+					s.to = st.To
+				}
+				return true
+			}
+		}
+		rs.add(scaleUp{from: st.From, to: st.To, event: e, combined: combined})
+		return true
+	}
+	c.pendingScale = append(c.pendingScale, e)
+	if len(c.pendingScale) > maxPendingEvents {
+		c.pendingScale = c.pendingScale[1:]
+	}
+	return true
+}
+
+func deploymentView(d *appsv1.Deployment) workloadView {
+	v := baseView(rollout.Deployment, &d.ObjectMeta, &d.Spec.Template)
+	v.observedGeneration = d.Status.ObservedGeneration
+	v.replicas = replicasOf(d.Spec.Replicas)
+	v.paused = d.Spec.Paused
+	v.revision = d.Annotations[annDeploymentRevision]
+	v.strategy = rollout.Strategy{Type: string(d.Spec.Strategy.Type), MinReadySeconds: d.Spec.MinReadySeconds, Partition: -1}
+	if d.Spec.ProgressDeadlineSeconds != nil {
+		v.strategy.ProgressDeadlineSeconds = *d.Spec.ProgressDeadlineSeconds
+	}
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		v.strategy.MaxSurge, v.strategy.MaxUnavailable = intOrString(ru.MaxSurge), intOrString(ru.MaxUnavailable)
+	}
+	s := &d.Status
+	var progressing *appsv1.DeploymentCondition
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == appsv1.DeploymentProgressing {
+			progressing = &s.Conditions[i]
+		}
+	}
+	// The deployment controller's own "complete": every replica updated and available, no
+	// old replica left, and (when it tracks progress) Progressing=True NewReplicaSetAvailable.
+	v.done = s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == v.replicas &&
+		s.Replicas == v.replicas && s.AvailableReplicas == v.replicas &&
+		(progressing == nil || progressing.Reason == "NewReplicaSetAvailable")
+	if v.done && progressing != nil {
+		v.doneAt = progressing.LastUpdateTime.Time
+	}
+	v.replicaFailure = replicaFailureOf(s.Conditions)
+	if progressing != nil && progressing.Status == corev1.ConditionFalse && progressing.Reason == "ProgressDeadlineExceeded" {
+		v.failure = "ProgressDeadlineExceeded: " + progressing.Message
+	}
+	return v
+}

@@ -1,0 +1,141 @@
+package tracer
+
+import (
+	"context"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/watch"
+)
+
+// StatefulSets (apps/v1): a workload of its own, whose Pods are rooted at the change that
+// made them and whose revisions are ControllerRevisions (revisions.go).
+const (
+	ResourceStatefulSets watch.Resource = "statefulsets"
+	StreamStatefulSets   watch.Stream   = "statefulsets"
+)
+
+// statefulSetKind is the registry entry of StatefulSets.
+var statefulSetKind = &kind{
+	Kind: &watch.Kind{
+		Resource: ResourceStatefulSets, Stream: StreamStatefulSets, Kind: "StatefulSet",
+		GVR:       appsv1.SchemeGroupVersion.WithResource("statefulsets"),
+		NewObject: func() runtime.Object { return &appsv1.StatefulSet{} },
+		NewList:   func() runtime.Object { return &appsv1.StatefulSetList{} },
+		ListWatch: watch.Namespaced(func(c kubernetes.Interface, ns string) watch.Lister[*appsv1.StatefulSetList] {
+			return c.AppsV1().StatefulSets(ns)
+		}),
+		Transform: func(o runtime.Object) {
+			st := o.(*appsv1.StatefulSet)
+			slimWorkload(st, &st.Spec.Template, &st.ObjectMeta)
+			st.Spec.VolumeClaimTemplates = nil
+		},
+		KeepsIdentity: true, Workload: true, Audit: workloadWrites,
+		Snapshot: watch.SnapshotWorkloads, Verbs: watch.ReadVerbs,
+		Explain: []string{"statefulset", "statefulsets", "sts"},
+		Get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
+			return c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		Rollouts: true,
+	},
+	handle: func(c *Correlator, d watch.Delta) { c.handleStatefulSet(&d, d.Object.(*appsv1.StatefulSet)) },
+	rollout: func(r *rollouts, d watch.Delta) {
+		r.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet)))
+	},
+	// "Create Pod web-0 in StatefulSet web successful" stamps the Pod's creation.
+	events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
+	rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
+		c.statefulSetRoot(owner, obs, pod)
+	},
+}
+
+func (c *Correlator) handleStatefulSet(d *watch.Delta, s *appsv1.StatefulSet) {
+	if o := c.handleWorkloadChange(d, &s.ObjectMeta); o != nil {
+		o.ordered = s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	}
+}
+
+// statefulSetRoot roots a StatefulSet's Pod: a replacement of the Pod of its name that went, or
+// the StatefulSet's change, after which an ordered StatefulSet waits for the Pod before it to
+// turn Ready.
+func (c *Correlator) statefulSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
+	obs.Root, obs.StatefulSet = phases.RootStatefulSet, ref.Name
+	o := c.owners[ref.UID]
+	if o == nil {
+		return
+	}
+	revision := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+	// The StatefulSet recreates a Pod under its name once the old one is gone from the API; one
+	// of another revision went for an update (the change below), not to be replaced.
+	if e := o.followed(obs, func(e *endedPod) bool {
+		return e.name == obs.Name && !e.succeeded && (e.revision == "" || e.revision == revision)
+	}); e != nil {
+		trigger := e.gone
+		if len(trigger) == 0 {
+			trigger = e.at
+		}
+		replaces(obs, e, trigger)
+		return
+	}
+	ch := o.latestChange(obs)
+	if ch == nil {
+		return
+	}
+	obs.RootPersisted, obs.Client, obs.Cause, obs.Trigger = ch.persisted, ch.client, phases.CauseChange, ch.persisted
+	applyAudit(obs, c.auditFor(string(ResourceStatefulSets), o.namespace, o.name, firstOf(ch.persisted)))
+	if !o.ordered {
+		return
+	}
+	base, ordinal, ok := statefulOrdinal(obs.Name)
+	if !ok || ordinal == 0 {
+		return
+	}
+	prev := base + "-" + strconv.Itoa(ordinal-1)
+	r, ok := o.ready[prev]
+	if !ok || !atOrBefore(r.at, obs.Created) {
+		return
+	}
+	// The controller had to wait for the Pod before to be Ready, unless it was Ready before
+	// the change.
+	if rs, _ := r.at.Resolve(); rs.At > firstInstant(ch.persisted) {
+		obs.Cause, obs.CauseObject, obs.Trigger = phases.CausePredecessorReady, prev, r.at
+	}
+}
+
+func statefulSetView(s *appsv1.StatefulSet) workloadView {
+	v := baseView(rollout.StatefulSet, &s.ObjectMeta, &s.Spec.Template)
+	v.observedGeneration = s.Status.ObservedGeneration
+	v.replicas = replicasOf(s.Spec.Replicas)
+	v.revision = s.Status.UpdateRevision
+	v.strategy = rollout.Strategy{Type: string(s.Spec.UpdateStrategy.Type), MinReadySeconds: s.Spec.MinReadySeconds,
+		Partition: -1, PodManagementPolicy: string(s.Spec.PodManagementPolicy)}
+	if v.strategy.PodManagementPolicy == "" {
+		v.strategy.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
+	}
+	want := v.replicas
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		if ru.Partition != nil {
+			v.strategy.Partition = *ru.Partition
+			want = max(0, v.replicas-*ru.Partition)
+		}
+		if ru.MaxUnavailable != nil {
+			v.strategy.MaxUnavailable = intOrString(ru.MaxUnavailable)
+		}
+	}
+	st := &s.Status
+	// The statefulset controller's "rolled out": the update revision is current (or, with a
+	// partition, the Pods at or above it are updated) and every replica ready and available.
+	revisionDone := st.CurrentRevision == st.UpdateRevision || v.strategy.Partition > 0 && st.UpdatedReplicas >= want
+	v.done = st.ObservedGeneration >= s.Generation && revisionDone && st.Replicas == v.replicas &&
+		st.ReadyReplicas == v.replicas && st.AvailableReplicas == v.replicas && st.UpdatedReplicas >= want
+	return v
+}
