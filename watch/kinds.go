@@ -128,7 +128,7 @@ var ReadVerbs = []string{"get", "list", "watch"}
 type Registry struct {
 	kinds    []*Kind
 	byStream map[Stream]*Kind
-	types    []reflect.Type     // of each Kind's objects, by Index
+	byType   map[reflect.Type]*Kind
 	byRes    map[Resource]*Kind // the kind the watch reads of each Resource
 	byGR     map[schema.GroupResource]*Kind
 	byKind   map[string]*Kind // by the objects' Kind, as owner references and Events name them
@@ -138,12 +138,12 @@ type Registry struct {
 
 // NewRegistry registers the kinds, in the order given; a Kind belongs to one Registry.
 func NewRegistry(kinds ...*Kind) *Registry {
-	r := &Registry{kinds: kinds, byStream: map[Stream]*Kind{},
+	r := &Registry{kinds: kinds, byStream: map[Stream]*Kind{}, byType: map[reflect.Type]*Kind{},
 		byRes: map[Resource]*Kind{}, byGR: map[schema.GroupResource]*Kind{}, byKind: map[string]*Kind{}}
 	for i, k := range kinds {
 		k.index = i
 		r.byStream[k.Stream] = k
-		r.types = append(r.types, reflect.TypeOf(k.NewObject()))
+		r.byType[reflect.TypeOf(k.NewObject())] = k
 		r.byGR[k.GVR.GroupResource()] = k
 		if _, ok := r.byKind[k.Kind]; !ok {
 			r.byKind[k.Kind] = k
@@ -173,18 +173,9 @@ func (r *Registry) Of(s Stream) (*Kind, error) {
 }
 
 // OfObject returns the Kind of an object's type.
-//
-// It runs for every delta, twice (Transform, LastSeen): comparing the type with each Kind's,
-// a pointer each, costs less than hashing it as an interface key for a map, with a score of
-// kinds.
 func (r *Registry) OfObject(obj runtime.Object) (*Kind, bool) {
-	t := reflect.TypeOf(obj)
-	for i, kt := range r.types {
-		if kt == t {
-			return r.kinds[i], true
-		}
-	}
-	return nil, false
+	k := r.byType[reflect.TypeOf(obj)]
+	return k, k != nil
 }
 
 // Named returns the Kind whose objects are of the given Kind, as owner references and Events
