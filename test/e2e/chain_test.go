@@ -177,15 +177,6 @@ const (
 	injectLabel   = "readyspan.dev/inject"
 	injectValue   = "sidecar"
 	injectWebhook = "inject.readyspan.dev"
-	// The apiserver's span around a webhook call less the server's own measure of it is the
-	// HTTPS round trip on loopback, the AdmissionReview's encoding and decoding and the patch's
-	// application: 0.7–4.5 ms for most calls on a quiet 2-core machine, 5.5–13.1 ms when the
-	// apiserver waits for a core (a CI machine saw no call under 5.7 ms). A duration bound
-	// tight enough to tell the call from the rest of the request would fail on a busy
-	// machine, so the test holds the span to the call in time instead: it holds the server's
-	// measure (the same clock), ends before the request's etcd write begins, and exceeds the
-	// measure by webhookSpanOutlier at most.
-	webhookSpanOutlier = 25 * time.Millisecond
 	// webhookSpanRounding: the server logs microseconds, Jaeger holds microseconds.
 	webhookSpanRounding = 10 * time.Microsecond
 )
@@ -223,10 +214,13 @@ func webhookCalls(t *testing.T, e *Env, ns string, want int) map[string]webhookC
 // checkWebhookSpan: the Pod's trace holds one mutating webhook span, beneath its create
 // request inside phase, naming the local injector; the call it copies is the one the webhook
 // server logged for this Pod (the AdmissionReview's UID, the Pod's namespace and name or
-// generateName), and its length holds the server's own measure (its handling time, and the
-// connection's setup for the first request on a connection) and exceeds it by
-// webhookSpanOutlier at most. It returns by how much it exceeds it (ok false if there is no
-// such span).
+// generateName); it holds the server's own measure of the call (its handling, and the
+// connection's setup for the first request on a connection) on the same clock, and ends before
+// the request's etcd write begins. It returns by how much the span exceeds the measure (ok false
+// if there is no such span), for the log: the HTTPS round trip on loopback, the AdmissionReview's
+// encoding and decoding and the patch's application, 0.7–4.5 ms for most calls on a quiet
+// 2-core machine, 5.5–13.1 ms when the apiserver waits for a core, 59–103 ms with the machine
+// saturated. A bound on it would fail on a busy machine and tell nothing the UID does not.
 func checkWebhookSpan(t *testing.T, tr *Trace, p corev1.Pod, phase, createName string, calls map[string]webhookCall) (excess time.Duration, ok bool) {
 	t.Helper()
 	sidecar := false
@@ -266,9 +260,8 @@ func checkWebhookSpan(t *testing.T, tr *Trace, p corev1.Pod, phase, createName s
 	d := hook.Duration() - handled
 	t.Logf("webhook call %s: the apiserver's span %v, the server's handling %.3fms + connection %.3fms (new: %v): %+v",
 		uid, hook.Duration(), c.HandlingMs, c.ConnectMs, c.NewConnection, d)
-	if d < -webhookSpanRounding || d > webhookSpanOutlier {
-		t.Errorf("webhook call %s: the apiserver's span %v, the server's own measure %v: %+v, want within [0, %v]",
-			uid, hook.Duration(), handled, d, webhookSpanOutlier)
+	if d < -webhookSpanRounding {
+		t.Errorf("webhook call %s: the apiserver's span %v is shorter than the server's own measure %v", uid, hook.Duration(), handled)
 	}
 	// The server's clock is the apiserver's (one machine): the call it measured, from the
 	// connection's accept or the request's arrival to its answer, lies inside the span.
