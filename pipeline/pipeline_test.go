@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/readyspan/readyspan/exporters/otlp"
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -64,7 +64,7 @@ func TestNewLiveCorrelatesOnlyForTraceSinks(t *testing.T) {
 // A replay rebuilds the same traces whatever settle time and backfill the options carry: it
 // always backfills and exports at once.
 func TestReplayIgnoresLiveTiming(t *testing.T) {
-	deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", "kinds-statefulset"))
+	deltas, err := tracer.Kinds.LoadRecording(captures.Path("kinds-statefulset"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestReplayIgnoresLiveTiming(t *testing.T) {
 
 // ExportOTLP hands every trace of a batch to the backend and counts them.
 func TestExportOTLP(t *testing.T) {
-	deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", "kinds-statefulset"))
+	deltas, err := tracer.Kinds.LoadRecording(captures.Path("kinds-statefulset"))
 	if err != nil {
 		t.Fatal(err)
 	}

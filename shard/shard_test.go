@@ -2,7 +2,6 @@ package shard_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/shard"
 	"github.com/readyspan/readyspan/tracer"
 )
@@ -20,7 +20,7 @@ import (
 func TestKeysOfRealObjects(t *testing.T) {
 	for _, run := range []string{"run2-ifnotpresent", "run3-always-pull", "run4-failures", "run8-slow-pull-watch", "run10-containerd2-failures"} {
 		t.Run(run, func(t *testing.T) {
-			deltas, err := tracer.Kinds.LoadRecording(filepath.Join("..", "tracer", "testdata", "real-node", run))
+			deltas, err := tracer.Kinds.LoadRecording(captures.Path(run))
 			if err != nil {
 				t.Fatal(err)
 			}

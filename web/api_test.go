@@ -12,15 +12,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
 )
 
-// captures are the real captures the tracer's tests replay (a real control plane and kubelet).
-func captures(t *testing.T) []string {
+// realCaptures are the real captures the tracer's tests replay (a real control plane and kubelet).
+func realCaptures(t *testing.T) []string {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join("..", "tracer", "testdata", "real-node", "run*"))
+	matches, _ := filepath.Glob(captures.Path("run*"))
 	var dirs []string
 	for _, m := range matches {
 		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
@@ -70,7 +71,7 @@ func get(t *testing.T, srv *httptest.Server, path string, wantStatus int, into a
 // themselves: every rollout listed, each with one Gantt row per step and per Pod (new and old),
 // every new Pod's row coloured within its interval, and every Pod's waterfall span for span.
 func TestAPIRealCaptures(t *testing.T) {
-	for _, dir := range captures(t) {
+	for _, dir := range realCaptures(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			pods, rollouts := replay(t, dir)
 			if len(rollouts) == 0 || len(pods) == 0 {
@@ -173,7 +174,7 @@ var externalRef = regexp.MustCompile(`(?i)(https?:|wss?:|ftp:|(src|href|action|p
 // outside its data block (inert JSON) no URL at all, and a Content-Security-Policy that forbids
 // every fetch; and that it holds every rollout and Pod.
 func TestReportSelfContained(t *testing.T) {
-	for _, dir := range captures(t) {
+	for _, dir := range realCaptures(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			pods, rollouts := replay(t, dir)
 			var b bytes.Buffer

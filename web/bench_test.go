@@ -2,10 +2,10 @@ package web
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/rollout"
 )
 
@@ -17,7 +17,7 @@ import (
 // 0.46 MB per 1,000-Pod rollout (0.47 MB of heap). A full ring at the default counts holds about
 // 12 MB of Pods; 200 rollouts of 1,000 Pods would be 92 MB, so the byte budget (64 MiB) bounds it.
 func BenchmarkRingScale(b *testing.B) {
-	pods, rollouts := replay(b, filepath.Join("..", "tracer", "testdata", "real-node", "run8-slow-pull-watch"))
+	pods, rollouts := replay(b, captures.Path("run8-slow-pull-watch"))
 	big := grow(rollouts[0].Rollout, 1000)
 	for i := 0; i < b.N; i++ {
 		before := heapAlloc()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 )
@@ -18,7 +19,7 @@ import (
 // serveCapture serves one real capture's traces as the daemon would.
 func serveCapture(t *testing.T, name string) (*httptest.Server, []*phases.Trace, []*rollout.Trace) {
 	t.Helper()
-	pods, rollouts := replay(t, filepath.Join("..", "tracer", "testdata", "real-node", name))
+	pods, rollouts := replay(t, captures.Path(name))
 	ring := NewRing(RingConfig{})
 	for _, p := range pods {
 		ring.AddPod(p)
@@ -78,7 +79,7 @@ func rolloutOf(t *testing.T, srv *httptest.Server, rollouts []*rollout.Trace, wo
 // it matches no span name of its own. An image pull's bar is split at its transfer's start, the
 // part before it the wait in the kubelet's queue.
 func TestSpanCategoriesFromTheCatalogue(t *testing.T) {
-	for _, dir := range captures(t) {
+	for _, dir := range realCaptures(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			srv, pods, _ := serveCapture(t, filepath.Base(dir))
 			queued := 0

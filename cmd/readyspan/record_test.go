@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -95,46 +95,33 @@ func TestHelpNamesThePlugin(t *testing.T) {
 // real capture with one Pod's Ready moved thirty years back.
 func TestReplayPrintsImpossibleOrderWarnings(t *testing.T) {
 	const pod = "sleeper-7b67f9b4dd-hfswn"
-	src := filepath.Join("..", "..", "tracer", "testdata", "real-node", "run2-ifnotpresent")
-	dir := t.TempDir()
-	files, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(src, f.Name()))
+	dir := captures.Copy(t, "run2-ifnotpresent", map[string]func([]byte) []byte{"pods.json": func(b []byte) []byte {
+		var list struct {
+			Items []map[string]any `json:"items"`
+		}
+		if err := json.Unmarshal(b, &list); err != nil {
+			t.Fatal(err)
+		}
+		moved := false
+		for _, p := range list.Items {
+			if p["metadata"].(map[string]any)["name"] != pod {
+				continue
+			}
+			for _, c := range p["status"].(map[string]any)["conditions"].([]any) {
+				if c := c.(map[string]any); c["type"] == "Ready" {
+					c["lastTransitionTime"], moved = "1996-11-30T08:36:24Z", true
+				}
+			}
+		}
+		if !moved {
+			t.Fatalf("no Ready condition of %s in run2-ifnotpresent", pod)
+		}
+		b, err := json.Marshal(map[string]any{"kind": "List", "apiVersion": "v1", "items": list.Items})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.Name() == "pods.json" {
-			var list struct {
-				Items []map[string]any `json:"items"`
-			}
-			if err := json.Unmarshal(b, &list); err != nil {
-				t.Fatal(err)
-			}
-			moved := false
-			for _, p := range list.Items {
-				if p["metadata"].(map[string]any)["name"] != pod {
-					continue
-				}
-				for _, c := range p["status"].(map[string]any)["conditions"].([]any) {
-					if c := c.(map[string]any); c["type"] == "Ready" {
-						c["lastTransitionTime"], moved = "1996-11-30T08:36:24Z", true
-					}
-				}
-			}
-			if !moved {
-				t.Fatalf("no Ready condition of %s in %s", pod, src)
-			}
-			if b, err = json.Marshal(map[string]any{"kind": "List", "apiVersion": "v1", "items": list.Items}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return b
+	}})
 	var stdout, stderr bytes.Buffer
 	if err := run(context.Background(), []string{"replay", dir}, &stdout, &stderr); err != nil {
 		t.Fatal(err)

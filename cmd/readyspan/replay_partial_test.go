@@ -7,38 +7,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/readyspan/readyspan/internal/captures"
 )
 
 // copyRecording copies the real capture run8 (watch streams) into a temporary directory and
 // passes the named file through edit.
 func copyRecording(t *testing.T, file string, edit func([]byte) []byte) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "tracer", "testdata", "real-node", "run8-slow-pull-watch")
-	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Name() == file {
-			b = edit(b)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return captures.Copy(t, "run8-slow-pull-watch", map[string]func([]byte) []byte{file: edit})
 }
 
 // A replay that skipped part of its recording exits non-zero and names what it skipped; with
 // --allow-partial it warns and replays the rest. A directory that is no recording is an error
 // either way. A line over the old 16 MiB cap is no part lost.
 func TestReplayPartialRecording(t *testing.T) {
-	src := filepath.Join("..", "..", "tracer", "testdata", "real-node", "run8-slow-pull-watch")
+	src := captures.Path("run8-slow-pull-watch")
 	var whole bytes.Buffer
 	if err := run(context.Background(), []string{"replay", src, "-o", "json"}, &whole, &whole); err != nil {
 		t.Fatal(err)
