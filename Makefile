@@ -55,11 +55,13 @@ bench: ## reconstruction, OTLP export and OTLP input throughput, and allocations
 # Every fuzz target, a short run each (FUZZTIME); seeds are committed in each package's
 # testdata/fuzz/<target>/ and run by plain `go test` too.
 FUZZTIME ?= 20s
-TRACER_FUZZ := FuzzParsePulledMessage FuzzParseEventName FuzzParseHex FuzzParseAuditLine FuzzStepOf FuzzEventMessages FuzzContainerFromFieldPath FuzzParsePreemptedMessage
+TRACER_FUZZ := FuzzParseAuditLine FuzzStepOf FuzzEventMessages
+EVENTS_FUZZ := FuzzParsePulledMessage FuzzParseEventName FuzzParseHex FuzzContainerFromFieldPath FuzzParsePreemptedMessage
 WATCH_FUZZ := FuzzReadWatch FuzzReadList
 fuzz: ## a short run of every fuzz target
 	@set -e; for f in $(TRACER_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/; done
 	@set -e; for f in $(WATCH_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./watch/; done
+	@set -e; for f in $(EVENTS_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/events/; done
 	$(GO) test -run '^$$' -fuzz '^FuzzAttributes$$' -fuzztime $(FUZZTIME) ./exporters/otlp/
 	$(GO) test -run '^$$' -fuzz '^FuzzJoinViews$$' -fuzztime $(FUZZTIME) ./cmd/readyspan/
 

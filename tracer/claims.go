@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -131,5 +132,5 @@ var claimKind = &kind{
 	handle: func(c *Correlator, d watch.Delta) { c.handleClaim(&d, d.Object.(*corev1.PersistentVolumeClaim)) },
 	// The PV controller's and the scheduler's events about a claim (WaitForFirstConsumer,
 	// ProvisioningSucceeded…) state nothing the claim's own changes do not.
-	events: func(*Correlator, *event) bool { return true },
+	events: func(*Correlator, *events.Event) bool { return true },
 }

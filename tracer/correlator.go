@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -130,12 +131,12 @@ type Correlator struct {
 	endpointReady map[types.UID]phases.Times
 	inSlice       map[types.UID]bool
 	// pendingEvents are events about Pods not seen yet (events can arrive first).
-	pendingEvents map[types.UID][]*event
+	pendingEvents map[types.UID][]*events.Event
 	pendingCount  int
-	pendingScale  []*event
+	pendingScale  []*events.Event
 	// createdBy holds SuccessfulCreate events by the Pod's name: the controller's nanosecond
 	// stamp of the create it just made.
-	createdBy  map[objectName]*event
+	createdBy  map[objectName]*events.Event
 	byName     map[objectName]types.UID       // tracked Pods by name
 	audit      map[string][]*watch.AuditEntry // "resource/namespace/name" → recent client writes
 	seenEvents map[types.UID]string           // Event UID → resourceVersion, to drop the other API's view
@@ -176,9 +177,9 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		services:      map[string]map[string]labels.Selector{},
 		endpointReady: map[types.UID]phases.Times{},
 		inSlice:       map[types.UID]bool{},
-		pendingEvents: map[types.UID][]*event{},
+		pendingEvents: map[types.UID][]*events.Event{},
 		seenEvents:    map[types.UID]string{},
-		createdBy:     map[objectName]*event{},
+		createdBy:     map[objectName]*events.Event{},
 		byName:        map[objectName]types.UID{},
 		audit:         map[string][]*watch.AuditEntry{},
 		unknownShapes: map[string]bool{},
@@ -362,7 +363,7 @@ func (c *Correlator) eventVersion(d *watch.Delta, uid types.UID, version string)
 
 // handleEvent folds in a version of an Event eventVersion found fresh; seen says an earlier
 // version was folded in already (so an unknown message is counted once).
-func (c *Correlator) handleEvent(d *watch.Delta, e *event, seen bool) {
+func (c *Correlator) handleEvent(d *watch.Delta, e *events.Event, seen bool) {
 	if e.Regarding.Kind != "Pod" {
 		// An Event about another kind is its registry entry's to read (kinds.go).
 		k := kindNamed(e.Regarding.Kind)
@@ -407,9 +408,9 @@ const maxUnknownShapes = 256
 
 // unparsed counts an event whose message is in a format readyspan does not know, and logs the
 // first of each (reason, shape) so a new kubelet or controller wording shows up once in the log.
-func (c *Correlator) unparsed(e *event) {
+func (c *Correlator) unparsed(e *events.Event) {
 	c.stats.Unparsed(e.Reason)
-	key := e.Reason + "\x00" + messageShape(e.Message)
+	key := e.Reason + "\x00" + events.MessageShape(e.Message)
 	if c.unknownShapes[key] || len(c.unknownShapes) > maxUnknownShapes {
 		return
 	}
@@ -575,7 +576,7 @@ func (c *Correlator) prune(now time.Time) {
 	}
 	c.lastPrune = now
 	for uid, evs := range c.pendingEvents {
-		if evs[0].orphaned(now) {
+		if evs[0].Orphaned(now, orphanAfter) {
 			c.pendingCount -= len(evs)
 			delete(c.pendingEvents, uid)
 		}
@@ -599,7 +600,7 @@ func (c *Correlator) prune(now time.Time) {
 		}
 	}
 	for key, e := range c.createdBy {
-		if e.orphaned(now) {
+		if e.Orphaned(now, orphanAfter) {
 			delete(c.createdBy, key)
 		}
 	}

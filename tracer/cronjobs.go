@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -27,12 +28,12 @@ const (
 // by the Job's name (the Event can come before the Job).
 type cronJobs struct {
 	names   map[types.UID]string
-	created map[objectName]*event
+	created map[objectName]*events.Event
 }
 
 func (c *Correlator) cronJobs() *cronJobs {
 	return stateOf(c, ResourceCronJobs, func() *cronJobs {
-		return &cronJobs{names: map[types.UID]string{}, created: map[objectName]*event{}}
+		return &cronJobs{names: map[types.UID]string{}, created: map[objectName]*events.Event{}}
 	})
 }
 
@@ -48,7 +49,7 @@ func (c *Correlator) handleCronJob(d *watch.Delta, cj *batchv1.CronJob) {
 
 // handleCronJobEvent reads "Created job NAME": the Job's creation, stamped by the controller.
 // It returns false for a SuccessfulCreate in another format.
-func (c *Correlator) handleCronJobEvent(e *event) bool {
+func (c *Correlator) handleCronJobEvent(e *events.Event) bool {
 	if e.Reason != "SuccessfulCreate" {
 		return true
 	}
@@ -109,5 +110,5 @@ var cronJobKind = &kind{
 		},
 	},
 	handle: func(c *Correlator, d watch.Delta) { c.handleCronJob(&d, d.Object.(*batchv1.CronJob)) },
-	events: func(c *Correlator, e *event) bool { return c.handleCronJobEvent(e) },
+	events: func(c *Correlator, e *events.Event) bool { return c.handleCronJobEvent(e) },
 }

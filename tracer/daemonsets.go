@@ -12,6 +12,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -50,8 +51,8 @@ var daemonSetKind = &kind{
 	},
 	rollout: func(r *rollouts, d watch.Delta) { r.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet))) },
 	// "Created pod: agent-x7k2p" stamps the Pod's creation.
-	events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
-	rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
+	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
 	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
 		c.daemonSetRoot(owner, obs, pod)
 	},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -51,8 +52,8 @@ var deploymentKind = &kind{
 		c.handleDeployment(&d, o)
 	},
 	rollout:       func(r *rollouts, d watch.Delta) { r.handleWorkload(&d, deploymentView(d.Object.(*appsv1.Deployment))) },
-	events:        func(c *Correlator, e *event) bool { return c.handleDeploymentEvent(e) },
-	rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+	events:        func(c *Correlator, e *events.Event) bool { return c.handleDeploymentEvent(e) },
+	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
 }
 
 func (c *Correlator) handleDeployment(d *watch.Delta, dep *appsv1.Deployment) {
@@ -87,7 +88,7 @@ func (c *Correlator) handleDeployment(d *watch.Delta, dep *appsv1.Deployment) {
 // stamps a ReplicaSet scale-up with the controller's nanosecond clock. It returns false for a
 // ScalingReplicaSet message in a format it does not know (the deployment controller writes
 // "Scaled up replica set %s from %d to %d" and "Scaled down replica set %s from %d to %d").
-func (c *Correlator) handleDeploymentEvent(e *event) bool {
+func (c *Correlator) handleDeploymentEvent(e *events.Event) bool {
 	if e.Reason != "ScalingReplicaSet" {
 		return true
 	}
@@ -113,7 +114,7 @@ func (c *Correlator) handleDeploymentEvent(e *event) bool {
 		// stated, not after the event (the ReplicaSet's update is seen about when the event
 		// is written, either first). Matched by time alone, steps two seconds apart took
 		// each other's events.
-		at := e.when().At
+		at := e.When().At
 		for i := len(rs.scaleUps) - 1; i >= 0; i-- {
 			s := &rs.scaleUps[i]
 			if s.event == nil && s.counts(st.From, st.To) && s.at() <= at+phases.Instant(scaleEventSlack) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // TestEventTimes: an event keeps the times an Event states to the nanosecond, as instants (the
@@ -45,7 +47,7 @@ func TestEventTimes(t *testing.T) {
 				}
 				ev.LastTimestamp.Time = at.Local() // as metav1.Time decodes
 			}
-			e := fromCoreEvent(&ev, recv)
+			e := events.FromCore(&ev, recv)
 			if got := e.Last.Time(); !got.Equal(tt.want) || got.IsZero() != tt.want.IsZero() {
 				t.Errorf("lastTimestamp %q kept as %v, want %v", tt.last, got, tt.want)
 			}

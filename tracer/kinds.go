@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -33,8 +34,8 @@ type kind struct {
 	// events and rolloutEvents read an Event about one of the kind's objects (Events about
 	// Pods are the correlator's own); each returns false for a message in a format it does not
 	// know.
-	events        func(c *Correlator, e *event) bool
-	rolloutEvents func(r *rollouts, e *event) bool
+	events        func(c *Correlator, e *events.Event) bool
+	rolloutEvents func(r *rollouts, e *events.Event) bool
 
 	// root fills the start of the chain of a Pod the kind's object controls, when it knows
 	// the request that started it (rootOf has set RootController, which it keeps otherwise).

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // controllerManager is the field manager of everything kube-controller-manager writes; any
@@ -35,7 +36,7 @@ type scaleUp struct {
 	from, to int32
 	created  time.Time      // the ReplicaSet's creationTimestamp, for the step that created it (1 s)
 	watched  phases.Instant // receive time of the ReplicaSet version that showed it
-	event    *event         // the ScalingReplicaSet event that stated it
+	event    *events.Event  // the ScalingReplicaSet event that stated it
 	// combined says event is a combined Event's first version ("(combined from similar
 	// events): …"): its name was stamped when the recorder combined it, after the step, and,
 	// behind other Events being written, possibly after the Pods the step created. It dates the
@@ -296,7 +297,7 @@ const selfHealWindow = 10 * time.Minute
 // NAME" (controller.RealPodControl), the statefulset controller "Create Pod NAME in
 // StatefulSet SET successful" (StatefulPodControl.recordPodEvent, the verb title-cased). It
 // returns false for a SuccessfulCreate message in another format.
-func (c *Correlator) handleCreatedEvent(e *event) bool {
+func (c *Correlator) handleCreatedEvent(e *events.Event) bool {
 	if e.Reason != "SuccessfulCreate" {
 		return true
 	}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // Pods (core/v1): the object whose startup every trace follows; its state is pods.go's Correlator methods, its view slimPod.
@@ -39,7 +40,7 @@ type podState struct {
 	seen seenChanges
 	// events about this Pod, one per Event UID (its latest version), with the receive time of
 	// their first version. A Pod has about a dozen: a list walked beats a map made per Pod.
-	events []*event
+	events []*events.Event
 	// firstFailure is when a persistent failure (ErrImagePull, CrashLoopBackOff…) was first
 	// seen in the Pod's status, or a volume failure (FailedMount…) in an event about it before
 	// its sandbox was ready, for --fail-after.
@@ -50,8 +51,8 @@ type podState struct {
 	// gone: the watch said the Pod is gone (its last delta), so nothing will take it out of the
 	// correlator's done set once its trace is exported.
 	gone         bool
-	completeAt   time.Time // when the trace was found complete, for Config.Settle
-	createdEvent *event    // the replicaset controller's SuccessfulCreate for this Pod
+	completeAt   time.Time     // when the trace was found complete, for Config.Settle
+	createdEvent *events.Event // the replicaset controller's SuccessfulCreate for this Pod
 	// due is when the clock alone could finish the trace; dueIndex is the Pod's place in the
 	// Correlator's heap of due times, -1 when it is not in it.
 	due      time.Time
@@ -170,7 +171,7 @@ const maxNodeName = 253
 func (ps *podState) update(p *corev1.Pod, recv time.Time) {
 	prev := ps.pod
 	ps.pod = p
-	at := wallOf(recv) // once for the dozen changes this version may mark
+	at := events.WallOf(recv) // once for the dozen changes this version may mark
 	ps.gates.update(prev, p, at)
 	if n := p.Status.NominatedNodeName; n != "" && p.Spec.NodeName == "" {
 		if ps.nominated == "" {
@@ -289,7 +290,7 @@ func changedManager(prev, cur *corev1.Pod) (string, phases.Instant) {
 		if before != nil && !f.Time.After(before.Time) {
 			continue
 		}
-		if t := wallOf(f.Time.Time); t > at {
+		if t := events.WallOf(f.Time.Time); t > at {
 			by, at = f.Manager, t
 		}
 	}
@@ -313,21 +314,21 @@ func (ps *podState) latestRerun(name string, restarts int32) time.Time {
 	return time.Time{}
 }
 
-func (ps *podState) addEvent(e *event) {
+func (ps *podState) addEvent(e *events.Event) {
 	for i, prev := range ps.events {
 		if prev.UID == e.UID {
 			e.Recv = prev.Recv // the first version's receive time is when it happened
 			if e.Count < prev.Count {
 				return // an older version delivered late
 			}
-			e.at = e.when().At
+			e.At = e.When().At
 			ps.events[i] = e
 			return
 		}
 	}
-	e.at = e.when().At
+	e.At = e.When().At
 	if ps.events == nil {
-		ps.events = make([]*event, 0, eventsPerPod) // grown once, not at 1, 2, 4 and 8
+		ps.events = make([]*events.Event, 0, eventsPerPod) // grown once, not at 1, 2, 4 and 8
 	}
 	ps.events = append(ps.events, e)
 }
@@ -395,13 +396,13 @@ const combinedPrefix = "(combined from similar events): "
 // of one message are merged into one Event whose count says how often it happened, so the counts
 // of either kind add up to the attempts; the larger sum is used, since either kind can be lost.
 // Back-off waits (`Back-off pulling image "IMG"`, `Error: ImagePullBackOff`) are not attempts.
-func countFailedPulls(obs *phases.Pod, idx containerIndex, evs []*event) {
+func countFailedPulls(obs *phases.Pod, idx containerIndex, evs []*events.Event) {
 	var pulls, errs []int // per container: "Failed to pull image" events, "Error: ErrImagePull" and the like
 	for _, e := range evs {
 		if e.Reason != "Failed" {
 			continue
 		}
-		name, _, ok := containerFromFieldPath(e.Regarding.FieldPath)
+		name, _, ok := events.ContainerFromFieldPath(e.Regarding.FieldPath)
 		i, known := idx.of(name)
 		if !ok || !known {
 			continue
@@ -610,9 +611,9 @@ func workloadOf(m *metav1.ObjectMeta, deployment string) string {
 // eventsInOrder puts the Pod's events in the order they happened, by when they first happened
 // (resolved once, when each was added) and then by resourceVersion, and returns them. They are
 // sorted where they are kept: they mostly arrive in that order, and nothing else reads it.
-func (ps *podState) eventsInOrder() []*event {
-	slices.SortFunc(ps.events, func(a, b *event) int {
-		if c := cmp.Compare(a.at, b.at); c != 0 {
+func (ps *podState) eventsInOrder() []*events.Event {
+	slices.SortFunc(ps.events, func(a, b *events.Event) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
 			return c
 		}
 		return rvCompare(a.RV, b.RV)
@@ -722,42 +723,42 @@ func (ps *podState) containerStatus(c *phases.Container, cs *corev1.ContainerSta
 // applyEvent folds one Event about the Pod into the observation. It returns false when the
 // message is in a format it does not know; the event is still kept as an occurrence where its
 // reason says so, but nothing is read from its message.
-func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
+func applyEvent(obs *phases.Pod, idx containerIndex, e *events.Event) bool {
 	var c *phases.Container
-	if name, _, ok := containerFromFieldPath(e.Regarding.FieldPath); ok {
+	if name, _, ok := events.ContainerFromFieldPath(e.Regarding.FieldPath); ok {
 		if i, ok := idx.of(name); ok {
 			c = &obs.Containers[i]
 		}
 	}
 	switch e.Reason {
 	case "Scheduled":
-		e.firstStamps(&obs.Scheduled)
+		e.FirstStamps(&obs.Scheduled)
 		return true
 	case "FailedScheduling":
 		// The scheduler's status condition duplicates the last attempt; events are better.
 		obs.SchedulingFailure = dropStatusOccurrences(obs.SchedulingFailure)
-		obs.SchedulingFailure = append(obs.SchedulingFailure, e.occurrence())
+		obs.SchedulingFailure = append(obs.SchedulingFailure, e.Occurrence())
 		return true
 	case "Preempted":
-		obs.Preempted = append(obs.Preempted, e.occurrence())
-		uid, ok := ParsePreemptedMessage(e.Message)
+		obs.Preempted = append(obs.Preempted, e.Occurrence())
+		uid, ok := events.ParsePreemptedMessage(e.Message)
 		if ok && obs.PreemptedBy == nil {
 			obs.PreemptedBy = &phases.PodRef{UID: uid}
 		}
 		return ok
 	case "TriggeredScaleUp", "NotTriggerScaleUp", "Nominated":
 		// A node autoscaler's: cluster-autoscaler's, Karpenter's.
-		obs.Autoscaler = append(obs.Autoscaler, e.occurrence())
+		obs.Autoscaler = append(obs.Autoscaler, e.Occurrence())
 		return true
 	}
 	if c == nil {
 		// About the Pod, no container: its volumes', or a warning of the kubelet phase.
 		if volumeEventReasons[e.Reason] {
-			obs.VolumeEvents = append(obs.VolumeEvents, e.occurrence())
+			obs.VolumeEvents = append(obs.VolumeEvents, e.Occurrence())
 			return true
 		}
 		if e.Type == corev1.EventTypeWarning {
-			obs.PodWarnings = append(obs.PodWarnings, e.occurrence())
+			obs.PodWarnings = append(obs.PodWarnings, e.Occurrence())
 		}
 		return true
 	}
@@ -766,16 +767,16 @@ func applyEvent(obs *phases.Pod, idx containerIndex, e *event) bool {
 
 // applyContainerEvent folds an Event about one of the Pod's containers into it; false as for
 // applyEvent.
-func applyContainerEvent(c *phases.Container, e *event) bool {
+func applyContainerEvent(c *phases.Container, e *events.Event) bool {
 	switch e.Reason {
 	case "Pulling":
-		e.firstStamps(&c.PullStarted)
+		e.FirstStamps(&c.PullStarted)
 	case "Pulled":
 		return applyPulled(c, e)
 	case "Created":
-		e.firstStamps(&c.Created)
+		e.FirstStamps(&c.Created)
 	case "Started":
-		e.firstStamps(&c.Started)
+		e.FirstStamps(&c.Started)
 	case "Failed":
 		reason := strings.TrimPrefix(e.Message, "Error: ")
 		switch {
@@ -785,7 +786,7 @@ func applyContainerEvent(c *phases.Container, e *event) bool {
 			c.PullFailures = append(c.PullFailures, occ(e, reason))
 		default:
 			c.Failures = append(c.Failures, occ(e, "Failed"))
-			return knownFailedMessage(e.Message)
+			return events.KnownFailedMessage(e.Message)
 		}
 	case "BackOff":
 		if strings.HasPrefix(e.Message, "Back-off pulling image") {
@@ -795,18 +796,18 @@ func applyContainerEvent(c *phases.Container, e *event) bool {
 			return strings.HasPrefix(e.Message, "Back-off restarting failed container ")
 		}
 	case "Unhealthy", "ProbeWarning":
-		c.Unhealthy = append(c.Unhealthy, e.occurrence())
+		c.Unhealthy = append(c.Unhealthy, e.Occurrence())
 	case "FailedPostStartHook":
 		// Emitted as soon as the hook returned an error, before the container is killed.
-		e.firstStamps(&c.PostStartDone)
-		c.Failures = append(c.Failures, e.occurrence())
+		e.FirstStamps(&c.PostStartDone)
+		c.Failures = append(c.Failures, e.Occurrence())
 	case "ErrImageNeverPull", "InspectFailed":
-		c.Failures = append(c.Failures, e.occurrence())
+		c.Failures = append(c.Failures, e.Occurrence())
 	case "Killing":
 		// A kill that restarts the container: a failed probe (`Container app failed liveness
 		// probe, will be restarted`) or hook (`FailedPostStartHook`); not a Pod being stopped.
 		if strings.Contains(e.Message, "failed") || e.Message == "FailedPostStartHook" {
-			c.Failures = append(c.Failures, e.occurrence())
+			c.Failures = append(c.Failures, e.Occurrence())
 		}
 	}
 	return true
@@ -814,10 +815,10 @@ func applyContainerEvent(c *phases.Container, e *event) bool {
 
 // applyPulled reads the kubelet's Pulled event: the image present (a warm start) or pulled, with
 // the times and size it states; the first pull is the startup's.
-func applyPulled(c *phases.Container, e *event) bool {
-	m, err := ParsePulledMessage(e.Message)
+func applyPulled(c *phases.Container, e *events.Event) bool {
+	m, err := events.ParsePulledMessage(e.Message)
 	if err != nil {
-		e.firstStamps(&c.PullFinished)
+		e.FirstStamps(&c.PullFinished)
 		return false
 	}
 	if m.Present {
@@ -825,7 +826,7 @@ func applyPulled(c *phases.Container, e *event) bool {
 			c.Cache = "warm"
 		}
 		if !c.PullFinished.Known() {
-			e.firstStamps(&c.PullFinished)
+			e.FirstStamps(&c.PullFinished)
 		}
 		return true
 	}
@@ -834,7 +835,7 @@ func applyPulled(c *phases.Container, e *event) bool {
 	}
 	c.Cache = "cold"
 	c.PullFinished = nil
-	e.firstStamps(&c.PullFinished)
+	e.FirstStamps(&c.PullFinished)
 	c.PullTransfer, c.PullTotal, c.ImageSize = m.Transfer, m.Total, m.Size
 	if m.Image != "" {
 		c.Image = m.Image
@@ -851,15 +852,15 @@ var volumeEventReasons = map[string]bool{
 }
 
 // volumeFailure is the volume failure an event about a Pod reports, "" for none.
-func volumeFailure(e *event) string {
+func volumeFailure(e *events.Event) string {
 	if e.Type == corev1.EventTypeWarning && phases.IsVolumeFailure(e.Reason) {
 		return e.Reason
 	}
 	return ""
 }
 
-func occ(e *event, reason string) phases.Occurrence {
-	o := e.occurrence()
+func occ(e *events.Event, reason string) phases.Occurrence {
+	o := e.Occurrence()
 	o.Reason = reason
 	return o
 }
@@ -877,7 +878,7 @@ func dropStatusOccurrences(os []phases.Occurrence) []phases.Occurrence {
 // noteVolumeFailure starts the --fail-after clock at a volume failure received at recv, while
 // the sandbox is not ready (the volumes are mounted before it is made) and no other failure
 // runs it. The failure lasts until the sandbox is ready (handlePod).
-func (ps *podState) noteVolumeFailure(e *event, recv time.Time) {
+func (ps *podState) noteVolumeFailure(e *events.Event, recv time.Time) {
 	f := volumeFailure(e)
 	if f == "" || recv.IsZero() || ps.failureReason != "" || condTrue(ps.pod, corev1.PodReadyToStartContainers) {
 		return

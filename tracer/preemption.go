@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // Preemption. To place a Pod (the preemptor) the scheduler evicts lower-priority Pods (the
@@ -37,8 +38,8 @@ func (ps *podState) awaitsPreempted() bool {
 
 // preempted adds the victim of a Preempted event to its preemptor's trace, when the preemptor
 // is in flight here (with shards, the victim's Event reaches the victim's shard only).
-func (c *Correlator) preempted(e *event) {
-	uid, ok := ParsePreemptedMessage(e.Message)
+func (c *Correlator) preempted(e *events.Event) {
+	uid, ok := events.ParsePreemptedMessage(e.Message)
 	if !ok {
 		return
 	}
@@ -53,7 +54,7 @@ func (c *Correlator) preempted(e *event) {
 	}
 	ref := phases.PodRef{Namespace: e.Namespace, Name: e.Regarding.Name, UID: string(e.Regarding.UID)}
 	// An Event's strings are anyone's who may write Events: bounded as the API bounds a Pod's.
-	ref.Namespace, ref.Name, ref.UID = ref.Namespace[:min(len(ref.Namespace), maxNodeName)], ref.Name[:min(len(ref.Name), maxNodeName)], ref.UID[:min(len(ref.UID), maxUID)]
+	ref.Namespace, ref.Name, ref.UID = ref.Namespace[:min(len(ref.Namespace), maxNodeName)], ref.Name[:min(len(ref.Name), maxNodeName)], ref.UID[:min(len(ref.UID), events.MaxUID)]
 	ps.victims = append(ps.victims, ref)
 }
 

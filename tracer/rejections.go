@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // DefaultRolloutBlockedAfter: a rollout whose Pod creates have been refused this long, with
@@ -53,7 +54,7 @@ func rejectionMessage(msg string) string {
 // handleRejection reads a controller's FailedCreate: each new occurrence counts into the
 // rejected-creates counter, and into the rollout in progress of the workload whose Pods were
 // refused (a ReplicaSet's Deployment, a StatefulSet, a DaemonSet).
-func (r *rollouts) handleRejection(e *event) bool {
+func (r *rollouts) handleRejection(e *events.Event) bool {
 	if e.Reason != failedCreate {
 		return true
 	}
@@ -86,7 +87,7 @@ func (r *rollouts) handleRejection(e *event) bool {
 		return true
 	}
 	a := w.cur
-	first := e.when().Time()
+	first := e.When().Time()
 	last := first
 	if prev > 0 || n > 1 {
 		// A later occurrence: its Event's lastTimestamp (or series) says when, to the second.

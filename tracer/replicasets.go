@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -46,8 +47,8 @@ var replicaSetKind = &kind{
 	},
 	// The replicaset controller's SuccessfulCreate stamps the Pod's creation.
 	rollout:       func(r *rollouts, d watch.Delta) { r.handleReplicaSet(&d, d.Object.(*appsv1.ReplicaSet)) },
-	events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
-	rolloutEvents: func(r *rollouts, e *event) bool { return r.handleRejection(e) }, // FailedCreate
+	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
+	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleRejection(e) }, // FailedCreate
 }
 
 func (c *Correlator) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
@@ -71,12 +72,12 @@ func (c *Correlator) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
 			su := scaleUp{from: 0, to: -1, created: rs.CreationTimestamp.Time}
 			if w := d.WatchTime(); d.Type == watch.Added && !w.IsZero() {
 				// Seen created: its count now is the one it was created with.
-				su.to, su.watched = replicas, wallOf(w)
+				su.to, su.watched = replicas, events.WallOf(w)
 			}
 			cur.watched(su)
 		}
 	} else if replicas > cur.replicas {
-		cur.watched(scaleUp{from: cur.replicas, to: replicas, watched: wallOf(d.WatchTime())})
+		cur.watched(scaleUp{from: cur.replicas, to: replicas, watched: events.WallOf(d.WatchTime())})
 	}
 	cur.replicas = replicas
 }

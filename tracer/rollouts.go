@@ -14,6 +14,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -393,7 +394,7 @@ func (r *rollouts) handlePod(d *watch.Delta, p *corev1.Pod) {
 
 // handleEvent records a controller's scaling step; known is false for a message in a format
 // readyspan does not know.
-func (r *rollouts) handleEvent(e *event) (known bool) {
+func (r *rollouts) handleEvent(e *events.Event) (known bool) {
 	if e.Reason == failedCreate {
 		return r.handleRejection(e) // a StatefulSet's or DaemonSet's create refused
 	}
@@ -407,7 +408,7 @@ func (r *rollouts) handleEvent(e *event) (known bool) {
 		st.Time.Add(e.Last.Time(), phases.SourceEventSeconds)
 		st.Time.Add(e.Recv.Time(), phases.SourceWatch)
 	} else {
-		e.firstStamps(&st.Time)
+		e.FirstStamps(&st.Time)
 	}
 	w := r.workload(e.Regarding.UID)
 	at, _ := st.Time.Resolve()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -381,7 +382,7 @@ func TestStepOf(t *testing.T) {
 		{"DaemonSet", "SuccessfulDelete", "Removed pod agent-x7k2p", true, false, false, "", -1, -1},
 	}
 	for _, tt := range tests {
-		st, ok, known := stepOf(&event{Regarding: eventRef{Kind: tt.kind}, Reason: tt.reason, Message: tt.msg})
+		st, ok, known := stepOf(&events.Event{Regarding: events.Ref{Kind: tt.kind}, Reason: tt.reason, Message: tt.msg})
 		if ok != tt.ok || known != tt.known {
 			t.Errorf("%q: ok %v known %v, want %v %v", tt.msg, ok, known, tt.ok, tt.known)
 			continue
@@ -401,9 +402,9 @@ func TestCombinedStepTime(t *testing.T) {
 	r := newRollouts(Config{}, nil, noStats{}, nil)
 	first := simAt(0)
 	recv := simAt(12_345)
-	e := &event{UID: "e1", Regarding: eventRef{Kind: "Deployment", UID: "d1"}, Reason: "ScalingReplicaSet",
-		Message: "(combined from similar events): Scaled up replica set web-7d4b9 from 4 to 5", NameTime: wallOf(first), EventTime: wallOf(first),
-		First: wallOf(first.Truncate(time.Second)), Last: wallOf(recv.Truncate(time.Second)), Count: 3, Recv: wallOf(recv)}
+	e := &events.Event{UID: "e1", Regarding: events.Ref{Kind: "Deployment", UID: "d1"}, Reason: "ScalingReplicaSet",
+		Message: "(combined from similar events): Scaled up replica set web-7d4b9 from 4 to 5", NameTime: events.WallOf(first), EventTime: events.WallOf(first),
+		First: events.WallOf(first.Truncate(time.Second)), Last: events.WallOf(recv.Truncate(time.Second)), Count: 3, Recv: events.WallOf(recv)}
 	if !r.handleEvent(e) {
 		t.Fatal("a combined ScalingReplicaSet message is a known format")
 	}
@@ -464,8 +465,8 @@ func TestRolloutRecordReplay(t *testing.T) {
 // rewrites are a known format, and their name's time (the first occurrence's) dates no Pod.
 func TestCombinedSuccessfulCreate(t *testing.T) {
 	c := New(Config{}, SinkFunc(func(*phases.Trace) {}), nil, nil)
-	e := &event{UID: "e1", Namespace: "default", Regarding: eventRef{Kind: "ReplicaSet", Name: "web-7d4b9"}, Reason: "SuccessfulCreate",
-		Message: "(combined from similar events): Created pod: web-7d4b9-x2x9k", NameTime: wallOf(simAt(0)), Count: 4, Recv: wallOf(simAt(9000))}
+	e := &events.Event{UID: "e1", Namespace: "default", Regarding: events.Ref{Kind: "ReplicaSet", Name: "web-7d4b9"}, Reason: "SuccessfulCreate",
+		Message: "(combined from similar events): Created pod: web-7d4b9-x2x9k", NameTime: events.WallOf(simAt(0)), Count: 4, Recv: events.WallOf(simAt(9000))}
 	if !c.handleCreatedEvent(e) {
 		t.Fatal("a combined SuccessfulCreate is a known format")
 	}

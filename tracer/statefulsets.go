@@ -13,6 +13,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -51,8 +52,8 @@ var statefulSetKind = &kind{
 		r.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet)))
 	},
 	// "Create Pod web-0 in StatefulSet web successful" stamps the Pod's creation.
-	events:        func(c *Correlator, e *event) bool { return c.handleCreatedEvent(e) },
-	rolloutEvents: func(r *rollouts, e *event) bool { return r.handleEvent(e) },
+	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
+	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
 	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
 		c.statefulSetRoot(owner, obs, pod)
 	},

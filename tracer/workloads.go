@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // Annotations readyspan reads from workloads, and the two it writes into its own cached copies:
@@ -141,7 +142,7 @@ func slimWorkload(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *metav1.Obje
 // After ten such messages about one object within ten minutes, client-go's recorder stops
 // writing new Events and rewrites one, "(combined from similar events): " and the latest
 // message, counting them: each rewrite is one more step.
-func stepOf(e *event) (st rollout.Step, ok, known bool) {
+func stepOf(e *events.Event) (st rollout.Step, ok, known bool) {
 	msg := strings.TrimPrefix(e.Message, combinedPrefix)
 	st.From, st.To, st.Message = -1, -1, msg
 	switch {

@@ -1,4 +1,4 @@
-package tracer
+package events
 
 import (
 	"errors"
@@ -181,9 +181,9 @@ var hexValues = func() (t [256]uint8) {
 	return t
 }()
 
-// containerFromFieldPath returns the container a kubelet event is about and whether it is an
+// ContainerFromFieldPath returns the container a kubelet event is about and whether it is an
 // init container: "spec.containers{web}", "spec.initContainers{init}".
-func containerFromFieldPath(fp string) (name string, init bool, ok bool) {
+func ContainerFromFieldPath(fp string) (name string, init bool, ok bool) {
 	for _, p := range []struct {
 		prefix string
 		init   bool
@@ -195,12 +195,12 @@ func containerFromFieldPath(fp string) (name string, init bool, ok bool) {
 	return "", false, false
 }
 
-// knownFailedMessage reports whether the message of a kubelet Failed event about a container is
+// KnownFailedMessage reports whether the message of a kubelet Failed event about a container is
 // in a format readyspan knows. The v1.37 kubelet writes `Failed to pull image "IMG": <error>`
 // (image manager), `Error: <error>` when the container cannot be created or started, and
 // `Internal PreCreateContainer hook failed: <error>` / `Internal PreStartContainer hook failed:
 // <error>`.
-func knownFailedMessage(msg string) bool {
+func KnownFailedMessage(msg string) bool {
 	for _, prefix := range []string{"Failed to pull image ", "Error: ", "Internal PreCreateContainer hook failed: ", "Internal PreStartContainer hook failed: "} {
 		if strings.HasPrefix(msg, prefix) {
 			return true
@@ -209,10 +209,10 @@ func knownFailedMessage(msg string) bool {
 	return false
 }
 
-// messageShape is what stays of a message when its variable parts are blanked: quoted strings
+// MessageShape is what stays of a message when its variable parts are blanked: quoted strings
 // become "…", words with digits #, and only the first words count. Unknown formats are logged
 // once per reason and shape, not once per event.
-func messageShape(msg string) string {
+func MessageShape(msg string) string {
 	const maxWords = 5
 	var words []string
 	for rest := strings.TrimSpace(msg); rest != "" && len(words) < maxWords; rest = strings.TrimSpace(rest) {
@@ -244,11 +244,11 @@ func ParsePreemptedMessage(msg string) (uid string, ok bool) {
 		return "", false
 	}
 	uid, _, found = strings.Cut(rest, " on node ")
-	if !found || uid == "" || len(uid) > maxUID || strings.ContainsAny(uid, " \t\n") {
+	if !found || uid == "" || len(uid) > MaxUID || strings.ContainsAny(uid, " \t\n") {
 		return "", false
 	}
 	return uid, true
 }
 
-// maxUID bounds a UID read from a message: a UUID is 36 bytes.
-const maxUID = 64
+// MaxUID bounds a UID read from a message: a UUID is 36 bytes.
+const MaxUID = 64
