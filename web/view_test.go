@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -228,5 +229,29 @@ func TestImageSizeInMB(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no span states the image's size")
+	}
+}
+
+// TestEveryClassHasAFill: every category the server can send for a span, a segment or a row
+// (c-CLASS on the page) has its fill in app.css, so that no bar is drawn without a colour.
+func TestEveryClassHasAFill(t *testing.T) {
+	css, err := os.ReadFile(filepath.Join("assets", "app.css"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := []string{"root", CatQueued, CatImagePull, "blocked", "step"}
+	classes = append(classes, phases.Phases...)
+	for _, s := range phases.Catalogue {
+		if s.Category != phases.CategoryNone {
+			classes = append(classes, string(s.Category))
+		}
+	}
+	for _, c := range rollout.Categories {
+		classes = append(classes, c.Page)
+	}
+	for _, c := range classes {
+		if !regexp.MustCompile(`\.c-` + regexp.QuoteMeta(c) + `\b[^{]*\{[^}]*\b(fill|background):`).Match(css) {
+			t.Errorf("no fill for .c-%s in app.css", c)
+		}
 	}
 }
