@@ -23,6 +23,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
 	"github.com/readyspan/readyspan/web"
@@ -283,7 +284,7 @@ func (d *Daemon) stop(ctx context.Context, stopElect context.CancelFunc, electDo
 		d.join.flush()
 	}
 	if err := d.recv.Shutdown(context.WithoutCancel(ctx)); err != nil {
-		d.log.Warn("OTLP input did not stop cleanly", "err", oneLine(err))
+		d.log.Warn("OTLP input did not stop cleanly", "err", safetext.OneLine(err))
 	}
 	d.log.Info("Shutting down", "inFlight", d.corr.InFlight())
 	d.shutdownExporter(ctx)
@@ -292,7 +293,7 @@ func (d *Daemon) stop(ctx context.Context, stopElect context.CancelFunc, electDo
 		err = d.gate.WriteState(d.opts.StateFile)
 	}
 	if herr := d.gate.Handover(context.WithoutCancel(ctx)); herr != nil {
-		d.log.Warn("Could not leave a handover for the next leader", "err", oneLine(herr))
+		d.log.Warn("Could not leave a handover for the next leader", "err", safetext.OneLine(herr))
 	}
 	stopElect()
 	select {
@@ -301,7 +302,7 @@ func (d *Daemon) stop(ctx context.Context, stopElect context.CancelFunc, electDo
 		d.log.Warn("Leader election did not stop in 5s")
 	}
 	if serr := d.srv.Shutdown(context.WithoutCancel(ctx)); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		d.log.Warn("Metrics server did not stop cleanly", "err", oneLine(serr))
+		d.log.Warn("Metrics server did not stop cleanly", "err", safetext.OneLine(serr))
 	}
 	return err
 }
@@ -311,7 +312,7 @@ func (d *Daemon) shutdownExporter(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := d.exp.Shutdown(sctx); err != nil {
-		d.log.Warn("Traces not flushed", "err", oneLine(err))
+		d.log.Warn("Traces not flushed", "err", safetext.OneLine(err))
 	}
 }
 
@@ -323,5 +324,3 @@ func identity() string {
 	id, _ := os.Hostname()
 	return id
 }
-
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/safetext"
 )
 
 // Timings of the handover, fixed: they match how long a stopping leader may take between
@@ -153,7 +153,7 @@ func (g *Gate) previousExports(ctx context.Context, prevAlive time.Time, release
 	defer cancel()
 	prev, err := readHandover(ctx, g.cfg.Leases, HandoverLeaseName(g.cfg.Lease))
 	if err != nil {
-		g.log.Warn("Could not read the previous leader's handover", "err", oneLine(err))
+		g.log.Warn("Could not read the previous leader's handover", "err", safetext.OneLine(err))
 		return nil
 	}
 	if prev == nil || !released || prev.StoppedAt.Sub(prevAlive).Abs() >= handoverFresh {
@@ -202,6 +202,3 @@ type nopMetrics struct{}
 
 func (nopMetrics) SetLeader(bool) {}
 func (nopMetrics) Dropped(string) {}
-
-// oneLine keeps an apiserver error on one log line.
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

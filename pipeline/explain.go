@@ -15,6 +15,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -126,10 +127,7 @@ func notFound(kind, ns, name string, err error) error {
 
 func apiErr(action, ns string, err error) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s in %s: forbidden: %s", action, ns, oneLine(err))
+		return fmt.Errorf("%s in %s: forbidden: %s", action, ns, safetext.OneLine(err))
 	}
-	return fmt.Errorf("%s in %s: %s", action, ns, oneLine(err))
+	return fmt.Errorf("%s in %s: %s", action, ns, safetext.OneLine(err))
 }
-
-// oneLine folds an apiserver's message onto one line for an error that quotes it.
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -154,3 +154,7 @@ func (sw *Writer) Flush() error {
 	sw.pending = nil
 	return err
 }
+
+// OneLine is an error's text for one line of a log or a terminal: every run of white space
+// (the newlines of an apiserver's or a library's multi-line message among them) one space.
+func OneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/readyspan/readyspan/safetext"
 )
 
 // SourceConfig is what differs between the commands that watch a cluster (the daemon, watch and
@@ -108,7 +109,7 @@ func Reachable(ctx context.Context, client kubernetes.Interface, host string) er
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return fmt.Errorf("cannot reach the apiserver at %s: %s", host, strings.Join(strings.Fields(r.err.Error()), " "))
+			return fmt.Errorf("cannot reach the apiserver at %s: %s", host, safetext.OneLine(r.err))
 		}
 		return nil
 	case <-ctx.Done():

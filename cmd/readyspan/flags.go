@@ -83,7 +83,7 @@ func (k *kubectlFlags) namespace() (string, error) {
 	}
 	ns, _, err := k.config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", fmt.Errorf("load kubeconfig: %s", oneLine(err))
+		return "", fmt.Errorf("load kubeconfig: %s", safetext.OneLine(err))
 	}
 	return ns, nil
 }
@@ -148,7 +148,7 @@ func (k *kubectlFlags) restConfig() (*rest.Config, error) {
 	}
 	cfg, err := k.config.ToRESTConfig()
 	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %s", oneLine(err))
+		return nil, fmt.Errorf("load kubeconfig: %s", safetext.OneLine(err))
 	}
 	return cfg, nil
 }
@@ -242,7 +242,7 @@ func (c *daemonFlags) restConfig() (*rest.Config, error) {
 			return in, nil
 		}
 	}
-	return nil, fmt.Errorf("load kubeconfig: %s", oneLine(err))
+	return nil, fmt.Errorf("load kubeconfig: %s", safetext.OneLine(err))
 }
 
 // newClient builds the clientsets that name themselves and may burst through the initial lists:
@@ -256,10 +256,6 @@ func newClient(cfg *rest.Config, enc watch.Encoding) (kubernetes.Interface, kube
 		return nil, nil, nil, err
 	}
 	return cs, js, cfg, nil
-}
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // outputFlag is -o: "waterfall" (default), "json" (one JSON object per span per line) or, for

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/safetext"
 )
 
 // Defaults for Config.
@@ -388,7 +388,7 @@ func (e *Exporter) send(batch []*queued) error {
 	}
 	if err != nil {
 		e.stats.ExportError()
-		msg := strings.Join(strings.Fields(err.Error()), " ") // a backend's HTML error page on one line
+		msg := safetext.OneLine(err) // a backend's HTML error page on one line
 		if e.status.FailingSince.IsZero() {
 			e.status.FailingSince = time.Now()
 			e.log.Warn("OTLP export failing; keeping traces in the queue and retrying with backoff", "err", msg, "queuedTraces", len(e.queue), "queuedBytes", e.bytes)
