@@ -108,6 +108,9 @@ type Exporter struct {
 	stats  Stats
 	log    *slog.Logger
 	res    *resources
+	// blocks are the messages of the request being sent, kept for the next one (send, only
+	// ever called by loop).
+	blocks requestBlocks
 
 	mu      sync.Mutex
 	queue   []*queued // oldest first
@@ -132,7 +135,9 @@ func New(ctx context.Context, cfg Config, stats Stats, log *slog.Logger) (*Expor
 	return NewWithClient(client, cfg, stats, log), nil
 }
 
-// NewWithClient wraps any started OTLP client (tests use in-memory ones).
+// NewWithClient wraps any started OTLP client (tests use in-memory ones). The messages of a
+// request are reused once UploadTraces returns: a client that keeps them must copy them
+// (proto.Clone), as the OpenTelemetry clients, which marshal the request, need not.
 func NewWithClient(client otlptrace.Client, cfg Config, stats Stats, log *slog.Logger) *Exporter {
 	if cfg.QueueTraces <= 0 {
 		cfg.QueueTraces = DefaultQueueTraces
@@ -366,7 +371,7 @@ func (e *Exporter) send(batch []*queued) error {
 	for i, q := range batch {
 		traces[i] = q.trace
 	}
-	request := resourceSpans(traces, e.res)
+	request := e.blocks.request(traces, e.res)
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	go func() {
 		select {
@@ -377,6 +382,7 @@ func (e *Exporter) send(batch []*queued) error {
 	}()
 	err := e.client.UploadTraces(ctx, request)
 	cancel()
+	e.blocks.release() // the client has marshalled the request: its messages are free
 	if err != nil {
 		err = fmt.Errorf("traces export: %w", err) // as the OpenTelemetry exporter says it
 	}
