@@ -119,7 +119,10 @@ type Correlator struct {
 	stats Stats
 	log   *slog.Logger
 
-	pods        map[types.UID]*podState
+	pods map[types.UID]*podState
+	// ready are the Pods of pods whose last version is Ready: those a change of the Services
+	// may finish (Tick), without a walk of every Pod's conditions.
+	ready       map[types.UID]*podState
 	done        map[types.UID]struct{} // exported or ignored; forgotten when the Pod is deleted
 	replicaSets map[types.UID]*replicaSet
 	deployments map[types.UID]*deployment
@@ -171,6 +174,7 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 	c := &Correlator{
 		cfg: cfg, sink: sink, stats: stats, log: log,
 		pods:          map[types.UID]*podState{},
+		ready:         map[types.UID]*podState{},
 		done:          map[types.UID]struct{}{},
 		replicaSets:   map[types.UID]*replicaSet{},
 		deployments:   map[types.UID]*deployment{},
@@ -306,6 +310,11 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		delete(c.pendingEvents, p.UID)
 	}
 	ps.update(p, d.WatchTime())
+	if isReady(p) {
+		c.ready[p.UID] = ps
+	} else {
+		delete(c.ready, p.UID)
+	}
 	c.countPhase(ps)
 	if phases.IsVolumeFailure(ps.failureReason) && condTrue(p, corev1.PodReadyToStartContainers) {
 		// The volumes mounted: the sandbox is made only once they are. A container's failure
@@ -549,10 +558,8 @@ func (c *Correlator) Tick(now time.Time) {
 	}
 	if c.servicesDirty {
 		c.servicesDirty = false
-		for _, ps := range c.pods {
-			if isReady(ps.pod) {
-				c.check(ps, now)
-			}
+		for _, ps := range c.ready {
+			c.check(ps, now)
 		}
 	}
 	c.runDue(now)
@@ -675,6 +682,7 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	obs.Outcome = outcome
 	uid := ps.pod.UID
 	delete(c.pods, uid)
+	delete(c.ready, uid)
 	ps.exported = true
 	if ps.dueIndex >= 0 {
 		heap.Remove(&c.due, ps.dueIndex)

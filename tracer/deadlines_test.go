@@ -212,6 +212,35 @@ func BenchmarkTickInFlight(b *testing.B) {
 	}
 }
 
+// BenchmarkTickServicesChanged: one deadline tick after a Service changed, with n Pods in flight,
+// none Ready: as while Deployments, each with its Service, keep starting.
+func BenchmarkTickServicesChanged(b *testing.B) {
+	for _, n := range []int{1000, 20000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			s := newSim(b, "default")
+			for i := 0; i < n; i++ {
+				s.pod(fmt.Sprintf("p-%d", i), nil, nil, web, i%1000)
+			}
+			for i := 0; i < 5; i++ {
+				s.service(fmt.Sprintf("svc-%d", i), map[string]string{"app": fmt.Sprintf("svc-%d", i)}, 1000)
+			}
+			c := New(Config{}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+			pods, services := s.deltas[:len(s.deltas)-5], s.deltas[len(s.deltas)-5:]
+			for _, d := range pods {
+				c.Handle(d)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.Handle(services[i%5])
+				c.Tick(s.at(2000 + 200*(i%5)))
+			}
+			if c.InFlight() != n {
+				b.Fatalf("%d Pods in flight, want %d", c.InFlight(), n)
+			}
+		})
+	}
+}
+
 // The live loop wakes when a trace's settle time ends, not on a tick: with a tick of an hour,
 // a Pod made Ready now is exported once its 300 ms have passed, and not before.
 func TestLoopWakesWhenDue(t *testing.T) {

@@ -5,10 +5,12 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/readyspan/readyspan/rollout"
@@ -118,7 +120,7 @@ func templateSignature(m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) (stri
 
 // slimWorkload keeps of a workload's annotations and template only what rollouts read.
 func slimWorkload(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *metav1.ObjectMeta) {
-	hash, restartedAt := templateSignature(om, tmpl)
+	hash, restartedAt := signatures.of(m, tmpl, om)
 	keep := map[string]string{annTemplateHash: hash}
 	if restartedAt != "" {
 		keep[annTemplateRestart] = restartedAt
@@ -128,6 +130,47 @@ func slimWorkload(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *metav1.Obje
 	}
 	m.SetAnnotations(keep)
 	*tmpl = corev1.PodTemplateSpec{}
+}
+
+// signatures are the template signatures Transform computed last, by workload: a workload's
+// status changes with every replica that becomes available, its template only with its
+// generation, and hashing the template of each such update was a fortieth of readyspan's CPU.
+var signatures = signatureMemo{byUID: map[types.UID]signature{}}
+
+// maxSignatures bounds the memo: past it, it starts again empty.
+const maxSignatures = 4096
+
+type signature struct {
+	generation        int64
+	hash, restartedAt string
+}
+
+type signatureMemo struct {
+	mu    sync.Mutex
+	byUID map[types.UID]signature
+}
+
+// of is templateSignature, from the memo when the workload's generation is the one it was
+// computed for. An object without a UID or a generation (a test's) is always hashed.
+func (s *signatureMemo) of(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *metav1.ObjectMeta) (string, string) {
+	uid, gen := m.GetUID(), m.GetGeneration()
+	if uid == "" || gen == 0 {
+		return templateSignature(om, tmpl)
+	}
+	s.mu.Lock()
+	sig, ok := s.byUID[uid]
+	s.mu.Unlock()
+	if ok && sig.generation == gen {
+		return sig.hash, sig.restartedAt
+	}
+	hash, restartedAt := templateSignature(om, tmpl)
+	s.mu.Lock()
+	if len(s.byUID) >= maxSignatures {
+		clear(s.byUID)
+	}
+	s.byUID[uid] = signature{generation: gen, hash: hash, restartedAt: restartedAt}
+	s.mu.Unlock()
+	return hash, restartedAt
 }
 
 // stepOf reads a scaling action from a controller's Event about a workload. ok is false when

@@ -4,6 +4,7 @@
 // step) that draws a rollout as a Gantt chart and a Pod as a waterfall. The same page, with the
 // data inlined, is the self-contained HTML report of `explain -o html` and `replay -o html`.
 //
-// The views are computed once, when a trace arrives, and kept as JSON: the ring's memory is then
-// exactly what it holds (Ring.Bytes), and serving a request copies bytes.
+// A rollout's view is computed once, when its trace arrives, and kept as JSON; a Pod's trace is
+// kept as its spans and its waterfall encoded when asked for, since nearly all of them leave the
+// ring unread. Ring.Bytes is what the ring holds, and bounds it.
 package web

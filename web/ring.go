@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -18,7 +19,7 @@ const (
 	DefaultMaxBytes    = 64 << 20
 )
 
-// entryOverhead approximates what an entry costs besides its JSON and strings: the entry
+// entryOverhead approximates what an entry costs besides its view and strings: the entry
 // struct, its map slot and its queue slot.
 const entryOverhead = 256
 
@@ -31,8 +32,14 @@ type RingConfig struct {
 	MaxBytes int64
 }
 
-// Ring holds the most recent Pod and rollout traces as their views, the oldest leaving first.
-// It is safe for concurrent use.
+// Ring holds the most recent Pod and rollout traces, the oldest leaving first: a Pod's trace as
+// its list line and its spans, encoded as its waterfall when asked for, and a rollout's as its
+// view's JSON. It is safe for concurrent use.
+//
+// A Pod's waterfall is encoded on read because nearly every Pod trace leaves the ring unread and
+// encoding each one as it arrived was a twentieth of readyspan's CPU. The spans are shared with
+// the other sinks, which only read them too: an exported trace is not changed. A rollout's view
+// is kept encoded: it reads the rollout's Pod traces, which it would otherwise keep.
 type Ring struct {
 	cfg      RingConfig
 	mu       sync.RWMutex
@@ -42,14 +49,15 @@ type Ring struct {
 	pods     queue
 }
 
-// entry is one trace's view: the summary the lists filter on and the JSON served for it.
+// entry is one trace: the summary the lists filter on and what its view is served from.
 type entry struct {
 	id      string
 	seq     uint64 // insertion order across both kinds
 	start   time.Time
 	rollout RolloutSummary // rollouts
+	body    []byte         // rollouts: the view's JSON
 	pod     PodSummary     // Pods
-	body    []byte
+	spans   []phases.Span  // Pods: the trace's spans, read only
 	size    int64
 	dead    bool // replaced by a newer entry of the same ID; skipped when it reaches the head
 }
@@ -104,15 +112,56 @@ func (r *Ring) AddRollout(t *rollout.Trace) {
 }
 
 func podEntry(t *phases.Trace) *entry {
-	v := podView(t)
-	body, err := json.Marshal(v)
-	if err != nil {
-		return nil // a view holds strings, numbers and booleans only
-	}
-	e := &entry{id: v.UID, start: t.Root().Start, pod: v.PodSummary, body: body}
-	e.size = int64(len(body)) + entryOverhead + int64(len(v.UID)+len(v.TraceID)+len(v.Namespace)+len(v.Name)+
+	v := podSummary(t)
+	e := &entry{id: v.UID, start: t.Root().Start, pod: v, spans: t.Spans}
+	e.size = spansBytes(t.Spans) + entryOverhead + int64(len(v.UID)+len(v.TraceID)+len(v.Namespace)+len(v.Name)+
 		len(v.Node)+len(v.Workload)+len(v.Outcome)+len(v.Start)+len(v.Error)+len(v.Rollout))
 	return e
+}
+
+// Sizes of what a Pod entry's spans hold, for spansBytes.
+var (
+	spanSize  = int64(unsafe.Sizeof(phases.Span{}))
+	attrSize  = int64(unsafe.Sizeof(phases.Attr{}))
+	eventSize = int64(unsafe.Sizeof(phases.Event{}))
+	linkSize  = int64(unsafe.Sizeof(phases.Link{}))
+)
+
+// spansBytes approximates the heap a trace's spans take: the spans, their own strings, their
+// attributes (boxed values included), events and links. Names, services and attribute keys
+// are counted too, though most are constants, so it errs high.
+func spansBytes(spans []phases.Span) int64 {
+	n := int64(cap(spans)) * spanSize
+	for i := range spans {
+		s := &spans[i]
+		n += int64(len(s.Name)+len(s.Path)+len(s.Service)+len(s.StatusMessage)) + attrsBytes(s.Attrs)
+		evs, ls := s.Events(), s.Links()
+		if evs != nil || ls != nil {
+			n += 48 // the notes: two slice headers
+		}
+		for _, e := range evs {
+			n += eventSize + int64(len(e.Name)) + attrsBytes(e.Attrs)
+		}
+		for _, l := range ls {
+			n += linkSize + attrsBytes(l.Attrs)
+		}
+	}
+	return n
+}
+
+func attrsBytes(as []phases.Attr) int64 {
+	n := int64(cap(as)) * attrSize
+	for _, a := range as {
+		n += int64(len(a.Key))
+		switch v := a.Value.(type) {
+		case string:
+			n += 16 + int64(len(v))
+		case bool, nil:
+		default:
+			n += 8
+		}
+	}
+	return n
 }
 
 func rolloutEntry(t *rollout.Trace) *entry {
@@ -182,8 +231,8 @@ func (q *queue) compact() {
 	q.order = live
 }
 
-// Bytes is what the ring holds: the views' JSON, their summaries' strings and a fixed cost per
-// trace. MaxBytes bounds it.
+// Bytes is what the ring holds: the Pods' spans (spansBytes), the rollouts' views' JSON, the
+// summaries' strings and a fixed cost per trace. MaxBytes bounds it.
 func (r *Ring) Bytes() int64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -261,9 +310,15 @@ func (r *Ring) Rollout(id string) []byte {
 // Pod is a Pod's view as JSON, by its UID, or nil.
 func (r *Ring) Pod(uid string) []byte {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if e := r.pods.byID[uid]; e != nil {
-		return e.body
+	e := r.pods.byID[uid]
+	r.mu.RUnlock()
+	if e == nil {
+		return nil
 	}
-	return nil
+	// An entry is not changed once added: it is read without the lock.
+	body, err := json.Marshal(&PodView{PodSummary: e.pod, Spans: spanRows(e.spans)})
+	if err != nil {
+		return nil // a view holds strings, numbers and booleans only
+	}
+	return body
 }

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -124,3 +127,24 @@ func TestRingFilter(t *testing.T) {
 
 func (r *Ring) sizeOfPod(t *phases.Trace) int64      { return podEntry(t).size }
 func (r *Ring) sizeOfRollout(t *rollout.Trace) int64 { return rolloutEntry(t).size }
+
+// The ring keeps a Pod's spans and encodes its waterfall when asked: what it serves is the view
+// the trace makes (the report inlines the same), and the trace's spans are left as they were.
+func TestRingPodEncodedOnRead(t *testing.T) {
+	for _, dir := range realCaptures(t) {
+		pods, _ := replay(t, dir)
+		r := NewRing(RingConfig{})
+		for _, p := range pods {
+			r.AddPod(p)
+		}
+		for _, p := range pods {
+			want, err := json.Marshal(podView(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Pod(p.Pod.UID); !bytes.Equal(got, want) {
+				t.Errorf("%s: Pod %s served\n%s\nwant\n%s", filepath.Base(dir), p.Pod.Name, got, want)
+			}
+		}
+	}
+}

@@ -89,11 +89,13 @@ func TestNonFiniteAttribute(t *testing.T) {
 	sp := &tr.Spans[len(tr.Spans)-1]
 	sp.Attrs = append(slices.Clip(sp.Attrs), phases.Attr{Key: "nan", Value: math.NaN()}, phases.Attr{Key: "inf", Value: math.Inf(-1)})
 	sp.AddEvent(phases.Event{Name: "e", Time: sp.Start, Attrs: []phases.Attr{{Key: "inf", Value: math.Inf(1)}}})
-	e := podEntry(tr)
-	if e == nil {
+	r := NewRing(RingConfig{})
+	r.AddPod(tr)
+	body := r.Pod(tr.Pod.UID)
+	if body == nil {
 		t.Fatal("the Pod's view did not encode")
 	}
-	if !strings.Contains(string(e.body), `"nan":"NaN"`) || !strings.Contains(string(e.body), `"inf":"-Inf"`) || !strings.Contains(string(e.body), `"inf":"+Inf"`) {
-		t.Errorf("the values are not sent by name: %s", e.body)
+	if !strings.Contains(string(body), `"nan":"NaN"`) || !strings.Contains(string(body), `"inf":"-Inf"`) || !strings.Contains(string(body), `"inf":"+Inf"`) {
+		t.Errorf("the values are not sent by name: %s", body)
 	}
 }

@@ -155,13 +155,18 @@ func durText(s *phases.Span) string {
 
 // podView turns a Pod's trace into its waterfall.
 func podView(t *phases.Trace) *PodView {
+	return &PodView{PodSummary: podSummary(t), Spans: spanRows(t.Spans)}
+}
+
+// podSummary is the list line of a Pod's trace.
+func podSummary(t *phases.Trace) PodSummary {
 	root := t.Root()
 	p := t.Pod
-	v := &PodView{PodSummary: PodSummary{
+	v := PodSummary{
 		UID: p.UID, TraceID: t.TraceID.String(), Namespace: p.Namespace, Name: p.Name, Node: p.Node,
 		Workload: p.Deployment, Outcome: string(t.Summary.Outcome),
 		Start: rfc3339(root.Start), DurationMs: ms(root.Duration()), DurText: durText(root),
-	}}
+	}
 	if v.Workload == "" {
 		v.Workload = p.ReplicaSet
 	}
@@ -177,15 +182,21 @@ func podView(t *phases.Trace) *PodView {
 			}
 		}
 	}
+	return v
+}
+
+// spanRows are the waterfall's rows of a Pod trace's spans, the root first.
+func spanRows(spans []phases.Span) []SpanView {
+	root := &spans[0]
 	// Rows in tree order, as the terminal lists them: each span beneath its parent, whose
 	// phase it shares, even where it starts before its parent (a component's span from a clock
 	// that is behind), which start order would list at the top as a phase of its own.
 	phaseOf := map[phases.SpanID]string{}
-	type placed struct{ row, index int } // a span's row in v.Spans, its index in t.Spans
+	type placed struct{ row, index int } // a span's row in rows, its index in spans
 	at := map[phases.SpanID]placed{}
-	v.Spans = make([]SpanView, 0, len(t.Spans))
-	for _, r := range phases.TreeOrder(t.Spans) {
-		s := &t.Spans[r.Index]
+	rows := make([]SpanView, 0, len(spans))
+	for _, r := range phases.TreeOrder(spans) {
+		s := &spans[r.Index]
 		sv := spanView(s, root.Start)
 		sv.Cat, sv.Depth = "root", r.Depth
 		if r.Index > 0 {
@@ -199,14 +210,14 @@ func podView(t *phases.Trace) *PodView {
 			sv.Cat = string(c)
 		}
 		if s.Name == phases.SpanImagePullTransfer {
-			if p, ok := at[s.ParentSpanID]; ok && v.Spans[p.row].Name == phases.SpanImagePull {
-				v.Spans[p.row].Parts = pullParts(&t.Spans[p.index], s, root.Start)
+			if p, ok := at[s.ParentSpanID]; ok && rows[p.row].Name == phases.SpanImagePull {
+				rows[p.row].Parts = pullParts(&spans[p.index], s, root.Start)
 			}
 		}
-		phaseOf[s.SpanID], at[s.SpanID] = sv.Phase, placed{len(v.Spans), r.Index}
-		v.Spans = append(v.Spans, sv)
+		phaseOf[s.SpanID], at[s.SpanID] = sv.Phase, placed{len(rows), r.Index}
+		rows = append(rows, sv)
 	}
-	return v
+	return rows
 }
 
 // pullParts splits an image pull's bar (Pulling → Pulled, the kubelet's queue included) at its

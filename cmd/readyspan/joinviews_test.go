@@ -172,7 +172,9 @@ func (s *otlpSink) Stop(context.Context) error  { return nil }
 func (s *otlpSink) UploadTraces(_ context.Context, rs []*tracepb.ResourceSpans) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.got = append(s.got, rs...)
+	for _, r := range rs { // the exporter reuses the request's messages once this returns
+		s.got = append(s.got, proto.Clone(r).(*tracepb.ResourceSpans))
+	}
 	return nil
 }
 

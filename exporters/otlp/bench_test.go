@@ -32,14 +32,19 @@ func (m *marshalOnly) UploadTraces(_ context.Context, rs []*tracepb.ResourceSpan
 }
 
 // BenchmarkExportTrace is what a Pod's trace costs on its way out over OTLP, the network apart:
-// the request built from readyspan's spans (resourceSpans) and marshalled, as the gRPC and HTTP
-// clients do before writing it, in batches of DefaultBatchSize as the exporter sends them. The
+// the request built from readyspan's spans (resourceSpans, in the blocks of the request before,
+// as the exporter builds it) and marshalled, as the gRPC and HTTP clients do before writing it,
+// in batches of DefaultBatchSize as the exporter sends them. The
 // traces are the real captured startups the tracer rebuilds (run8). The correlator's benchmarks
 // stop where a trace is handed to the sinks; this is the OTLP sink's part. BenchmarkExportTraceSDK
 // is the same through the OpenTelemetry SDK's conversion, the way readyspan went before.
 func BenchmarkExportTrace(b *testing.B) {
+	var bl requestBlocks
+	res := newResources(map[string]string{"readyspan.shard": "0"})
 	benchmarkExport(b, func(batch []traceSpans, client *marshalOnly) error {
-		return client.UploadTraces(context.Background(), resourceSpans(batch, newResources(map[string]string{"readyspan.shard": "0"})))
+		err := client.UploadTraces(context.Background(), bl.request(batch, res))
+		bl.release()
+		return err
 	})
 }
 

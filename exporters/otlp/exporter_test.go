@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -55,7 +56,7 @@ func (f *flaky) UploadTraces(ctx context.Context, rs []*tracepb.ResourceSpans) e
 		f.fails--
 		return errors.New("connection refused")
 	}
-	f.got = append(f.got, flatten(rs)...)
+	f.got = append(f.got, flatten(cloneRequest(rs))...)
 	return nil
 }
 
@@ -66,6 +67,16 @@ type sentSpan struct {
 }
 
 // flatten lists the spans of a request, each with its service.
+// cloneRequest is a copy of a request for a client that keeps it: the exporter reuses the
+// request's messages once UploadTraces returns.
+func cloneRequest(rs []*tracepb.ResourceSpans) []*tracepb.ResourceSpans {
+	out := make([]*tracepb.ResourceSpans, len(rs))
+	for i, r := range rs {
+		out[i] = proto.Clone(r).(*tracepb.ResourceSpans)
+	}
+	return out
+}
+
 func flatten(rs []*tracepb.ResourceSpans) []sentSpan {
 	var out []sentSpan
 	for _, r := range rs {

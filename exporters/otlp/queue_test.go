@@ -302,3 +302,33 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// Traces that come within linger of each other share a request, and a trace alone goes out
+// once it has lingered, without waiting for company.
+func TestTracesLingerForABatch(t *testing.T) {
+	b := &backend{}
+	e := NewWithClient(b, Config{}, &counts{}, nil)
+	e.Start(context.Background())
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		e.Export(testTrace(fmt.Sprintf("9cade20b-81ea-4be9-bdc9-d3f2d8d8b6%02d", i)))
+	}
+	waitFor(t, "the first request", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.attempts) >= 1 })
+	alone := time.Now()
+	e.Export(testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b699"))
+	waitFor(t, "the lone trace's request", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.attempts) >= 2 })
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.attempts) != 2 {
+		t.Fatalf("%d requests for 5 traces queued together and one after, want 2", len(b.attempts))
+	}
+	if waited := b.attempts[0].Sub(start); waited < linger {
+		t.Errorf("the first request went out after %s, before the %s linger", waited, linger)
+	}
+	if waited := b.attempts[1].Sub(alone); waited < linger {
+		t.Errorf("the lone trace went out after %s, before the %s linger", waited, linger)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -68,7 +69,13 @@ func (r *resources) get(service string) *resourcepb.Resource {
 // it makes of every attribute on the way: the messages of a request are cut from a few blocks
 // (requestBlocks) rather than allocated one by one.
 func resourceSpans(traces []traceSpans, res *resources) []*tracepb.ResourceSpans {
-	bl := newRequestBlocks(traces)
+	return new(requestBlocks).request(traces, res)
+}
+
+// request is resourceSpans with its messages cut from bl's blocks, which it sizes first. The
+// request is valid until bl.release.
+func (bl *requestBlocks) request(traces []traceSpans, res *resources) []*tracepb.ResourceSpans {
+	bl.reserve(traces)
 	var out []*tracepb.ResourceSpans
 	var scopes []*tracepb.ScopeSpans // out[i]'s one ScopeSpans
 	var services []string            // out[i]'s service
@@ -114,10 +121,11 @@ type requestBlocks struct {
 	bounds [8]phases.Attr
 }
 
-// newRequestBlocks sizes the blocks for a batch: one pass counting what the request will hold.
-// (Were a count short, append would move a block and the messages cut from it before would
-// stay where they were, whole: only the one allocation would be lost.)
-func newRequestBlocks(traces []traceSpans) *requestBlocks {
+// reserve sizes the blocks for a batch: one pass counting what the request will hold. A block
+// large enough already is reused. (Were a count short, append would move a block and the
+// messages cut from it before would stay where they were, whole: only the one allocation
+// would be lost.)
+func (bl *requestBlocks) reserve(traces []traceSpans) {
 	var attrs, strs, ints, floats, bools, ids, n int
 	var buf [8]phases.Attr
 	count := func(as []phases.Attr) {
@@ -152,18 +160,48 @@ func newRequestBlocks(traces []traceSpans) *requestBlocks {
 			}
 		}
 	}
-	return &requestBlocks{
-		spans:    make([]tracepb.Span, 0, n),
-		statuses: make([]tracepb.Status, 0, n),
-		ids:      make([]byte, 0, ids),
-		kvs:      make([]commonpb.KeyValue, 0, attrs),
-		kvPtrs:   make([]*commonpb.KeyValue, 0, attrs),
-		values:   make([]commonpb.AnyValue, 0, attrs),
-		strs:     make([]commonpb.AnyValue_StringValue, 0, strs),
-		ints:     make([]commonpb.AnyValue_IntValue, 0, ints),
-		floats:   make([]commonpb.AnyValue_DoubleValue, 0, floats),
-		bools:    make([]commonpb.AnyValue_BoolValue, 0, bools),
+	bl.spans, bl.statuses, bl.ids = block(bl.spans, n), block(bl.statuses, n), block(bl.ids, ids)
+	bl.kvs, bl.kvPtrs, bl.values = block(bl.kvs, attrs), block(bl.kvPtrs, attrs), block(bl.values, attrs)
+	bl.strs, bl.ints = block(bl.strs, strs), block(bl.ints, ints)
+	bl.floats, bl.bools = block(bl.floats, floats), block(bl.bools, bools)
+}
+
+// block is b emptied, or a new block when b cannot hold n.
+func block[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, 0, n)
 	}
+	return b[:0]
+}
+
+// maxSpareBlockBytes bounds the blocks an exporter keeps between requests: those of a full
+// batch of ordinary Pod traces (64 of the real captures' take 1.2 MB), not those of larger
+// traces.
+const maxSpareBlockBytes = 2 << 20
+
+// release zeroes what the last request used, so that the blocks hold on to no trace, and keeps
+// them for the next one when they are within maxSpareBlockBytes. The request must no longer be
+// read: the client has marshalled it.
+func (bl *requestBlocks) release() {
+	clear(bl.spans)
+	clear(bl.statuses)
+	clear(bl.kvs)
+	clear(bl.kvPtrs)
+	clear(bl.values)
+	clear(bl.strs)
+	if bl.capBytes() > maxSpareBlockBytes {
+		*bl = requestBlocks{}
+		return
+	}
+	// ids, ints, floats and bools hold no pointers: they are overwritten.
+	bl.spans, bl.statuses, bl.ids, bl.kvs, bl.kvPtrs = bl.spans[:0], bl.statuses[:0], bl.ids[:0], bl.kvs[:0], bl.kvPtrs[:0]
+	bl.values, bl.strs, bl.ints, bl.floats, bl.bools = bl.values[:0], bl.strs[:0], bl.ints[:0], bl.floats[:0], bl.bools[:0]
+}
+
+func (bl *requestBlocks) capBytes() int {
+	return cap(bl.spans)*int(unsafe.Sizeof(tracepb.Span{})) + cap(bl.statuses)*int(unsafe.Sizeof(tracepb.Status{})) +
+		cap(bl.ids) + cap(bl.kvs)*int(unsafe.Sizeof(commonpb.KeyValue{})) + cap(bl.kvPtrs)*8 +
+		cap(bl.values)*int(unsafe.Sizeof(commonpb.AnyValue{})) + cap(bl.strs)*16 + (cap(bl.ints)+cap(bl.floats)+cap(bl.bools))*8
 }
 
 func (bl *requestBlocks) span(trace phases.TraceID, s *phases.Span) *tracepb.Span {

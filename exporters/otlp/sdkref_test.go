@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
@@ -53,7 +55,7 @@ type captureClient struct{ got []*tracepb.ResourceSpans }
 func (*captureClient) Start(context.Context) error { return nil }
 func (*captureClient) Stop(context.Context) error  { return nil }
 func (c *captureClient) UploadTraces(_ context.Context, rs []*tracepb.ResourceSpans) error {
-	c.got = append(c.got, rs...)
+	c.got = append(c.got, cloneRequest(rs)...)
 	return nil
 }
 
@@ -151,12 +153,9 @@ func byService(rs []*tracepb.ResourceSpans) []*tracepb.ResourceSpans {
 	return out
 }
 
-// TestRequestMatchesSDK holds the request readyspan builds to the one the OpenTelemetry SDK
-// builds of the same spans, message for message: every Pod and rollout trace the tracer
-// rebuilds from the real captures, in batches as the exporter sends them, a shard's resource
-// attribute, and a trace with what the captures lack (invalid UTF-8, every attribute type,
-// events with attributes, an error status, a value of a type OTLP has no scalar for).
-func TestRequestMatchesSDK(t *testing.T) {
+// captureTraces are every Pod and rollout trace the tracer rebuilds from the real captures.
+func captureTraces(t *testing.T) []traceSpans {
+	t.Helper()
 	var traces []traceSpans
 	matches, _ := filepath.Glob(filepath.Join("..", "..", "tracer", "testdata", "real-node", "run*"))
 	for _, dir := range matches {
@@ -171,6 +170,52 @@ func TestRequestMatchesSDK(t *testing.T) {
 			tracer.SinkFunc(func(tr *phases.Trace) { traces = append(traces, traceSpans{tr.TraceID, tr.Spans}) }), nil, nil)
 		tracer.Replay(c, deltas)
 	}
+	return traces
+}
+
+// The exporter cuts each request from the blocks of the one before: every request is what
+// fresh blocks make of its batch, and released blocks hold nothing of the request before.
+func TestRequestBlocksReused(t *testing.T) {
+	traces := captureTraces(t)
+	res := newResources(map[string]string{"readyspan.shard": "0/2"})
+	marshal := func(rs []*tracepb.ResourceSpans) []byte {
+		b, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: rs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var bl requestBlocks
+	at := 0
+	for i, size := range []int{3, 1, 6, 2, 5, len(traces)} {
+		batch := traces[at%len(traces) : min(at%len(traces)+size, len(traces))]
+		at += size
+		want := marshal(resourceSpans(batch, res))
+		if got := marshal(bl.request(batch, res)); !bytes.Equal(got, want) {
+			t.Errorf("request %d (%d traces) from reused blocks differs from one of fresh blocks", i, len(batch))
+		}
+		bl.release()
+		spans, kvs := bl.spans[:cap(bl.spans)], bl.kvs[:cap(bl.kvs)]
+		for j := range spans {
+			if sp := &spans[j]; sp.Name != "" || sp.Attributes != nil || sp.TraceId != nil {
+				t.Fatalf("request %d: a released span block still holds %q", i, sp.Name)
+			}
+		}
+		for j := range kvs {
+			if kv := &kvs[j]; kv.Key != "" || kv.Value != nil {
+				t.Fatalf("request %d: a released attribute block still holds %q", i, kv.Key)
+			}
+		}
+	}
+}
+
+// TestRequestMatchesSDK holds the request readyspan builds to the one the OpenTelemetry SDK
+// builds of the same spans, message for message: every Pod and rollout trace the tracer
+// rebuilds from the real captures, in batches as the exporter sends them, a shard's resource
+// attribute, and a trace with what the captures lack (invalid UTF-8, every attribute type,
+// events with attributes, an error status, a value of a type OTLP has no scalar for).
+func TestRequestMatchesSDK(t *testing.T) {
+	traces := captureTraces(t)
 	odd := testTrace("9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f")
 	root := &odd.Spans[0]
 	root.Name, root.Status, root.StatusMessage = "pod.startup \xff", phases.StatusError, "Failed \xc3"
