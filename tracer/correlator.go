@@ -291,23 +291,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 			c.done[p.UID] = struct{}{}
 			return
 		}
-		ps = newPodState(p)
-		if d.Type == watch.Added {
-			ps.created.Add(d.WatchTime(), phases.SourceWatch)
-		}
-		c.pods[p.UID] = ps
-		key := objectName{p.Namespace, p.Name}
-		c.byName[key] = p.UID
-		if e := c.createdBy[key]; e != nil {
-			ps.createdEvent = e
-			delete(c.createdBy, key)
-		}
-		for _, e := range c.pendingEvents[p.UID] {
-			ps.addEvent(e)
-			ps.noteVolumeFailure(e, e.Recv.Time())
-		}
-		c.pendingCount -= len(c.pendingEvents[p.UID])
-		delete(c.pendingEvents, p.UID)
+		ps = c.startPod(d, p)
 	}
 	ps.update(p, d.WatchTime())
 	if isReady(p) {
@@ -349,6 +333,29 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		}
 	}
 	c.check(ps, d.Recv)
+}
+
+// startPod begins tracking a Pod first seen: its state, its name, the controller's creation
+// event and the events that came before it.
+func (c *Correlator) startPod(d *watch.Delta, p *corev1.Pod) *podState {
+	ps := newPodState(p)
+	if d.Type == watch.Added {
+		ps.created.Add(d.WatchTime(), phases.SourceWatch)
+	}
+	c.pods[p.UID] = ps
+	key := objectName{p.Namespace, p.Name}
+	c.byName[key] = p.UID
+	if e := c.createdBy[key]; e != nil {
+		ps.createdEvent = e
+		delete(c.createdBy, key)
+	}
+	for _, e := range c.pendingEvents[p.UID] {
+		ps.addEvent(e)
+		ps.noteVolumeFailure(e, e.Recv.Time())
+	}
+	c.pendingCount -= len(c.pendingEvents[p.UID])
+	delete(c.pendingEvents, p.UID)
+	return ps
 }
 
 // eventVersion records the version of an Event and says whether it is one to fold in: not

@@ -212,7 +212,22 @@ func (r *Registry) LoadRecording(dir string) ([]Delta, error) {
 		}
 		return nil, errors.New(msg)
 	}
-	// Initial lists come before the changes that follow them, as in a live watch.
+	audit, probs, err := r.readAuditFile(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, probs...)
+	out := append(audit, inReplayOrder(snapshots, deltas, allRecv)...)
+	if len(problems) > 0 {
+		return out, &LoadError{Problems: problems}
+	}
+	return out, nil
+}
+
+// inReplayOrder puts the List snapshots first, then the watch streams' initial lists (they come
+// before the changes that follow them, as in a live watch), then their changes: by receive time
+// when every change has one, else by etcd revision across all resources.
+func inReplayOrder(snapshots, deltas []Delta, allRecv bool) []Delta {
 	var initial []Delta
 	live := deltas[:0]
 	for _, d := range deltas {
@@ -227,22 +242,12 @@ func (r *Registry) LoadRecording(dir string) ([]Delta, error) {
 	if allRecv {
 		sort.SliceStable(deltas, func(i, j int) bool { return deltas[i].Recv.Before(deltas[j].Recv) })
 	} else {
-		// Without receive times, etcd revisions order changes across all resources.
 		for i := range deltas {
 			deltas[i].Recv = time.Time{}
 		}
 		sort.SliceStable(deltas, func(i, j int) bool { return rvOf(deltas[i].Object) < rvOf(deltas[j].Object) })
 	}
-	audit, probs, err := r.readAuditFile(filepath.Join(dir, "audit.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	problems = append(problems, probs...)
-	out := append(audit, append(snapshots, deltas...)...)
-	if len(problems) > 0 {
-		return out, &LoadError{Problems: problems}
-	}
-	return out, nil
+	return append(snapshots, deltas...)
 }
 
 // foundText describes a stream file for the error that says a directory is not a recording.
