@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"github.com/readyspan/readyspan/phases"
-
 	"github.com/readyspan/readyspan/watch"
 )
 

@@ -10,9 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/readyspan/readyspan/watch"
-
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
 )
 
 // The watch.Watcher keeps nothing of an Event (it is read once; its expiry changes no trace), yet

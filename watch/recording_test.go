@@ -12,7 +12,6 @@ import (
 
 	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/phases"
-
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
 )

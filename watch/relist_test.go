@@ -7,7 +7,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/readyspan/readyspan/tracer"
-
 	"github.com/readyspan/readyspan/watch"
 )
 
