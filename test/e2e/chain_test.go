@@ -214,13 +214,13 @@ func webhookCalls(t *testing.T, e *Env, ns string, want int) map[string]webhookC
 // checkWebhookSpan: the Pod's trace holds one mutating webhook span, beneath its create
 // request inside phase, naming the local injector; the call it copies is the one the webhook
 // server logged for this Pod (the AdmissionReview's UID, the Pod's namespace and name or
-// generateName); it holds the server's own measure of the call (its handling, and the
-// connection's setup for the first request on a connection) on the same clock, and ends before
-// the request's etcd write begins. It returns by how much the span exceeds the measure (ok false
-// if there is no such span), for the log: the HTTPS round trip on loopback, the AdmissionReview's
-// encoding and decoding and the patch's application, 0.7–4.5 ms for most calls on a quiet
-// 2-core machine, 5.5–13.1 ms when the apiserver waits for a core, 59–103 ms with the machine
-// saturated. A bound on it would fail on a busy machine and tell nothing the UID does not.
+// generateName); it holds the server's own measure of the request's handling on the same clock,
+// and ends before the request's etcd write begins. It returns by how much the span exceeds the
+// handling (ok false if there is no such span), for the log: the HTTPS round trip on loopback (a
+// new connection's handshake too), the AdmissionReview's encoding and decoding and the patch's
+// application, 0.7–4.5 ms for most calls on a quiet 2-core machine, 5.5–13.1 ms when the
+// apiserver waits for a core, 59–103 ms with the machine saturated. A bound on it would fail on
+// a busy machine and tell nothing the UID does not.
 func checkWebhookSpan(t *testing.T, tr *Trace, p corev1.Pod, phase, createName string, calls map[string]webhookCall) (excess time.Duration, ok bool) {
 	t.Helper()
 	sidecar := false
@@ -254,23 +254,19 @@ func checkWebhookSpan(t *testing.T, tr *Trace, p corev1.Pod, phase, createName s
 	case !c.Patched || !c.Allowed:
 		t.Errorf("the webhook server's call %s: %+v, want patched and allowed", uid, c)
 	}
-	// On a new connection the apiserver waited for the TLS handshake too, which the server
-	// measures from the connection's accept.
-	handled := time.Duration((c.HandlingMs + c.ConnectMs) * float64(time.Millisecond))
+	// The server's clock is the apiserver's (one machine): the request it handled, from its
+	// arrival to its answer, lies inside the span. A new connection's accept and TLS handshake
+	// (ConnectMs) need not: the apiserver's client may open the connection before the span
+	// begins (seen 3.3 ms before it).
+	handled := time.Duration(c.HandlingMs * float64(time.Millisecond))
 	d := hook.Duration() - handled
-	t.Logf("webhook call %s: the apiserver's span %v, the server's handling %.3fms + connection %.3fms (new: %v): %+v",
-		uid, hook.Duration(), c.HandlingMs, c.ConnectMs, c.NewConnection, d)
-	if d < -webhookSpanRounding {
-		t.Errorf("webhook call %s: the apiserver's span %v is shorter than the server's own measure %v", uid, hook.Duration(), handled)
-	}
-	// The server's clock is the apiserver's (one machine): the call it measured, from the
-	// connection's accept or the request's arrival to its answer, lies inside the span.
-	arrived := c.Start.Add(-time.Duration(c.ConnectMs * float64(time.Millisecond)))
-	answered := c.Start.Add(time.Duration(c.HandlingMs * float64(time.Millisecond)))
-	if hook.StartTime().After(arrived.Add(webhookSpanRounding)) || hook.EndTime().Before(answered.Add(-webhookSpanRounding)) {
-		t.Errorf("webhook call %s: the apiserver's span [%v, %v] does not hold the server's [%v, %v]",
+	t.Logf("webhook call %s: the apiserver's span %v, the server's handling %.3fms (new connection: %v, %.3fms before it): %+v",
+		uid, hook.Duration(), c.HandlingMs, c.NewConnection, c.ConnectMs, d)
+	answered := c.Start.Add(handled)
+	if hook.StartTime().After(c.Start.Add(webhookSpanRounding)) || hook.EndTime().Before(answered.Add(-webhookSpanRounding)) {
+		t.Errorf("webhook call %s: the apiserver's span [%v, %v] does not hold the server's handling [%v, %v]",
 			uid, hook.StartTime().Format(time.RFC3339Nano), hook.EndTime().Format(time.RFC3339Nano),
-			arrived.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
+			c.Start.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
 	}
 	// Nothing more of the request: the write to etcd comes after the admission chain.
 	for _, w := range tr.Descendants(creates[0]) {
