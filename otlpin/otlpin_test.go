@@ -325,3 +325,36 @@ func TestReceiverTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestRuntimeWaitsForTheSandbox: containerd exports its spans as they end, in batches, so the
+// spans of a sandbox's making (the CNI's network setup) may come a batch before the span of the
+// RunPodSandbox call they lie beneath, and the later CreateContainer call's spans before both.
+// containerd counts as present only with its side of the RunPodSandbox call: a trace joined
+// earlier lost its network setup, unnamed as missing (seen in the end-to-end suite).
+func TestRuntimeWaitsForTheSandbox(t *testing.T) {
+	s := NewStore(time.Minute, 0, nil)
+	now := time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
+	q := Query{UID: "u", Node: "n"}
+	s.Add(Decode(request("kubelet",
+		span(1, 1, 0, "syncPod", "k8s.pod.uid", "u"),
+		span(1, 2, 1, "runtime.v1.RuntimeService/RunPodSandbox"),
+		span(1, 3, 1, "runtime.v1.RuntimeService/CreateContainer"))))
+	if p := s.Present(q); !p.Sync || p.Runtime {
+		t.Fatalf("the kubelet's spans alone: %+v, want the syncPod and no runtime", p)
+	}
+	// A first batch of containerd's: the network setup, beneath a sandbox span still to come,
+	// and its side of the CreateContainer call.
+	s.Add(Decode(request("containerd",
+		span(1, 12, 11, "cni.setup_pod_network"),
+		span(1, 13, 3, "runtime.v1.RuntimeService/CreateContainer"))))
+	if p := s.Present(q); p.Runtime {
+		t.Errorf("containerd's spans without its side of RunPodSandbox: %+v, want no runtime yet", p)
+	}
+	s.Add(Decode(request("containerd",
+		span(1, 11, 10, "cri.sandbox.run"),
+		span(1, 10, 2, "runtime.v1.RuntimeService/RunPodSandbox"))))
+	if p := s.Present(q); !p.Runtime {
+		t.Errorf("containerd's side of RunPodSandbox in: %+v, want the runtime present", p)
+	}
+}

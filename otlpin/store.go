@@ -552,7 +552,7 @@ func mayJoin(h *held, q Query) bool { return h.key.node == "" || h.key.node == q
 type Presence struct {
 	Create  bool // the apiserver's request that created the Pod, complete
 	Sync    bool // the kubelet's syncPod that started the Pod (phases.StartedPod), complete
-	Runtime bool // containerd's spans in such a kubelet trace
+	Runtime bool // containerd's side of that syncPod's RunPodSandbox (phases.SandboxRuntimeIn)
 }
 
 // Present says which of the spans the query's Pod expects are held, without taking them.
@@ -563,7 +563,7 @@ func (s *Store) Present(q Query) Presence {
 	for _, h := range s.byUID[q.UID] {
 		if mayJoin(h, q) && h.rooted && phases.StartedPod(h.spans) {
 			p.Sync = true
-			p.Runtime = p.Runtime || h.runtime > 0
+			p.Runtime = p.Runtime || h.runtime > 0 && phases.SandboxRuntimeIn(h.spans)
 		}
 	}
 	for _, h := range s.byPod[q.Namespace+"/"+q.Name] {

@@ -320,6 +320,27 @@ func StartedPod(ct ComponentTrace) bool {
 	return false
 }
 
+// SandboxRuntimeIn reports whether a kubelet trace holds containerd's side of a RunPodSandbox
+// call: a containerd span whose parent is the kubelet's RunPodSandbox span. containerd ends that
+// span after every span of the sandbox's making beneath it (the CNI's network setup among them)
+// and exports spans as they end, so once it has come the rest has. Its spans beneath the later
+// CreateContainer and StartContainer calls, or a first batch holding only the sandbox's
+// children, do not say so.
+func SandboxRuntimeIn(ct ComponentTrace) bool {
+	sandbox := map[SpanID]bool{}
+	for i := range ct {
+		if ct[i].Service == ServiceKubelet && compNames[ServiceKubelet][ct[i].Name] == SpanCRIRunPodSandbox {
+			sandbox[ct[i].SpanID] = true
+		}
+	}
+	for i := range ct {
+		if ct[i].Service == ServiceContainerd && sandbox[ct[i].Parent] {
+			return true
+		}
+	}
+	return false
+}
+
 // copyTree copies the spans of ct that are named (the roots given in named, under anchor) or
 // catalogued (compNames) and lie beneath a named one, each under its nearest copied ancestor.
 func (j *joiner) copyTree(ct ComponentTrace, named map[SpanID]string, anchor SpanID) {
