@@ -225,22 +225,7 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 		return cp
 	}
 	tl.waitTime(cur.end, end, add)
-	// The candidates to have enabled a step, by end (ties: the earlier-starting first when
-	// walking back), so each step's predecessor is a binary search away.
-	known := make([]*item, 0, len(tl.list))
-	order := map[*item]int{}
-	for i, it := range tl.list {
-		order[it] = i
-		if it.endKnown && it.end.After(start) {
-			known = append(known, it)
-		}
-	}
-	sort.SliceStable(known, func(i, j int) bool {
-		if !known[i].end.Equal(known[j].end) {
-			return known[i].end.Before(known[j].end)
-		}
-		return order[known[i]] > order[known[j]]
-	})
+	known := tl.byEnd(start)
 	visited := map[*item]bool{}
 	for cur != nil {
 		visited[cur] = true
@@ -255,30 +240,7 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 				t = st
 			}
 		}
-		// The predecessor ended last before the step. An end that readyspan saw on its own
-		// watch no later than it saw the step's Event qualifies too, even if its stamp (a
-		// receive time, an upper bound) falls after the controller's stamp of the step: the
-		// controller acts on the change before it writes the Event, and readyspan's two
-		// receive times share one clock, so a slow readyspan cannot reorder cause and effect.
-		var pred *item
-		bound := t.Add(handoffSlack)
-		var stepSeen time.Time // zero when the item has no step, or its Event was not watched
-		if cur.step >= 0 && cur.step < len(tl.stepSeen) {
-			stepSeen = tl.stepSeen[cur.step]
-		}
-		searchTo := bound
-		if stepSeen.After(searchTo) {
-			searchTo = stepSeen
-		}
-		downStep := cur.step >= 0 && cur.step < len(tl.stepUp) && !tl.stepUp[cur.step] && tl.newPodsEnableDown
-		for i := sort.Search(len(known), func(i int) bool { return known[i].end.After(searchTo) }) - 1; i >= 0; i-- {
-			k := known[i]
-			if visited[k] || k.end.After(bound) && (k.endSeen.IsZero() || k.endSeen.After(stepSeen)) || downStep && k.oldPod != nil {
-				continue
-			}
-			pred = k
-			break
-		}
+		pred := tl.predecessor(known, visited, cur, t)
 		if pred == nil {
 			tl.waitTime(start, t, add)
 			break
@@ -288,6 +250,53 @@ func criticalPath(tl *timeline, start, end time.Time) critical {
 		cur = pred
 	}
 	return cp
+}
+
+// byEnd lists the candidates to have enabled a step, by end (ties: the earlier-starting first
+// when walking back), so that each step's predecessor is a binary search away.
+func (tl *timeline) byEnd(start time.Time) []*item {
+	known := make([]*item, 0, len(tl.list))
+	order := map[*item]int{}
+	for i, it := range tl.list {
+		order[it] = i
+		if it.endKnown && it.end.After(start) {
+			known = append(known, it)
+		}
+	}
+	sort.SliceStable(known, func(i, j int) bool {
+		if !known[i].end.Equal(known[j].end) {
+			return known[i].end.Before(known[j].end)
+		}
+		return order[known[i]] > order[known[j]]
+	})
+	return known
+}
+
+// predecessor is the item not yet on the path that ended last before cur's step at t: what
+// let the controller take it. An end that readyspan saw on its own watch no later than it saw
+// the step's Event qualifies too, even if its stamp (a receive time, an upper bound) falls after
+// the controller's stamp of the step: the controller acts on the change before it writes the
+// Event, and readyspan's two receive times share one clock, so a slow readyspan cannot reorder
+// cause and effect. nil when there is none.
+func (tl *timeline) predecessor(known []*item, visited map[*item]bool, cur *item, t time.Time) *item {
+	bound := t.Add(handoffSlack)
+	var stepSeen time.Time // zero when the item has no step, or its Event was not watched
+	if cur.step >= 0 && cur.step < len(tl.stepSeen) {
+		stepSeen = tl.stepSeen[cur.step]
+	}
+	searchTo := bound
+	if stepSeen.After(searchTo) {
+		searchTo = stepSeen
+	}
+	downStep := cur.step >= 0 && cur.step < len(tl.stepUp) && !tl.stepUp[cur.step] && tl.newPodsEnableDown
+	for i := sort.Search(len(known), func(i int) bool { return known[i].end.After(searchTo) }) - 1; i >= 0; i-- {
+		k := known[i]
+		if visited[k] || k.end.After(bound) && (k.endSeen.IsZero() || k.endSeen.After(stepSeen)) || downStep && k.oldPod != nil {
+			continue
+		}
+		return k
+	}
+	return nil
 }
 
 // podTime counts one critical item's interval by its Segments, as the Gantt charts draw it.

@@ -719,91 +719,105 @@ func (r *rollouts) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
 // surge). A Deployment's step names a ReplicaSet and a count; a StatefulSet's or DaemonSet's
 // names the Pod. Steps are in time order and the Pods in the order they were created (removed).
 func matchSteps(steps []rollout.Step, news, olds []*wlPod, kind string) {
-	room := make([]int32, len(steps))
-	at := make([]phases.Times, len(steps))
+	m := stepMatcher{steps: steps, room: make([]int32, len(steps)), at: make([]phases.Times, len(steps)), kind: kind}
 	for i := range steps {
-		room[i] = steps[i].Count()
-		if room[i] < 0 {
-			room[i] = -room[i]
+		m.room[i] = steps[i].Count()
+		if m.room[i] < 0 {
+			m.room[i] = -m.room[i]
 		}
 		// The step's receive time (its Event's) is left out: when readyspan heard of the step
 		// says nothing of the order of the step and the Pod's own receive time.
 		for _, st := range steps[i].Time {
 			if st.Source != phases.SourceWatch {
-				at[i] = append(at[i], st)
+				m.at[i] = append(m.at[i], st)
 			}
 		}
 	}
-	owns := func(s *rollout.Step, p *wlPod) bool {
-		if kind == rollout.Deployment {
-			return p.ownerName == s.Target
-		}
-		return p.name == s.Target
+	m.match(news, true)
+	m.match(olds, false)
+}
+
+// stepMatcher is matchSteps' state: the steps, the Pods each has room for still, and each
+// step's stamps but its receive time.
+type stepMatcher struct {
+	steps []rollout.Step
+	room  []int32
+	at    []phases.Times
+	kind  string
+}
+
+// owns tells whether a step names a Pod's owner (a Deployment's: its ReplicaSet) or the Pod.
+func (m *stepMatcher) owns(s *rollout.Step, p *wlPod) bool {
+	if m.kind == rollout.Deployment {
+		return p.ownerName == s.Target
 	}
-	match := func(pool []*wlPod, up bool) {
-		assigned := make([]int, len(pool)) // the step of each Pod, -1 for none
-		for j, p := range pool {
-			t := p.created
-			if !up {
-				t = p.deleted
-			}
-			assigned[j] = -1
-			for i := len(steps) - 1; i >= 0; i-- {
-				s := &steps[i]
-				if s.Up == up && room[i] > 0 && owns(s, p) && atOrBefore(at[i], t) {
-					assigned[j] = i
-					break
-				}
-			}
-			if assigned[j] < 0 {
-				// Its stamps put it before every step with room. Where they are not of one
-				// precision (a rewrite of a combined Event has only whole seconds and its
-				// receive time), a second's slack, and the earliest such step.
-				pt, _ := t.Resolve()
-				for i := range steps {
-					s := &steps[i]
-					st, _ := s.Time.Earliest()
-					if _, _, precise := samePrecision(at[i], t); precise {
-						continue
-					}
-					if s.Up == up && room[i] > 0 && owns(s, p) && !pt.Time().Before(st.Time().Add(-time.Second)) {
-						assigned[j] = i
-						break
-					}
-				}
-			}
-			if assigned[j] >= 0 {
-				room[assigned[j]]--
-			}
+	return p.name == s.Target
+}
+
+// match attributes each Pod of pool (created, for up; removed otherwise) to a step.
+func (m *stepMatcher) match(pool []*wlPod, up bool) {
+	assigned := make([]int, len(pool)) // the step of each Pod, -1 for none
+	for j, p := range pool {
+		t := p.created
+		if !up {
+			t = p.deleted
 		}
-		// When the controller took steps faster than it created (with room to surge it scales
-		// the new ReplicaSet again as soon as it has scaled the old one down), the first Pods
-		// took the latest step and the next ones the step before: the same Pods of the same
-		// owner go to the same steps, in order.
-		byOwner := map[string][]int{}
-		for j, i := range assigned {
-			if i >= 0 {
-				byOwner[steps[i].Target] = append(byOwner[steps[i].Target], j)
-			}
-		}
-		for _, js := range byOwner {
-			slots := make([]int, len(js))
-			for k, j := range js {
-				slots[k] = assigned[j]
-			}
-			slices.Sort(slots)
-			for k, j := range js {
-				assigned[j] = slots[k]
-			}
-		}
-		for j, i := range assigned {
-			if i >= 0 {
-				steps[i].Pods = append(steps[i].Pods, string(pool[j].uid))
-			}
+		assigned[j] = m.stepOf(p, t, up)
+		if assigned[j] >= 0 {
+			m.room[assigned[j]]--
 		}
 	}
-	match(news, true)
-	match(olds, false)
+	// When the controller took steps faster than it created (with room to surge it scales
+	// the new ReplicaSet again as soon as it has scaled the old one down), the first Pods
+	// took the latest step and the next ones the step before: the same Pods of the same
+	// owner go to the same steps, in order.
+	byOwner := map[string][]int{}
+	for j, i := range assigned {
+		if i >= 0 {
+			byOwner[m.steps[i].Target] = append(byOwner[m.steps[i].Target], j)
+		}
+	}
+	for _, js := range byOwner {
+		slots := make([]int, len(js))
+		for k, j := range js {
+			slots[k] = assigned[j]
+		}
+		slices.Sort(slots)
+		for k, j := range js {
+			assigned[j] = slots[k]
+		}
+	}
+	for j, i := range assigned {
+		if i >= 0 {
+			m.steps[i].Pods = append(m.steps[i].Pods, string(pool[j].uid))
+		}
+	}
+}
+
+// stepOf is the latest step of p's owner in its direction, with room left, at or before t;
+// -1 for none.
+func (m *stepMatcher) stepOf(p *wlPod, t phases.Times, up bool) int {
+	for i := len(m.steps) - 1; i >= 0; i-- {
+		s := &m.steps[i]
+		if s.Up == up && m.room[i] > 0 && m.owns(s, p) && atOrBefore(m.at[i], t) {
+			return i
+		}
+	}
+	// Its stamps put it before every step with room. Where they are not of one precision (a
+	// rewrite of a combined Event has only whole seconds and its receive time), a second's
+	// slack, and the earliest such step.
+	pt, _ := t.Resolve()
+	for i := range m.steps {
+		s := &m.steps[i]
+		st, _ := s.Time.Earliest()
+		if _, _, precise := samePrecision(m.at[i], t); precise {
+			continue
+		}
+		if s.Up == up && m.room[i] > 0 && m.owns(s, p) && !pt.Time().Before(st.Time().Add(-time.Second)) {
+			return i
+		}
+	}
+	return -1
 }
 
 // tick runs the deadlines and publishes the gauges.

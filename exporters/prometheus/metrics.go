@@ -124,14 +124,20 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 	reg.MustRegister(m.components.collectors()...)
 	m.rollouts.init()
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	m.initSeries()
+	return m
+}
+
+// initSeries makes the series that must exist before their first value: the gauges of the
+// phases a Pod is traced in, and the counters that alerts compute increase() over, so that the
+// first occurrence counts.
+func (m *Metrics) initSeries() {
 	for _, p := range []string{phases.PhaseScheduling, phases.PhaseKubelet, phases.PhaseStatus} {
 		m.podsInPhase.WithLabelValues(p)
 	}
 	for _, r := range []string{"pulled", "present", "failed"} {
 		m.imagePulls.WithLabelValues(r)
 	}
-	// Series that alerts compute increase() over exist from the start, so the first
-	// occurrence counts.
 	for _, p := range phases.Phases {
 		m.podsStuck.WithLabelValues(p)
 	}
@@ -142,7 +148,6 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 	for _, r := range DropReasons {
 		m.dropped.WithLabelValues(r)
 	}
-	return m
 }
 
 // observe records v with the trace ID as exemplar, so a slow bucket links to its trace.
