@@ -207,7 +207,7 @@ func (b *builder) timeline() timeline {
 		kubeletDone = b.lastContainer(func(c *Container) Times { return c.ReadyAt })
 	}
 	ready := resolve(p.Ready)
-	received, scaled, scheduled, endpoints := resolve(p.AuditReceived), resolve(p.ReplicaSetScaled), resolve(p.Scheduled), resolve(p.EndpointsReady)
+	received, scaled, scheduled, endpoints := resolve(p.AuditReceived), resolve(p.handoffReached()), resolve(p.Scheduled), resolve(p.EndpointsReady)
 	tl.inconsistent = b.inconsistencies(received, persisted, scaled, created, scheduled, kubeletDone, ready)
 
 	// Whole-second stamps narrowed by the precise stamps around them (narrow.go). Each is
@@ -669,7 +669,7 @@ func (ph phaseSpec) serviceFor(p *Pod) string {
 	if p.Client != "" {
 		return p.Client
 	}
-	if p.Root != RootDeployment && p.Root != RootBarePod {
+	if p.Root != RootBarePod && !p.scaledByChange() {
 		return ServiceController
 	}
 	return ph.service
@@ -688,19 +688,8 @@ func (b *builder) podAttrs(as []Attr, skew clockSkew) []Attr {
 	if p.Node != "" {
 		as = append(as, Attr{AttrNodeName, p.Node})
 	}
-	if p.Deployment != "" {
-		as = append(as, Attr{AttrDeploymentName, p.Deployment})
-	}
-	if p.ReplicaSet != "" {
-		as = append(as, Attr{AttrReplicaSetName, p.ReplicaSet})
-	}
-	for _, w := range [...]struct{ key, name string }{
-		{AttrStatefulSetName, p.StatefulSet}, {AttrDaemonSetName, p.DaemonSet},
-		{AttrJobName, p.Job}, {AttrCronJobName, p.CronJob},
-	} {
-		if w.name != "" {
-			as = append(as, Attr{w.key, w.name})
-		}
+	for _, c := range p.Controllers {
+		as = append(as, Attr{ControllerAttr(c.Kind), c.Name})
 	}
 	if r := p.Replaces; r != nil {
 		as = append(as, Attr{AttrReplacesPod, r.Name}, Attr{AttrReplacesWhy, r.Why})
@@ -916,9 +905,12 @@ func latestObserved(p *Pod) Instant {
 			}
 		}
 	}
-	times(p.AuditReceived, p.AuditPersisted, p.RootPersisted, p.ReplicaSetScaled, p.Created, p.Scheduled,
+	times(p.AuditReceived, p.AuditPersisted, p.RootPersisted, p.Created, p.Scheduled,
 		p.KubeletStarted, p.SandboxReady, p.Initialized, p.ContainersReady, p.Running, p.Ready, p.EndpointsReady, p.Deleted)
 	times(p.GatesRemoved, p.NominatedAt)
+	for i := range p.Controllers {
+		times(p.Controllers[i].Reached)
+	}
 	if p.NewNode != nil {
 		times(p.NewNode.Created, p.NewNode.Ready)
 	}

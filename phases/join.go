@@ -239,7 +239,11 @@ func (j *joiner) request(ct ComponentTrace) {
 	case r.create && j.t.Pod.Root == RootBarePod:
 		name, anchor = SpanAPIRequest, j.t.Phase(PhaseAPIServer)
 	case r.create:
-		name, anchor = SpanAPIPodCreate, j.t.span(SpanControllersReplicaSet)
+		// The Pod's controller made the request in its step.
+		if cs := j.t.Pod.Controllers; len(cs) > 0 {
+			anchor = j.t.span(ControllerStep(cs[len(cs)-1].Kind))
+		}
+		name = SpanAPIPodCreate
 		if anchor == nil {
 			anchor = j.t.Phase(PhaseControllers)
 		}

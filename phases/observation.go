@@ -1,6 +1,9 @@
 package phases
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Outcome is how a Pod's startup ended, as far as readyspan saw it.
 type Outcome string
@@ -19,19 +22,38 @@ const (
 	OutcomeInProgress Outcome = "in-progress"
 )
 
-// Root says what started the chain that created the Pod.
+// Root says what started the chain that created the Pod: a workload of the chain (RootOf its
+// Kind), another controller, or the client.
 type Root string
 
 const (
-	RootDeployment  Root = "deployment"  // a Deployment change created or scaled the ReplicaSet
-	RootReplicaSet  Root = "replicaset"  // a ReplicaSet (re)created the Pod without a spec change
-	RootJob         Root = "job"         // a Job (its creation, a finished Pod): the job controller created the Pod
-	RootCronJob     Root = "cronjob"     // a CronJob's schedule: its Job, then the Pod
-	RootStatefulSet Root = "statefulset" // a StatefulSet (its change, a predecessor Ready, a replacement)
-	RootDaemonSet   Root = "daemonset"   // a DaemonSet (its change, a replacement)
-	RootController  Root = "controller"  // another controller, whose cause readyspan does not read
-	RootBarePod     Root = "pod"         // the client created the Pod itself
+	RootController Root = "controller" // another controller, whose cause readyspan does not read
+	RootBarePod    Root = "pod"        // the client created the Pod itself
 )
+
+// RootOf is the Root of a chain that a workload of the kind started: "deployment" for a
+// Deployment's change, "replicaset" for a ReplicaSet that (re)created the Pod without one…
+func RootOf(kind string) Root { return Root(strings.ToLower(kind)) }
+
+// Controller is one workload of the chain of controllers that created a Pod, as data: every
+// kind's step is drawn the same way (build_controllers.go), as the span ControllerStep(Kind)
+// named by the attribute ControllerAttr(Kind).
+type Controller struct {
+	Kind string // as the API names it: Deployment, ReplicaSet, Job…
+	Name string
+	// Reached is when the controller above this one created or scaled it for the Pod (the
+	// Deployment's ReplicaSet scaled up, the CronJob's Job created), and ReachedBy says which
+	// ("scaled up", "created"); nil for the first of the chain.
+	Reached   Times
+	ReachedBy string
+}
+
+// ControllerStep is the span of a workload controller's step: controllers.<kind>.
+func ControllerStep(kind string) string { return "controllers." + strings.ToLower(kind) }
+
+// ControllerAttr is the attribute that names the Pod's workload of the kind: k8s.<kind>.name,
+// as the OpenTelemetry semantic conventions name the built-in ones.
+func ControllerAttr(kind string) string { return "k8s." + strings.ToLower(kind) + ".name" }
 
 // Cause is what gave a workload controller reason to create a Pod.
 type Cause string
@@ -71,14 +93,17 @@ type Occurrence struct {
 // events and watch receive times; Build turns it into spans. Each boundary holds every
 // observation of it, with its source, and Build picks the best.
 type Pod struct {
-	UID        string
-	Name       string
-	Namespace  string
-	Node       string
-	Deployment string
-	ReplicaSet string
+	UID       string
+	Name      string
+	Namespace string
+	Node      string
+	// Controllers is the chain of workloads that created the Pod, from the one a client
+	// changes (a Deployment, a CronJob) to the Pod's own controller; empty for a bare Pod or a
+	// controller readyspan does not read.
+	Controllers []Controller
 	// Workload names what the Pod belongs to, for the metrics' opt-in workload label: the
-	// Deployment of its ReplicaSet, else its controller's name; "" for a bare Pod.
+	// outermost workload of its chain (the Deployment of its ReplicaSet, the CronJob of its
+	// Job), else its controller's name; "" for a bare Pod.
 	Workload string
 	Root     Root
 	// Client is who sent the request that started the chain: the field manager of the
@@ -91,23 +116,16 @@ type Pod struct {
 	AuditPersisted Times
 	RootPersisted  Times
 
-	// Controllers: the ReplicaSet created or scaled up for this Pod, then the Pod created.
-	ReplicaSetScaled Times
-	Created          Times
+	// Created is the Pod created, the end of its controller's step.
+	Created Times
 
 	// The workload controller's own cause (StatefulSet, DaemonSet, Job, CronJob): what gave
 	// it reason to create the Pod, and when. Trigger is unobserved where nothing states it.
-	StatefulSet string
-	DaemonSet   string
-	Job         string
-	CronJob     string
-	Trigger     Times
-	Cause       Cause
+	Trigger Times
+	Cause   Cause
 	// CauseObject names the Pod the cause is about: the predecessor that turned Ready, the
 	// Pod that finished before a Job's next one, the Pod replaced.
 	CauseObject string
-	// JobCreated is a CronJob's Job created (the CronJob's RootPersisted is its schedule time).
-	JobCreated Times
 	// Replaces is the Pod this one replaces (self-healing), nil for none.
 	Replaces *Replaced
 

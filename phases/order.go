@@ -11,6 +11,17 @@ import (
 type milestone struct {
 	name string
 	at   point
+	// handoff, for the chain's handoff (name empty): its name is built only when the order
+	// check reports it, where a name built for every trace would allocate.
+	handoff *Controller
+}
+
+// label is the milestone's name.
+func (m *milestone) label() string {
+	if m.handoff != nil {
+		return m.handoff.Kind + " " + m.handoff.ReachedBy
+	}
+	return m.name
 }
 
 // latestPossible is the latest time a stamp allows the change to have happened: a whole-second
@@ -42,24 +53,25 @@ func earliestPossible(p point) (Instant, bool) {
 func outOfOrder(ms []milestone) []inconsistency {
 	var out []inconsistency
 	var floor Instant
-	floorName, floorAt := "", point{}
-	for _, m := range ms {
+	var floorM *milestone
+	for i := range ms {
+		m := &ms[i]
 		if !m.at.observed {
 			continue
 		}
-		if floorName != "" {
+		if floorM != nil {
 			if gap := time.Duration(floor - latestPossible(m.at)); gap > consistencySlack {
 				out = append(out, inconsistency{
 					why: fmt.Sprintf("%s (%s %s) is %s before %s (%s %s)",
-						m.name, m.at.src, m.at.t.Time().UTC().Format(time.RFC3339Nano), spoken(time.Duration(floor-m.at.t)),
-						floorName, floorAt.src, floorAt.t.Time().UTC().Format(time.RFC3339Nano)),
-					cause: causeName(m.name) + "_before_" + causeName(floorName),
+						m.label(), m.at.src, m.at.t.Time().UTC().Format(time.RFC3339Nano), spoken(time.Duration(floor-m.at.t)),
+						floorM.label(), floorM.at.src, floorM.at.t.Time().UTC().Format(time.RFC3339Nano)),
+					cause: causeName(m.label()) + "_before_" + causeName(floorM.label()),
 				})
 				continue // a wrong stamp must not become the floor the others are held to
 			}
 		}
-		if e, ok := earliestPossible(m.at); ok && (floorName == "" || e > floor) {
-			floor, floorName, floorAt = e, m.name, m.at
+		if e, ok := earliestPossible(m.at); ok && (floorM == nil || e > floor) {
+			floor, floorM = e, m
 		}
 	}
 	return out
@@ -92,17 +104,17 @@ func (b *builder) inconsistencies(received, persisted, scaled, created, schedule
 	sandbox := resolve(p.SandboxReady)
 	var buf [9]milestone
 	pod := append(buf[:0],
-		milestone{"apiserver received", received},
-		milestone{"persisted", persisted},
-		milestone{"ReplicaSet scaled up", scaled},
-		milestone{"created", created},
-		milestone{"scheduled", scheduled},
-		milestone{"sandbox ready", sandbox},
-		milestone{"containers ready", kubeletDone},
-		milestone{"ready", ready},
+		milestone{"apiserver received", received, nil},
+		milestone{"persisted", persisted, nil},
+		milestone{at: scaled, handoff: p.handoff()},
+		milestone{"created", created, nil},
+		milestone{"scheduled", scheduled, nil},
+		milestone{"sandbox ready", sandbox, nil},
+		milestone{"containers ready", kubeletDone, nil},
+		milestone{"ready", ready, nil},
 	)
 	if p.HasService {
-		pod = append(pod, milestone{"endpoints ready", resolve(p.EndpointsReady)})
+		pod = append(pod, milestone{"endpoints ready", resolve(p.EndpointsReady), nil})
 	}
 	out := outOfOrder(pod)
 	for i := range p.Containers {
@@ -128,16 +140,16 @@ func (b *builder) inconsistencies(received, persisted, scaled, created, schedule
 // its containers being ready, to ms; prefix starts the names of the container's own steps.
 func containerMilestones(ms []milestone, c *Container, prefix string, scheduled, kubeletDone point) []milestone {
 	ms = append(ms,
-		milestone{"scheduled", scheduled},
-		milestone{prefix + "pull started", resolve(c.PullStarted)},
-		milestone{prefix + "pull finished", resolve(c.PullFinished)},
-		milestone{prefix + "created", resolve(c.Created)},
-		milestone{prefix + "started", resolve(c.Started)},
+		milestone{"scheduled", scheduled, nil},
+		milestone{prefix + "pull started", resolve(c.PullStarted), nil},
+		milestone{prefix + "pull finished", resolve(c.PullFinished), nil},
+		milestone{prefix + "created", resolve(c.Created), nil},
+		milestone{prefix + "started", resolve(c.Started), nil},
 	)
 	if c.Init && !c.Sidecar {
-		return append(ms, milestone{prefix + "finished", resolve(c.Finished)})
+		return append(ms, milestone{prefix + "finished", resolve(c.Finished), nil})
 	}
-	return append(ms, milestone{prefix + "ready", resolve(c.ReadyAt)}, milestone{"containers ready", kubeletDone})
+	return append(ms, milestone{prefix + "ready", resolve(c.ReadyAt), nil}, milestone{"containers ready", kubeletDone, nil})
 }
 
 func contains(list []inconsistency, why string) bool {

@@ -15,23 +15,23 @@ func TestOutOfOrder(t *testing.T) {
 		in   []milestone
 		want []string // substrings of each line, one per expected line
 	}{
-		{"in order", []milestone{{"created", at(0, SourceEventName)}, {"scheduled", at(40, SourceEventTime)}, {"ready", at(5000, SourceStatus)}}, nil},
-		{"ready decades before creation", []milestone{{"created", at(0, SourceEventName)}, {"ready", at(decades, SourceStatus)}},
+		{"in order", []milestone{{"created", at(0, SourceEventName), nil}, {"scheduled", at(40, SourceEventTime), nil}, {"ready", at(5000, SourceStatus), nil}}, nil},
+		{"ready decades before creation", []milestone{{"created", at(0, SourceEventName), nil}, {"ready", at(decades, SourceStatus), nil}},
 			[]string{"ready (status 1996-11-30T08:41:34Z) is 10957 days before created (event-name 2026-11-30T08:41:34Z)"}},
 		// A whole-second stamp is truncated: the sandbox turned ready in [0 s, 1 s), after a bind
 		// at 0.9 s is possible.
-		{"truncation explains it", []milestone{{"scheduled", at(900, SourceEventTime)}, {"sandbox ready", at(0, SourceStatus)}}, nil},
+		{"truncation explains it", []milestone{{"scheduled", at(900, SourceEventTime), nil}, {"sandbox ready", at(0, SourceStatus), nil}}, nil},
 		// Beyond the second, clocks of different components may differ by consistencySlack.
-		{"skew explains it", []milestone{{"scheduled", at(2400, SourceEventTime)}, {"sandbox ready", at(0, SourceStatus)}}, nil},
-		{"beyond truncation and skew", []milestone{{"scheduled", at(2600, SourceEventTime)}, {"sandbox ready", at(0, SourceStatus)}},
+		{"skew explains it", []milestone{{"scheduled", at(2400, SourceEventTime), nil}, {"sandbox ready", at(0, SourceStatus), nil}}, nil},
+		{"beyond truncation and skew", []milestone{{"scheduled", at(2600, SourceEventTime), nil}, {"sandbox ready", at(0, SourceStatus), nil}},
 			[]string{"sandbox ready (status 2026-11-30T08:41:34Z) is 2.6s before scheduled (event-time 2026-11-30T08:41:36.6Z)"}},
-		{"precise stamps have no truncation", []milestone{{"pull started", at(1600, SourceEventName)}, {"pull finished", at(0, SourceEventName)}},
+		{"precise stamps have no truncation", []milestone{{"pull started", at(1600, SourceEventName), nil}, {"pull finished", at(0, SourceEventName), nil}},
 			[]string{"pull finished (event-name"}},
 		// A receive time only says the change happened before it: nothing can be early against it.
-		{"a receive time bounds nothing from below", []milestone{{"created", at(90000, SourceWatch)}, {"scheduled", at(0, SourceEventTime)}}, nil},
-		{"unobserved milestones are skipped", []milestone{{"created", at(0, SourceEventName)}, {"scheduled", point{}}, {"ready", at(3000, SourceStatus)}}, nil},
+		{"a receive time bounds nothing from below", []milestone{{"created", at(90000, SourceWatch), nil}, {"scheduled", at(0, SourceEventTime), nil}}, nil},
+		{"unobserved milestones are skipped", []milestone{{"created", at(0, SourceEventName), nil}, {"scheduled", point{}, nil}, {"ready", at(3000, SourceStatus), nil}}, nil},
 		// One early stamp gives one line; the milestones after it are held to the one before it.
-		{"one early stamp, one line", []milestone{{"created", at(0, SourceEventName)}, {"scheduled", at(decades, SourceEventTime)}, {"containers ready", at(3000, SourceStatus)}, {"ready", at(3000, SourceStatus)}},
+		{"one early stamp, one line", []milestone{{"created", at(0, SourceEventName), nil}, {"scheduled", at(decades, SourceEventTime), nil}, {"containers ready", at(3000, SourceStatus), nil}, {"ready", at(3000, SourceStatus), nil}},
 			[]string{"scheduled (event-time 1996-"}},
 	}
 	for _, tt := range tests {

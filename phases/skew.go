@@ -171,6 +171,17 @@ func shiftOcc(os []Occurrence, d time.Duration, srcs ...Source) []Occurrence {
 	return out
 }
 
+// controllerStamps are the stamps of the workload controllers' clocks: the Pod's creation and
+// each workload of its chain reached.
+func controllerStamps(p *Pod) []Times {
+	ts := make([]Times, 1, 4)
+	ts[0] = p.Created
+	for i := range p.Controllers {
+		ts = append(ts, p.Controllers[i].Reached)
+	}
+	return ts
+}
+
 // correctSkew returns p with the stamps of components whose clocks run ahead of readyspan's
 // moved back (a copy; p itself when nothing is corrected), and the corrections it applied.
 func correctSkew(in *Pod) (*Pod, clockSkew) {
@@ -178,7 +189,7 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 	sk := clockSkew{
 		kubelet:    kubeletAhead(in),
 		scheduler:  ahead([]Times{in.Scheduled}, schedSrcs...),
-		controller: ahead([]Times{in.Created, in.ReplicaSetScaled, in.JobCreated}, SourceEventName),
+		controller: ahead(controllerStamps(in), SourceEventName),
 	}
 	if sk.kubelet == 0 {
 		sk.kubeletBehind = kubeletBehind(in, sk.scheduler)
@@ -234,8 +245,11 @@ func correctSkew(in *Pod) (*Pod, clockSkew) {
 	}
 	if sk.controller > 0 {
 		p.Created = shiftAll(p.Created, sk.controller, SourceEventName, SourceEventSeconds)
-		p.ReplicaSetScaled = shiftAll(p.ReplicaSetScaled, sk.controller, SourceEventName, SourceEventSeconds)
-		p.JobCreated = shiftAll(p.JobCreated, sk.controller, SourceEventName, SourceEventSeconds) // the cronjob controller's
+		p.Controllers = slices.Clone(p.Controllers) // p shares in's
+		for i := range p.Controllers {
+			c := &p.Controllers[i]
+			c.Reached = shiftAll(c.Reached, sk.controller, SourceEventName, SourceEventSeconds)
+		}
 	}
 	return &p, sk
 }

@@ -42,9 +42,9 @@ func uid(kind string, n int) string {
 // never passes, and the Pod is still starting at end.
 func startup(n int, scaled, c int, ready bool, end int) *phases.Pod {
 	p := &phases.Pod{UID: uid("new", n), Name: fmt.Sprintf("web-new-%d", n), Namespace: "prod",
-		Node: "node-1", Deployment: "web", ReplicaSet: "web-new", Root: phases.RootDeployment, Client: "kubectl"}
+		Node: "node-1", Controllers: []phases.Controller{{Kind: "Deployment", Name: "web"}, {Kind: "ReplicaSet", Name: "web-new", Reached: at(scaled, phases.SourceEventName), ReachedBy: "scaled up"}},
+		Root: phases.RootOf("Deployment"), Client: "kubectl"}
 	p.RootPersisted = at(0, phases.SourceWatch)
-	p.ReplicaSetScaled = at(scaled, phases.SourceEventName)
 	p.Created = at(c, phases.SourceEventName)
 	p.Scheduled = at(c+100, phases.SourceEventTime)
 	p.SandboxReady = at(c+400, phases.SourceWatch)

@@ -42,8 +42,8 @@ func TestManyPodsStream(t *testing.T) {
 			t.Errorf("%s traced twice", name)
 		}
 		seen[name] = true
-		if root := tr.Root().Attr(phases.AttrRoot); root != string(phases.RootDeployment) || tr.Pod.Deployment != "sleeper"+suffix {
-			t.Errorf("%s: readyspan.root=%v of Deployment %q, want deployment of sleeper%s", name, root, tr.Pod.Deployment, suffix)
+		if root := tr.Root().Attr(phases.AttrRoot); root != string(phases.RootOf("Deployment")) || controllerNamed(tr.Pod, "Deployment") != "sleeper"+suffix {
+			t.Errorf("%s: readyspan.root=%v of Deployment %q, want deployment of sleeper%s", name, root, controllerNamed(tr.Pod, "Deployment"), suffix)
 		} else if got, want := drawn(tr), captured[copyOf]; got != want {
 			t.Errorf("%s is drawn\n%s\nwant the capture's %s\n%s", name, got, copyOf, want)
 		}

@@ -60,7 +60,7 @@ var daemonSetKind = &kind{
 // daemonSetRoot roots a DaemonSet's Pod: a replacement of its Pod on the same node that went,
 // or the DaemonSet's change.
 func (c *Correlator) daemonSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
-	obs.Root, obs.DaemonSet = phases.RootDaemonSet, ref.Name
+	rootedAt(obs, ref)
 	o := c.owners[ref.UID]
 	if o == nil {
 		return

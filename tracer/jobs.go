@@ -117,7 +117,7 @@ func creator(m *metav1.ObjectMeta) string {
 // RootController. A CronJob's Job roots its Pods at the schedule time, the Job's creation
 // between the two.
 func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
-	obs.Job = owner.Name
+	obs.Controllers = append(obs.Controllers, phases.Controller{Kind: owner.Kind, Name: owner.Name})
 	j := c.jobs()[owner.UID]
 	if j == nil || !atOrBefore(j.persisted, obs.Created) {
 		return
@@ -133,13 +133,15 @@ func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
 	if first {
 		j.made++
 	}
-	obs.Root = phases.RootJob
+	obs.Root = phases.RootOf(owner.Kind)
 	obs.RootPersisted = j.persisted
 	obs.Client = j.client
 	obs.Cause, obs.Trigger = phases.CauseChange, j.persisted
 	if j.cronJob != "" && len(j.scheduled) > 0 {
-		obs.Root, obs.CronJob = phases.RootCronJob, j.cronJob
-		obs.RootPersisted, obs.JobCreated = j.scheduled, j.persisted
+		obs.Root = phases.RootOf(cronJobKind.Kind.Kind)
+		obs.Controllers = []phases.Controller{{Kind: cronJobKind.Kind.Kind, Name: j.cronJob},
+			{Kind: owner.Kind, Name: owner.Name, Reached: j.persisted, ReachedBy: reachedCreated}}
+		obs.RootPersisted = j.scheduled
 		obs.Cause, obs.Trigger = phases.CauseSchedule, nil // controllers.job starts at JobCreated
 	}
 	if went != nil {

@@ -80,7 +80,7 @@ func TestJobPodRootedAtJob(t *testing.T) {
 		t.Fatalf("no trace of the Job's first Pod; traces %v", traces)
 	}
 	wantOutcome(t, first, phases.OutcomeReady)
-	if got := first.Root().Attr(phases.AttrRoot); got != string(phases.RootJob) {
+	if got := first.Root().Attr(phases.AttrRoot); got != string(phases.RootOf("Job")) {
 		t.Errorf("readyspan.root %v, want job", got)
 	}
 	if got := first.Root().Attr(phases.AttrClient); got != "kubectl" {
@@ -238,7 +238,7 @@ func TestJobRecordingReplays(t *testing.T) {
 	}
 	tr := traces[0]
 	wantOutcome(t, tr, phases.OutcomeReady)
-	if got := tr.Root().Attr(phases.AttrRoot); got != string(phases.RootJob) {
+	if got := tr.Root().Attr(phases.AttrRoot); got != string(phases.RootOf("Job")) {
 		t.Errorf("readyspan.root %v, want job", got)
 	}
 	if got := tr.Root().Attr(phases.AttrClient); got != "kubectl-create" {

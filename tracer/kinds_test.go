@@ -2,6 +2,8 @@ package tracer
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -9,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/readyspan/readyspan/internal/conventions"
+	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -159,4 +163,41 @@ func protobufInfo(t *testing.T) runtime.SerializerInfo {
 		t.Fatal("no protobuf serializer in client-go's scheme")
 	}
 	return info
+}
+
+// TestChainKindsDeclared: every kind that can stand in a Pod's chain of controllers (a workload,
+// a kind with a root, the ReplicaSet) has its step declared in phases/conventions.yaml as a
+// span of the controllers phase, and its name attribute as an attribute key: phases draws them
+// from the kind's name (ControllerStep, ControllerAttr), so a kind added to the registry without
+// them would send spans and attributes that the catalogue, the docs and the UI do not know.
+func TestChainKindsDeclared(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "phases", "conventions.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := conventions.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := map[string]bool{}
+	for _, a := range f.Attributes {
+		attrs[a.Key] = true
+	}
+	n := 0
+	for _, k := range kinds {
+		if !k.Workload && k.root == nil && k != replicaSetKind {
+			continue
+		}
+		n++
+		step := phases.ControllerStep(k.Kind.Kind)
+		if info, ok := phases.Catalogued(step); !ok || info.Phase != phases.PhaseControllers {
+			t.Errorf("%s: step %s not a catalogued span of the controllers phase (%+v, %v)", k.Kind.Kind, step, info, ok)
+		}
+		if a := phases.ControllerAttr(k.Kind.Kind); !attrs[a] {
+			t.Errorf("%s: attribute %s not declared", k.Kind.Kind, a)
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d kinds in chains, want at least the 6 built in", n)
+	}
 }

@@ -208,6 +208,20 @@ func (rs *replicaSet) add(su scaleUp) {
 // maxHistory bounds the scale-ups and spec changes kept per object.
 const maxHistory = 16
 
+// How a workload's controller reached the one below it for a Pod, as the order check names it
+// ("ReplicaSet scaled up").
+const (
+	reachedScaledUp = "scaled up"
+	reachedCreated  = "created"
+)
+
+// rootedAt roots the Pod at its controller, the workload ref names (a kind registered with a
+// root: ref.Kind is one of the registry's names), the only one of its chain.
+func rootedAt(obs *phases.Pod, ref *metav1.OwnerReference) {
+	obs.Root = phases.RootOf(ref.Kind)
+	obs.Controllers = append(obs.Controllers, phases.Controller{Kind: ref.Kind, Name: ref.Name})
+}
+
 // scaleEventSlack is how much later than its ScalingReplicaSet event the ReplicaSet's watch may
 // show a scale-up and still be that one.
 const scaleEventSlack = 2 * time.Second
@@ -231,13 +245,15 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		}
 		return
 	}
-	obs.ReplicaSet = owner.Name
 	rs := c.replicaSets[owner.UID]
 	if rs == nil {
-		obs.Root = phases.RootReplicaSet
+		rootedAt(obs, owner)
 		return
 	}
-	obs.Deployment = rs.deploymentName
+	if rs.deploymentName != "" {
+		obs.Controllers = append(obs.Controllers, phases.Controller{Kind: deploymentKind.Kind.Kind, Name: rs.deploymentName})
+	}
+	obs.Controllers = append(obs.Controllers, phases.Controller{Kind: owner.Kind, Name: owner.Name})
 	// The step that created the Pod: the latest one at or before its creation with a Pod left
 	// to create. A later one is another wave's; taken, it put the Pod's creation before its own
 	// cause. One whose Pods are made already (traced before this one: a Pod is exported by the
@@ -263,15 +279,16 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		break
 	}
 	if scale == nil || rs.deploymentUID == "" {
-		obs.Root = phases.RootReplicaSet
+		obs.Root = phases.RootOf(owner.Kind)
 		obs.Client = controllerManager
 		if scale == nil {
 			c.replicaSetReplacement(owner.UID, obs)
 		}
 		return
 	}
-	obs.Root = phases.RootDeployment
-	obs.ReplicaSetScaled = scale
+	obs.Root = phases.RootOf(deploymentKind.Kind.Kind)
+	rsLink := &obs.Controllers[len(obs.Controllers)-1]
+	rsLink.Reached, rsLink.ReachedBy = scale, reachedScaledUp
 	dep := c.deployments[rs.deploymentUID]
 	if dep == nil {
 		return

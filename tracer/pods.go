@@ -473,7 +473,7 @@ func (c *Correlator) observe(ps *podState) *phases.Pod {
 	if obs.Root == phases.RootBarePod {
 		obs.RootPersisted = obs.Created
 	}
-	obs.Workload = workloadOf(&p.ObjectMeta, obs.Deployment)
+	obs.Workload = workloadOf(&p.ObjectMeta, obs.Controllers)
 
 	c.observeScheduling(ps, obs)
 	observeStatus(ps, obs)
@@ -588,13 +588,14 @@ func (c *Correlator) observeContainers(ps *podState, obs *phases.Pod) {
 	}
 }
 
-// workloadOf names the workload a Pod belongs to (phases.Pod.Workload): the Deployment the
-// correlator found, else, for a ReplicaSet's Pod, the ReplicaSet's name without the
+// workloadOf names the workload a Pod belongs to (phases.Pod.Workload): the outermost of the
+// chain the correlator found (a ReplicaSet's Deployment, a Job's CronJob, whose names last
+// across rollouts and runs), else, for a ReplicaSet's Pod, the ReplicaSet's name without the
 // pod-template-hash the deployment controller appends (its Deployment's name, known from the Pod
 // alone, before or without the ReplicaSet), else its controller's name; "" for a bare Pod.
-func workloadOf(m *metav1.ObjectMeta, deployment string) string {
-	if deployment != "" {
-		return deployment
+func workloadOf(m *metav1.ObjectMeta, chain []phases.Controller) string {
+	if len(chain) > 1 {
+		return chain[0].Name
 	}
 	owner := controllerOf(m)
 	if owner == nil {

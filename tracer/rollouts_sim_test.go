@@ -243,7 +243,7 @@ func TestRolloutLive(t *testing.T) {
 			}
 		}
 		want := 0
-		if p.Pod.ReplicaSet == "web-new" {
+		if controllerNamed(p.Pod, "ReplicaSet") == "web-new" {
 			want = 1
 		}
 		if n != want {

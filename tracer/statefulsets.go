@@ -68,7 +68,7 @@ func (c *Correlator) handleStatefulSet(d *watch.Delta, s *appsv1.StatefulSet) {
 // the StatefulSet's change, after which an ordered StatefulSet waits for the Pod before it to
 // turn Ready.
 func (c *Correlator) statefulSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
-	obs.Root, obs.StatefulSet = phases.RootStatefulSet, ref.Name
+	rootedAt(obs, ref)
 	o := c.owners[ref.UID]
 	if o == nil {
 		return

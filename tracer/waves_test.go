@@ -122,7 +122,7 @@ func TestReplacementNotFromTheScaleUp(t *testing.T) {
 		t.Errorf("the replacement has a controllers.deployment span, %s to %s, ending at the scale-up of its predecessor",
 			sp.Start.UTC().Format(time.StampMilli), sp.End.UTC().Format(time.StampMilli))
 	}
-	if b.Pod.Root != phases.RootReplicaSet || b.Find("controllers.replicaset") == nil {
+	if b.Pod.Root != phases.RootOf("ReplicaSet") || b.Find("controllers.replicaset") == nil {
 		t.Fatalf("the replacement's root is %q, want the ReplicaSet's", b.Pod.Root)
 	}
 	// It replaces web-new-a: its root links to that Pod's trace and says why it went, and the

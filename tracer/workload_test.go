@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/readyspan/readyspan/phases"
 )
 
 // TestWorkloadOf: the workload label's value comes from the Pod alone when the correlator has
@@ -23,19 +25,20 @@ func TestWorkloadOf(t *testing.T) {
 		}}
 	}
 	for _, c := range []struct {
-		what       string
-		m          *metav1.ObjectMeta
-		deployment string
-		want       string
+		what  string
+		m     *metav1.ObjectMeta
+		chain []phases.Controller
+		want  string
 	}{
-		{"the Deployment the correlator found", owned("ReplicaSet", "web-5d8f7c9b4", nil), "web", "web"},
-		{"a Deployment's ReplicaSet, by the hash", owned("ReplicaSet", "web-5d8f7c9b4", map[string]string{"pod-template-hash": "5d8f7c9b4"}), "", "web"},
-		{"a ReplicaSet of its own", owned("ReplicaSet", "cache", nil), "", "cache"},
-		{"a hash that is not the name's suffix", owned("ReplicaSet", "cache", map[string]string{"pod-template-hash": "5d8f7c9b4"}), "", "cache"},
-		{"a StatefulSet", owned("StatefulSet", "db", map[string]string{"controller-revision-hash": "db-7f9"}), "", "db"},
-		{"a bare Pod", &metav1.ObjectMeta{}, "", ""},
+		{"the Deployment the correlator found", owned("ReplicaSet", "web-5d8f7c9b4", nil), []phases.Controller{{Kind: "Deployment", Name: "web"}, {Kind: "ReplicaSet", Name: "web-5d8f7c9b4"}}, "web"},
+		{"a CronJob's, not its run's", owned("Job", "tick-29937291", nil), []phases.Controller{{Kind: "CronJob", Name: "tick"}, {Kind: "Job", Name: "tick-29937291"}}, "tick"},
+		{"a Deployment's ReplicaSet, by the hash", owned("ReplicaSet", "web-5d8f7c9b4", map[string]string{"pod-template-hash": "5d8f7c9b4"}), nil, "web"},
+		{"a ReplicaSet of its own", owned("ReplicaSet", "cache", nil), nil, "cache"},
+		{"a hash that is not the name's suffix", owned("ReplicaSet", "cache", map[string]string{"pod-template-hash": "5d8f7c9b4"}), nil, "cache"},
+		{"a StatefulSet", owned("StatefulSet", "db", map[string]string{"controller-revision-hash": "db-7f9"}), nil, "db"},
+		{"a bare Pod", &metav1.ObjectMeta{}, nil, ""},
 	} {
-		if got := workloadOf(c.m, c.deployment); got != c.want {
+		if got := workloadOf(c.m, c.chain); got != c.want {
 			t.Errorf("%s: workload %q, want %q", c.what, got, c.want)
 		}
 	}
@@ -48,8 +51,8 @@ func TestWorkloadOfRealNode(t *testing.T) {
 		t.Fatal("no traces")
 	}
 	for _, tr := range traces {
-		if tr.Pod.Deployment == "" || tr.Pod.Workload != tr.Pod.Deployment {
-			t.Errorf("%s: workload %q, deployment %q", tr.Pod.Name, tr.Pod.Workload, tr.Pod.Deployment)
+		if dep := controllerNamed(tr.Pod, "Deployment"); dep == "" || tr.Pod.Workload != dep {
+			t.Errorf("%s: workload %q, deployment %q", tr.Pod.Name, tr.Pod.Workload, dep)
 		}
 	}
 }
@@ -114,4 +117,14 @@ func BenchmarkTransformDeploymentStatus(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// controllerNamed is the name of the Pod's workload of the kind in its chain, "" for none.
+func controllerNamed(p *phases.Pod, kind string) string {
+	for _, c := range p.Controllers {
+		if c.Kind == kind {
+			return c.Name
+		}
+	}
+	return ""
 }

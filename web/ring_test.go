@@ -18,7 +18,7 @@ var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 func podTrace(uid string, n int) *phases.Trace {
 	start := t0.Add(time.Duration(n) * time.Second)
 	id := phases.TraceIDFor(uid)
-	return &phases.Trace{TraceID: id, Pod: &phases.Pod{UID: uid, Name: "web-" + uid, Namespace: "prod", Deployment: "web"},
+	return &phases.Trace{TraceID: id, Pod: &phases.Pod{UID: uid, Name: "web-" + uid, Namespace: "prod", Controllers: []phases.Controller{{Kind: "Deployment", Name: "web"}}},
 		Spans:   []phases.Span{{Name: phases.RootSpanName, SpanID: phases.SpanIDFor(uid, phases.RootSpanName), Start: start, End: start.Add(time.Second)}},
 		Summary: phases.Summary{Outcome: phases.OutcomeReady}}
 }
@@ -109,7 +109,7 @@ func generationOf(t *testing.T, r *Ring, id string) int64 {
 func TestRingFilter(t *testing.T) {
 	r := NewRing(RingConfig{})
 	a, b := podTrace("a", 1), podTrace("b", 2)
-	b.Pod.Namespace, b.Pod.Deployment = "dev", "api"
+	b.Pod.Namespace, b.Pod.Controllers = "dev", []phases.Controller{{Kind: "Deployment", Name: "api"}}
 	r.AddPod(a)
 	r.AddPod(b)
 	for _, tc := range []struct {

@@ -19,7 +19,7 @@ func TestWaterfallSpanBeforeThePod(t *testing.T) {
 	pods, _ := replay(t, filepath.Join("..", "otlpin", "testdata", "capture-chain", "recording"))
 	var tr *phases.Trace
 	for _, p := range pods {
-		if p.Pod.Root == phases.RootDeployment {
+		if p.Pod.Root == phases.RootOf("Deployment") {
 			tr = p
 			break
 		}

@@ -164,11 +164,11 @@ func podSummary(t *phases.Trace) PodSummary {
 	p := t.Pod
 	v := PodSummary{
 		UID: p.UID, TraceID: t.TraceID.String(), Namespace: p.Namespace, Name: p.Name, Node: p.Node,
-		Workload: p.Deployment, Outcome: string(t.Summary.Outcome),
-		Start: rfc3339(root.Start), DurationMs: ms(root.Duration()), DurText: durText(root),
+		Outcome: string(t.Summary.Outcome),
+		Start:   rfc3339(root.Start), DurationMs: ms(root.Duration()), DurText: durText(root),
 	}
-	if v.Workload == "" {
-		v.Workload = p.ReplicaSet
+	if len(p.Controllers) > 0 {
+		v.Workload = p.Controllers[0].Name // the one its user changes
 	}
 	if root.Status == phases.StatusError {
 		v.Error = root.StatusMessage

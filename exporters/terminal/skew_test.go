@@ -39,7 +39,7 @@ func realTrace(t *testing.T, root phases.Root) *phases.Trace {
 // waterfall draws it (it panicked: a negative count of bar cells), cut at the chart's left
 // edge, with its own times in its numbers, and the rest of the trace as it was.
 func TestWaterfallSpanBeforeThePod(t *testing.T) {
-	tr := realTrace(t, phases.RootDeployment)
+	tr := realTrace(t, phases.RootOf("Deployment"))
 	var before bytes.Buffer
 	if err := Waterfall(&before, tr); err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestCellAtTheEdges(t *testing.T) {
 // A float that is not finite (a component's span may carry one) is written by its name: JSON
 // has no number for it, and the line failed to encode, ending watch -o json.
 func TestJSONLinesNonFiniteAttribute(t *testing.T) {
-	tr := realTrace(t, phases.RootDeployment)
+	tr := realTrace(t, phases.RootOf("Deployment"))
 	sp := &tr.Spans[len(tr.Spans)-1]
 	sp.Attrs = append(sp.Attrs[:len(sp.Attrs):len(sp.Attrs)], phases.Attr{Key: "nan", Value: math.NaN()})
 	var out bytes.Buffer
