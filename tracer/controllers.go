@@ -27,7 +27,7 @@ import (
 type owner struct {
 	name, namespace string
 	generation      int64
-	changes         []deploymentChange
+	changes         []workloadChange
 	// ordered: a StatefulSet with podManagementPolicy OrderedReady (the default).
 	ordered bool
 	// ended holds the owner's latest Pods that went, oldest first (at most maxEnded).
@@ -80,8 +80,8 @@ func (c *Correlator) ownerOf(uid types.UID, name, namespace string) *owner {
 	return o
 }
 
-// handleWorkloadChange keeps a StatefulSet's or DaemonSet's spec changes (its generation: a
-// template change, a scale) with who made them, as handleDeployment does a Deployment's.
+// handleWorkloadChange keeps a workload's spec changes (its generation: a template change, a
+// scale) with who made them: the requests that start its Pods' chains.
 func (c *Correlator) handleWorkloadChange(d *watch.Delta, m *metav1.ObjectMeta) *owner {
 	if d.Type == watch.Deleted {
 		delete(c.owners, m.UID)
@@ -92,7 +92,7 @@ func (c *Correlator) handleWorkloadChange(d *watch.Delta, m *metav1.ObjectMeta) 
 		return o
 	}
 	o.generation = m.Generation
-	var ch deploymentChange
+	var ch workloadChange
 	var at time.Time
 	ch.client, at = clientChange(m)
 	if m.Generation == 1 {
@@ -309,7 +309,7 @@ func replaces(obs *phases.Pod, e *endedPod, trigger phases.Times) {
 
 // latestChange is the owner's latest spec change at or before the Pod's creation, and within
 // selfHealWindow of it.
-func (o *owner) latestChange(obs *phases.Pod) *deploymentChange {
+func (o *owner) latestChange(obs *phases.Pod) *workloadChange {
 	if o == nil {
 		return nil
 	}

@@ -125,7 +125,6 @@ type Correlator struct {
 	ready       map[types.UID]*podState
 	done        map[types.UID]struct{} // exported or ignored; forgotten when the Pod is deleted
 	replicaSets map[types.UID]*replicaSet
-	deployments map[types.UID]*deployment
 	services    map[string]map[string]labels.Selector // namespace → Service name → its selector
 	// servicesChanged counts changes to services, so an answer of hasService knows it is stale.
 	servicesChanged uint64
@@ -177,7 +176,6 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		ready:         map[types.UID]*podState{},
 		done:          map[types.UID]struct{}{},
 		replicaSets:   map[types.UID]*replicaSet{},
-		deployments:   map[types.UID]*deployment{},
 		services:      map[string]map[string]labels.Selector{},
 		endpointReady: map[types.UID]phases.Times{},
 		inSlice:       map[types.UID]bool{},
@@ -382,7 +380,7 @@ func (c *Correlator) eventVersion(d *watch.Delta, uid types.UID, version string)
 func (c *Correlator) handleEvent(d *watch.Delta, e *events.Event, seen bool) {
 	if e.Regarding.Kind != "Pod" {
 		// An Event about another kind is its registry entry's to read (kinds.go).
-		k := kindNamed(e.Regarding.Kind)
+		k := kindNamed(e.Regarding.APIVersion, e.Regarding.Kind)
 		if k == nil {
 			return
 		}

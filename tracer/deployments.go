@@ -3,7 +3,6 @@ package tracer
 import (
 	"context"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,41 +45,13 @@ var deploymentKind = &kind{
 		},
 		Rollouts: true,
 	},
+	scalesReplicaSets: true,
 	handle: func(c *Correlator, d watch.Delta) {
-		o := d.Object.(*appsv1.Deployment)
-		c.handleDeployment(&d, o)
+		c.handleWorkloadChange(&d, &d.Object.(*appsv1.Deployment).ObjectMeta)
 	},
 	rollout:       func(r *rollouts, d watch.Delta) { r.handleWorkload(&d, deploymentView(d.Object.(*appsv1.Deployment))) },
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleDeploymentEvent(e) },
 	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
-}
-
-func (c *Correlator) handleDeployment(d *watch.Delta, dep *appsv1.Deployment) {
-	if d.Type == watch.Deleted {
-		delete(c.deployments, dep.UID)
-		return
-	}
-	cur := c.deployments[dep.UID]
-	if cur == nil {
-		cur = &deployment{name: dep.Name, namespace: dep.Namespace}
-		c.deployments[dep.UID] = cur
-	}
-	if dep.Generation == cur.generation {
-		return
-	}
-	cur.generation = dep.Generation
-	var ch deploymentChange
-	var at time.Time
-	ch.client, at = clientChange(&dep.ObjectMeta)
-	if dep.Generation == 1 {
-		at = dep.CreationTimestamp.Time
-	}
-	ch.persisted.Add(at, phases.SourceMetadata)
-	ch.persisted.Add(d.WatchTime(), phases.SourceWatch)
-	cur.changes = append(cur.changes, ch)
-	if len(cur.changes) > maxHistory {
-		cur.changes = cur.changes[len(cur.changes)-maxHistory:]
-	}
 }
 
 // handleDeploymentEvent reads ScalingReplicaSet events: "Scaled up replica set NAME from A to B"

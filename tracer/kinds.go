@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -40,6 +42,12 @@ type kind struct {
 	// root fills the start of the chain of a Pod the kind's object controls, when it knows
 	// the request that started it (rootOf has set RootController, which it keeps otherwise).
 	root func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod)
+
+	// scalesReplicaSets: the kind's controller makes a ReplicaSet per template and scales it
+	// for each change (a Deployment; Argo Rollouts' Rollout), so the Pods of a ReplicaSet it
+	// owns are rooted at its change (rootOf). Its changes are kept as an owner's
+	// (handleWorkloadChange).
+	scalesReplicaSets bool
 }
 
 // workloadWrites are a workload's changes: of the object, or of its scale (kubectl scale).
@@ -116,13 +124,24 @@ var fast struct {
 	pod, coreEvent, eventsV1Event, replicaSet, endpointSlice *kind
 }
 
-// kindNamed returns the entry of the objects of a Kind, as owner references and Events name
-// it; nil for a kind readyspan does not read.
-func kindNamed(name string) *kind {
-	if w := Kinds.Named(name); w != nil {
-		return byIndex[w.Index()]
+// kindNamed returns the entry of the objects of an apiVersion and Kind, as owner references
+// and Events name them; nil for a kind readyspan does not read, or a Kind of that name in
+// another API group (a custom resource's). An empty apiVersion matches by the Kind alone.
+func kindNamed(apiVersion, name string) *kind {
+	w := Kinds.Named(name)
+	if w == nil {
+		return nil
 	}
-	return nil
+	if apiVersion != "" {
+		group, _, ok := strings.Cut(apiVersion, "/")
+		if !ok {
+			group = "" // the core group's "v1"
+		}
+		if group != w.GVR.Group {
+			return nil
+		}
+	}
+	return byIndex[w.Index()]
 }
 
 // stateOf returns what a kind's view keeps in a correlator, made with fresh on first use: a

@@ -20,8 +20,9 @@ const controllerManager = "kube-controller-manager"
 type replicaSet struct {
 	name           string
 	namespace      string
-	deploymentUID  types.UID
-	deploymentName string
+	// scaler is the workload that made and scales the ReplicaSet (its Deployment), nil for a
+	// ReplicaSet of its own or of a kind readyspan does not read.
+	scaler *scalerRef
 	replicas       int32
 	// scaleUps holds one entry per observed scale-up (creation included), oldest first.
 	scaleUps []scaleUp
@@ -135,16 +136,16 @@ func stampFrom(t phases.Times, src phases.Source) (phases.Instant, bool) {
 	return at, at != 0
 }
 
-// deployment is what readyspan keeps of a Deployment: its spec changes and who made them.
-type deployment struct {
-	name       string
-	namespace  string
-	generation int64
-	// changes holds one entry per observed spec change (generation), oldest first.
-	changes []deploymentChange
+// scalerRef names a ReplicaSet's scaler: its registry entry, UID and name.
+type scalerRef struct {
+	kind *kind
+	uid  types.UID
+	name string
 }
 
-type deploymentChange struct {
+// workloadChange is a spec change of a workload (its generation): who made it, and when it was
+// persisted.
+type workloadChange struct {
 	client    string
 	persisted phases.Times
 }
@@ -240,7 +241,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		return
 	case owner.Kind != "ReplicaSet":
 		obs.Root = phases.RootController
-		if k := kindNamed(owner.Kind); k != nil && k.root != nil {
+		if k := kindNamed(owner.APIVersion, owner.Kind); k != nil && k.root != nil {
 			k.root(c, owner, obs, ps.pod) // the controller's registry entry may know the request behind it
 		}
 		return
@@ -250,8 +251,8 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		rootedAt(obs, owner)
 		return
 	}
-	if rs.deploymentName != "" {
-		obs.Controllers = append(obs.Controllers, phases.Controller{Kind: deploymentKind.Kind.Kind, Name: rs.deploymentName})
+	if rs.scaler != nil {
+		obs.Controllers = append(obs.Controllers, phases.Controller{Kind: rs.scaler.kind.Kind.Kind, Name: rs.scaler.name})
 	}
 	obs.Controllers = append(obs.Controllers, phases.Controller{Kind: owner.Kind, Name: owner.Name})
 	// The step that created the Pod: the latest one at or before its creation with a Pod left
@@ -278,7 +279,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		scale = t
 		break
 	}
-	if scale == nil || rs.deploymentUID == "" {
+	if scale == nil || rs.scaler == nil {
 		obs.Root = phases.RootOf(owner.Kind)
 		obs.Client = controllerManager
 		if scale == nil {
@@ -286,20 +287,20 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 		}
 		return
 	}
-	obs.Root = phases.RootOf(deploymentKind.Kind.Kind)
+	obs.Root = phases.RootOf(rs.scaler.kind.Kind.Kind)
 	rsLink := &obs.Controllers[len(obs.Controllers)-1]
 	rsLink.Reached, rsLink.ReachedBy = scale, reachedScaledUp
-	dep := c.deployments[rs.deploymentUID]
-	if dep == nil {
+	w := c.owners[rs.scaler.uid]
+	if w == nil {
 		return
 	}
 	scaledAt, _ := scale.Earliest()
-	for i := len(dep.changes) - 1; i >= 0; i-- {
-		ch := dep.changes[i]
+	for i := len(w.changes) - 1; i >= 0; i-- {
+		ch := w.changes[i]
 		if s, ok := ch.persisted.Earliest(); ok && !s.Time().After(scaledAt.Time().Add(time.Second)) {
 			obs.RootPersisted = ch.persisted
 			obs.Client = ch.client
-			applyAudit(obs, c.auditFor("deployments", dep.namespace, dep.name, scaledAt.Time()))
+			applyAudit(obs, c.auditFor(string(rs.scaler.kind.Resource), w.namespace, w.name, scaledAt.Time()))
 			return
 		}
 	}

@@ -64,8 +64,10 @@ func (c *Correlator) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
 	}
 	if cur == nil {
 		cur = &replicaSet{name: rs.Name, namespace: rs.Namespace}
-		if owner := controllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
-			cur.deploymentUID, cur.deploymentName = owner.UID, owner.Name
+		if owner := controllerOf(&rs.ObjectMeta); owner != nil {
+			if k := kindNamed(owner.APIVersion, owner.Kind); k != nil && k.scalesReplicaSets {
+				cur.scaler = &scalerRef{kind: k, uid: owner.UID, name: owner.Name}
+			}
 		}
 		c.replicaSets[rs.UID] = cur
 		if replicas > 0 {

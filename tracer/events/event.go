@@ -82,14 +82,17 @@ func (e *Event) Orphaned(now time.Time, after time.Duration) bool {
 // its API version, namespace (the Event's own) and resourceVersion. An event is made for each
 // Event that arrives; this is most of it.
 type Ref struct {
-	Kind      string
+	// APIVersion and Kind say what the object is: a Kind alone may be a custom resource's of
+	// another group.
+	APIVersion string
+	Kind       string
 	Name      string
 	UID       types.UID
 	FieldPath string
 }
 
 func refOf(r *corev1.ObjectReference) Ref {
-	return Ref{Kind: r.Kind, Name: r.Name, UID: r.UID, FieldPath: r.FieldPath}
+	return Ref{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID, FieldPath: r.FieldPath}
 }
 
 // FromCore is a core/v1 Event received at recv (zero for an initial list).
