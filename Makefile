@@ -12,7 +12,7 @@ VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmt-check lint vulncheck bench fuzz e2e e2e-faults otlp-attack scale ceiling cluster-build cluster-up cluster-down cluster-status demo image clean
+.PHONY: all build test vet fmt-check lint vulncheck bench fuzz e2e e2e-faults otlp-attack scale ceiling cluster-build argo-rollouts cluster-up cluster-down cluster-status demo image clean
 
 all: build
 
@@ -75,6 +75,11 @@ cluster-build: ## control plane, node, Jaeger, Prometheus into bin/
 	deploy/local/scripts/build.sh
 	@if [ -n '$(KUBELET_VERSION)' ] && [ '$(KUBELET_VERSION)' != 1.37 ]; then deploy/local/scripts/build.sh 'kubelet-$(KUBELET_VERSION)'; fi
 	@if [ '$(CONTAINERD_VERSION)' = 1.7 ]; then deploy/local/scripts/build.sh containerd-1.7 containerd-shim-runc-v2-1.7; fi
+
+# Argo Rollouts' controller (deploy/local/tools/argo-rollouts), for capture-rollout.sh; on demand only:
+# its cold build takes ~12 min, too long for every cluster-build.
+argo-rollouts: ## bin/rollouts-controller
+	SKIP_PACKAGES=1 deploy/local/scripts/build.sh rollouts-controller
 
 cluster-up: cluster-build build
 	deploy/local/scripts/up.sh

@@ -56,6 +56,9 @@ on_demand=(
   "kubelet-1.36|tools/kubelet-1.36|k8s.io/kubernetes/cmd/kubelet|v1.36.3|k8s"
   "containerd-1.7|tools/containerd-1.7|github.com/containerd/containerd/cmd/containerd|v1.7.35|tags"
   "containerd-shim-runc-v2-1.7|tools/containerd-1.7|github.com/containerd/containerd/cmd/containerd-shim-runc-v2|v1.7.35|tags"
+  # Argo Rollouts' controller, for capture-rollout.sh (make argo-rollouts): ~12 min cold, so never
+  # part of the default build. Named as upstream names it: its field manager is the binary's name.
+  "rollouts-controller|tools/argo-rollouts|github.com/argoproj/argo-rollouts/cmd/rollouts-controller|v1.10.2|"
 )
 for w in "$@"; do
   known=0
@@ -98,6 +101,8 @@ for entry in "${components[@]}"; do
     .) flags+=(-ldflags "$k8s_ldflags") ;;
     # helm reports its version from a variable its release builds set.
     tools/helm) flags+=(-ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$version") ;;
+    # argo-rollouts reports its version (--version, its start-up log) from variables its Makefile sets.
+    tools/argo-rollouts) flags+=(-ldflags "-s -w -X github.com/argoproj/argo-rollouts/utils/version.version=${version#v} -X github.com/argoproj/argo-rollouts/utils/version.gitTreeState=clean") ;;
     *) if [ "$extra" = k8s ]; then flags+=(-ldflags "$(k8s_ldflags_for "$version")"); else flags+=(-ldflags "-s -w"); fi ;;
   esac
   [ "$extra" = tags ] && flags+=(-tags "no_btrfs,no_devmapper,no_zfs")

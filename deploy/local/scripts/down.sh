@@ -10,9 +10,13 @@ source "$(dirname "$0")/lib.sh"
 lock_cluster
 log "local cluster: tearing it down"
 
-step "readyspan, prometheus"
+step "readyspan, prometheus, captures"
 stop readyspan 15
 stop prometheus 15
+# What an interrupted capture-rollout.sh may have left running.
+stop capture-record 10
+stop capture-rollouts-watch 5
+stop rollouts-controller 10
 
 step "kube-proxy and its rules"
 stop kube-proxy 10

@@ -47,6 +47,8 @@ JAEGER_HEALTH=127.0.0.1:13133
 PROMETHEUS=127.0.0.1:9090
 READYSPAN_METRICS=127.0.0.1:8080
 WEBHOOK=127.0.0.1:9443      # the admission webhook server (localwebhook), called by the apiserver
+ROLLOUTS_METRICS_PORT=20290 # capture-rollout.sh: Argo Rollouts' controller (on 0.0.0.0: it takes
+ROLLOUTS_HEALTHZ_PORT=20291 # only ports); its defaults, 8090 and 8080, clash with readyspan's
 
 # Images in the local registry (built offline by `localregistry images`).
 BUSYBOX_IMAGE=$REGISTRY/readyspan/busybox:v1
