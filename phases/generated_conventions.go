@@ -25,6 +25,9 @@ const (
 	SpanControllersReplicaSet = "controllers.replicaset"
 	// The schedule time → the Job created.
 	SpanControllersCronJob = "controllers.cronjob"
+	// The Argo Rollouts Rollout persisted → its ReplicaSet scaled (a canary or blue-green step
+	// included).
+	SpanControllersRollout = "controllers.rollout"
 	// A workload controller's own step, its cause (Pod.Trigger) → the Pod created.
 	SpanControllersStatefulSet = "controllers.statefulset"
 	// A workload controller's own step, its cause (Pod.Trigger) → the Pod created.
@@ -148,6 +151,8 @@ const (
 	AttrJobName = "k8s.job.name"
 	// The CronJob that owns the Pod's Job.
 	AttrCronJobName = "k8s.cronjob.name"
+	// The Argo Rollouts Rollout that owns the Pod's ReplicaSet.
+	AttrRolloutName = "k8s.rollout.name"
 	// On a workload controller's step: what gave it reason to create the Pod (change,
 	// predecessor_ready, next_completion, replacement, schedule).
 	AttrCause = "readyspan.controller.cause"
@@ -193,8 +198,8 @@ const (
 	// false on a phase that does not apply to the Pod (a bare Pod's controllers), drawn with zero
 	// length.
 	AttrApplicable = "readyspan.phase.applicable"
-	// On the root: what the chain starts from (deployment, replicaset, statefulset, daemonset, job,
-	// cronjob, controller, pod).
+	// On the root: what the chain starts from: a workload's kind in lower case (deployment,
+	// replicaset, statefulset, daemonset, job, cronjob, rollout), controller, or pod.
 	AttrRoot = "readyspan.root"
 	// On the root: the client that made the root object, from managedFields
 	// (kubectl-client-side-apply, helm, …).
@@ -277,6 +282,7 @@ var Catalogue = []SpanInfo{
 	{Name: SpanControllersDeployment, Phase: PhaseControllers},
 	{Name: SpanControllersReplicaSet, Phase: PhaseControllers},
 	{Name: SpanControllersCronJob, Phase: PhaseControllers},
+	{Name: SpanControllersRollout, Phase: PhaseControllers},
 	{Name: SpanControllersStatefulSet, Phase: PhaseControllers},
 	{Name: SpanControllersDaemonSet, Phase: PhaseControllers},
 	{Name: SpanControllersJob, Phase: PhaseControllers},

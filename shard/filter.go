@@ -26,6 +26,8 @@ type Filter struct {
 	// workloads are the kinds whose objects are their Pods' workload: each goes by its own
 	// key, and so do the Events about it.
 	workloads map[string]bool
+	// makers are the workloads that make ReplicaSets, for the keys of those and their Pods.
+	makers []Workload
 
 	mu          sync.Mutex
 	foreignPods map[types.UID]struct{} // Pods seen as another shard's, until deleted
@@ -34,14 +36,17 @@ type Filter struct {
 
 // NewFilter returns the filter for one shard; nil for an unsharded readyspan. workloads are the
 // kinds that are workloads of their own (the watch's registry of kinds says which: Deployment,
-// StatefulSet, DaemonSet, Job); their objects are admitted by AdmitWorkload.
-func NewFilter(s Shard, workloads ...string) *Filter {
+// StatefulSet, DaemonSet, Job…); their objects are admitted by AdmitWorkload.
+func NewFilter(s Shard, workloads ...Workload) *Filter {
 	if !s.Sharded() {
 		return nil
 	}
 	f := &Filter{shard: s, workloads: map[string]bool{}, foreignPods: map[types.UID]struct{}{}, replicaSets: map[string]string{}}
-	for _, k := range workloads {
-		f.workloads[k] = true
+	for _, w := range workloads {
+		f.workloads[w.Kind] = true
+		if w.TemplateHashLabel != "" {
+			f.makers = append(f.makers, w)
+		}
 	}
 	return f
 }
@@ -62,7 +67,7 @@ func (f *Filter) Admit(obj runtime.Object, known bool) (runtime.Object, bool) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		mine := known || f.shard.Owns(PodKey(o))
+		mine := known || f.shard.Owns(PodKey(o, f.makers...))
 		f.mu.Lock()
 		if mine {
 			delete(f.foreignPods, o.UID)
@@ -72,7 +77,7 @@ func (f *Filter) Admit(obj runtime.Object, known bool) (runtime.Object, bool) {
 		f.mu.Unlock()
 		return obj, mine
 	case *appsv1.ReplicaSet:
-		key := ReplicaSetKey(o)
+		key := ReplicaSetKey(o, f.makers...)
 		f.mu.Lock()
 		f.replicaSets[o.Namespace+"/"+o.Name] = key
 		f.mu.Unlock()

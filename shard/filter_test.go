@@ -21,7 +21,7 @@ func TestWorkloadKinds(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		s := shard.Shard{Index: i, Total: 2}
 		mine := s.Owns(key)
-		withJobs := shard.NewFilter(s, "Deployment", "StatefulSet", "DaemonSet", "Job")
+		withJobs := shard.NewFilter(s, shard.Deployments, shard.Workload{Kind: "StatefulSet"}, shard.Workload{Kind: "DaemonSet"}, shard.Workload{Kind: "Job"})
 		if got := withJobs.AdmitWorkload(job, "Job", false); got != mine {
 			t.Errorf("shard %s: the Job admitted %v, want %v", s, got, mine)
 		}

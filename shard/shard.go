@@ -60,12 +60,22 @@ func (s Shard) Owns(key string) bool {
 	return h.Sum64()%uint64(s.Total) == uint64(s.Index)
 }
 
-// Kinds of workload, as keys name them.
+// Kinds of object the keys name by themselves.
 const (
-	kindDeployment = "Deployment"
 	kindReplicaSet = "ReplicaSet"
 	kindPod        = "Pod"
 )
+
+// Workload is a kind of workload as the keys know it: its Kind and, for a kind whose controller
+// makes ReplicaSets named after it with a template hash (a Deployment's "web-7d4b9"), the label
+// that holds the hash on those ReplicaSets and their Pods.
+type Workload struct {
+	Kind              string
+	TemplateHashLabel string
+}
+
+// Deployments are the built-in workload that makes ReplicaSets.
+var Deployments = Workload{Kind: "Deployment", TemplateHashLabel: appsv1.DefaultDeploymentUniqueLabelKey}
 
 // WorkloadKey names a workload: its namespace, kind and name.
 func WorkloadKey(namespace, kind, name string) string {
@@ -73,27 +83,38 @@ func WorkloadKey(namespace, kind, name string) string {
 }
 
 // PodKey is the key of a Pod's workload: its controller's, through the ReplicaSet to the
-// Deployment when the ReplicaSet is one (named deployment-<pod-template-hash>); a Pod without
-// a controller is its own workload.
-func PodKey(p *corev1.Pod) string {
+// workload that made it when the ReplicaSet is one of the workloads' (named
+// workload-<hash>, the hash in the Pod's label of that kind); a Pod without a controller is
+// its own workload.
+func PodKey(p *corev1.Pod, workloads ...Workload) string {
 	owner := metav1.GetControllerOfNoCopy(p)
 	if owner == nil {
 		return WorkloadKey(p.Namespace, kindPod, p.Name)
 	}
 	if owner.Kind == kindReplicaSet {
-		if hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; hash != "" {
-			if name, ok := strings.CutSuffix(owner.Name, "-"+hash); ok && name != "" {
-				return WorkloadKey(p.Namespace, kindDeployment, name)
+		for _, w := range workloads {
+			if w.TemplateHashLabel == "" {
+				continue
+			}
+			if hash := p.Labels[w.TemplateHashLabel]; hash != "" {
+				if name, ok := strings.CutSuffix(owner.Name, "-"+hash); ok && name != "" {
+					return WorkloadKey(p.Namespace, w.Kind, name)
+				}
 			}
 		}
 	}
 	return WorkloadKey(p.Namespace, owner.Kind, owner.Name)
 }
 
-// ReplicaSetKey is the key of a ReplicaSet's workload: its Deployment's, else its own.
-func ReplicaSetKey(rs *appsv1.ReplicaSet) string {
-	if owner := metav1.GetControllerOfNoCopy(rs); owner != nil && owner.Kind == kindDeployment {
-		return WorkloadKey(rs.Namespace, kindDeployment, owner.Name)
+// ReplicaSetKey is the key of a ReplicaSet's workload: that of the workload that made it (one
+// of workloads with a template hash label), else its own.
+func ReplicaSetKey(rs *appsv1.ReplicaSet, workloads ...Workload) string {
+	if owner := metav1.GetControllerOfNoCopy(rs); owner != nil {
+		for _, w := range workloads {
+			if w.TemplateHashLabel != "" && owner.Kind == w.Kind {
+				return WorkloadKey(rs.Namespace, w.Kind, owner.Name)
+			}
+		}
 	}
 	return WorkloadKey(rs.Namespace, kindReplicaSet, rs.Name)
 }

@@ -43,12 +43,12 @@ func TestKeysOfRealObjects(t *testing.T) {
 						continue
 					}
 					pods++
-					if key := shard.PodKey(o); !deployments[key] {
+					if key := shard.PodKey(o, shard.Deployments); !deployments[key] {
 						t.Errorf("Pod %s (of ReplicaSet %s) has key %q, not its Deployment's (%v)", o.Name, owner.Name, key, deployments)
 					}
 				case *appsv1.ReplicaSet:
 					sets++
-					if key := shard.ReplicaSetKey(o); !deployments[key] {
+					if key := shard.ReplicaSetKey(o, shard.Deployments); !deployments[key] {
 						t.Errorf("ReplicaSet %s has key %q, not its Deployment's (%v)", o.Name, key, deployments)
 					}
 				}
@@ -70,6 +70,11 @@ func TestKeys(t *testing.T) {
 		got  string
 		want string
 	}{
+		{"Argo Rollout's Pod (labels as the controller sets them)", shard.PodKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-7b9c9b7bb6-jwdw2",
+			Labels: map[string]string{"app": "web", "rollouts-pod-template-hash": "7b9c9b7bb6"}, OwnerReferences: ctl("ReplicaSet", "web-7b9c9b7bb6")}},
+			shard.Deployments, shard.Workload{Kind: "Rollout", TemplateHashLabel: "rollouts-pod-template-hash"}), "ns/Rollout/web"},
+		{"Argo Rollout's ReplicaSet", shard.ReplicaSetKey(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-7b9c9b7bb6", OwnerReferences: ctl("Rollout", "web")}},
+			shard.Deployments, shard.Workload{Kind: "Rollout", TemplateHashLabel: "rollouts-pod-template-hash"}), "ns/Rollout/web"},
 		{"bare Pod", shard.PodKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "solo"}}), "ns/Pod/solo"},
 		{"StatefulSet Pod", shard.PodKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-0", OwnerReferences: ctl("StatefulSet", "db")}}), "ns/StatefulSet/db"},
 		{"DaemonSet Pod", shard.PodKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-x7k2p", OwnerReferences: ctl("DaemonSet", "agent")}}), "ns/DaemonSet/agent"},

@@ -98,6 +98,14 @@ func (c *Correlator) handleWorkloadChange(d *watch.Delta, m *metav1.ObjectMeta) 
 	if m.Generation == 1 {
 		at = m.CreationTimestamp.Time
 	}
+	if n := len(o.changes); n > 0 && o.changes[n-1].client == ch.client && o.changes[n-1].stated.Equal(at) {
+		// No client wrote since the last change: the workload's own controller raised the
+		// generation (Argo Rollouts writes each container's resources into a new Rollout), and
+		// the Pods' chain still starts at that change. (Two changes by one client within a
+		// second are told apart no better: their Pods are rooted at the first.)
+		return o
+	}
+	ch.stated = at
 	ch.persisted.Add(at, phases.SourceMetadata)
 	ch.persisted.Add(d.WatchTime(), phases.SourceWatch)
 	o.changes = append(o.changes, ch)

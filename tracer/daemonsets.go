@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"context"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,9 +53,28 @@ var daemonSetKind = &kind{
 	// "Created pod: agent-x7k2p" stamps the Pod's creation.
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
 	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
+	step:          daemonSetStep,
 	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
 		c.daemonSetRoot(owner, obs, pod)
 	},
+}
+
+// daemonSetStep reads the daemon set controller's "Created pod: agent-x7k2p" and "Deleted pod:
+// agent-x7k2p".
+func daemonSetStep(st *rollout.Step, reason, msg string) (ok, known bool) {
+	var name string
+	var found bool
+	switch reason {
+	case "SuccessfulCreate":
+		name, found = strings.CutPrefix(msg, "Created pod: ")
+		st.Up = true
+	case "SuccessfulDelete":
+		name, found = strings.CutPrefix(msg, "Deleted pod: ")
+	default:
+		return false, true
+	}
+	st.Target = name
+	return true, found && name != ""
 }
 
 // daemonSetRoot roots a DaemonSet's Pod: a replacement of its Pod on the same node that went,

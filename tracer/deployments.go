@@ -38,7 +38,8 @@ var deploymentKind = &kind{
 			slimWorkload(d, &d.Spec.Template, &d.ObjectMeta)
 		},
 		KeepsIdentity: true, Workload: true, Audit: workloadWrites,
-		Snapshot: watch.SnapshotWorkloads, Verbs: watch.ReadVerbs,
+		TemplateHashLabel: appsv1.DefaultDeploymentUniqueLabelKey,
+		Snapshot:          watch.SnapshotWorkloads, Verbs: watch.ReadVerbs,
 		Explain: []string{"deployment", "deployments", "deploy"},
 		Get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (metav1.Object, error) {
 			return c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
@@ -46,6 +47,10 @@ var deploymentKind = &kind{
 		Rollouts: true,
 	},
 	scalesReplicaSets: true,
+	// The deployment controller: "Scaled up replica set web-7d4b9 from 1 to 2".
+	step: func(st *rollout.Step, reason, msg string) (bool, bool) {
+		return scalingReplicaSet(st, reason, msg, "Scaled up replica set ", "Scaled down replica set ")
+	},
 	handle: func(c *Correlator, d watch.Delta) {
 		c.handleWorkloadChange(&d, &d.Object.(*appsv1.Deployment).ObjectMeta)
 	},

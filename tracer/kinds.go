@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -48,6 +49,16 @@ type kind struct {
 	// owns are rooted at its change (rootOf). Its changes are kept as an owner's
 	// (handleWorkloadChange).
 	scalesReplicaSets bool
+
+	// step reads the kind's controller's Event of reason about one of its objects as a
+	// scaling action (stepOf), in the message format of that controller: ok is false for an
+	// Event that is not one, known false for a message in a format readyspan does not know.
+	step func(st *rollout.Step, reason, msg string) (ok, known bool)
+
+	// manager is the field manager of the kind's controller when it is not
+	// kube-controller-manager ("rollouts-controller"): its writes to the workload (the Argo
+	// Rollouts controller's own spec updates) are not a client's change.
+	manager string
 }
 
 // workloadWrites are a workload's changes: of the object, or of its scale (kubectl scale).
@@ -69,6 +80,7 @@ var kinds = []*kind{
 	jobKind,
 	cronJobKind,
 	nodeKind,
+	argoRolloutKind,
 }
 
 // Kinds is what readyspan reads, for the watch side: the Watcher, recordings, snapshots and the
@@ -85,6 +97,11 @@ func init() {
 		ws[i] = k.Kind
 	}
 	Kinds, byIndex = watch.NewRegistry(ws...), kinds
+	for _, k := range kinds {
+		if k.manager != "" {
+			controllerManagers[k.manager] = true
+		}
+	}
 	of := func(obj runtime.Object) *kind {
 		w, _ := Kinds.OfObject(obj)
 		return byIndex[w.Index()]

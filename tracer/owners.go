@@ -18,12 +18,12 @@ const controllerManager = "kube-controller-manager"
 
 // replicaSet is what readyspan keeps of a ReplicaSet: who owns it and when it was scaled up.
 type replicaSet struct {
-	name           string
-	namespace      string
+	name      string
+	namespace string
 	// scaler is the workload that made and scales the ReplicaSet (its Deployment), nil for a
 	// ReplicaSet of its own or of a kind readyspan does not read.
-	scaler *scalerRef
-	replicas       int32
+	scaler   *scalerRef
+	replicas int32
 	// scaleUps holds one entry per observed scale-up (creation included), oldest first.
 	scaleUps []scaleUp
 }
@@ -148,6 +148,7 @@ type scalerRef struct {
 type workloadChange struct {
 	client    string
 	persisted phases.Times
+	stated    time.Time // the client's managedFields time (the creation's for generation 1)
 }
 
 func controllerOf(m *metav1.ObjectMeta) *metav1.OwnerReference {
@@ -159,7 +160,12 @@ func controllerOf(m *metav1.ObjectMeta) *metav1.OwnerReference {
 	return nil
 }
 
-// clientChange returns the newest managedFields entry of a client (not the controller manager)
+// controllerManagers are the field managers of the workload controllers, whose writes are never
+// a client's change: kube-controller-manager, and each kind's own controller that runs apart
+// (kind.manager; added by init).
+var controllerManagers = map[string]bool{controllerManager: true}
+
+// clientChange returns the newest managedFields entry of a client (not a controller)
 // on the main resource: who last changed the spec, and when (1 s, apiserver clock).
 func clientChange(m *metav1.ObjectMeta) (string, time.Time) { return clientEntry(m, true) }
 
@@ -170,7 +176,7 @@ func clientEntry(m *metav1.ObjectMeta, newest bool) (string, time.Time) {
 	var at time.Time
 	for i := range m.ManagedFields {
 		f := &m.ManagedFields[i]
-		if f.Subresource != "" || f.Manager == controllerManager || f.Time == nil {
+		if f.Subresource != "" || controllerManagers[f.Manager] || f.Time == nil {
 			continue
 		}
 		if who == "" || newest && f.Time.After(at) || !newest && f.Time.Time.Before(at) {

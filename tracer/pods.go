@@ -14,7 +14,6 @@ import (
 
 	"github.com/readyspan/readyspan/watch"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -601,9 +600,14 @@ func workloadOf(m *metav1.ObjectMeta, chain []phases.Controller) string {
 	if owner == nil {
 		return ""
 	}
-	if hash := m.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; owner.Kind == "ReplicaSet" && hash != "" {
-		if name, ok := strings.CutSuffix(owner.Name, "-"+hash); ok && name != "" {
-			return name
+	if owner.Kind != "ReplicaSet" {
+		return owner.Name
+	}
+	for _, k := range byIndex { // the registry, as init made it (kinds would be a cycle)
+		if hash := m.Labels[k.TemplateHashLabel]; k.TemplateHashLabel != "" && hash != "" {
+			if name, ok := strings.CutSuffix(owner.Name, "-"+hash); ok && name != "" {
+				return name
+			}
 		}
 	}
 	return owner.Name

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/phases"
@@ -31,7 +33,7 @@ func kindsDir(name string) string { return filepath.Join("testdata", "real-node"
 
 // TestRealNodeKinds replays the captures and compares with golden output.
 func TestRealNodeKinds(t *testing.T) {
-	for _, name := range []string{"statefulset", "daemonset", "job", "cronjob"} {
+	for _, name := range []string{"statefulset", "daemonset", "job", "cronjob", "rollout"} {
 		t.Run(name, func(t *testing.T) {
 			traces := replayDir(t, kindsDir(name))
 			if len(traces) == 0 {
@@ -55,6 +57,10 @@ type rawObject struct {
 		DeletionTimestamp          *time.Time        `json:"deletionTimestamp"`
 		DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds"`
 		Annotations                map[string]string `json:"annotations"`
+		ManagedFields              []struct {
+			Manager string    `json:"manager"`
+			Time    time.Time `json:"time"`
+		} `json:"managedFields"`
 	} `json:"metadata"`
 	Status struct {
 		Phase      string `json:"phase"`
@@ -503,5 +509,104 @@ func TestRealNodeJobPodCompleted(t *testing.T) {
 	}
 	if n := sum("readyspan_traces_total", "completed"); n != 1 {
 		t.Errorf("readyspan_traces_total{outcome=\"completed\"} = %v, want 1", n)
+	}
+}
+
+// eventNamed is the nanosecond an Event's name states, for the Event of reason whose message is
+// msg: its first occurrence (client-go's recorder stamps the name when it first writes it).
+func eventNamed(t *testing.T, events []rawDelta, reason, msg string) time.Time {
+	t.Helper()
+	for _, d := range events {
+		if d.Object.Reason == reason && d.Object.Message == msg {
+			name := d.Object.Metadata.Name
+			ns, err := strconv.ParseInt(name[strings.LastIndexByte(name, '.')+1:], 16, 64)
+			if err != nil {
+				t.Fatalf("event %s: %v", name, err)
+			}
+			return time.Unix(0, ns)
+		}
+	}
+	t.Fatalf("no %s %q in the capture", reason, msg)
+	return time.Time{}
+}
+
+// TestRealNodeArgoRollout: Argo Rollouts' own controller (v1.10.2) made a Rollout of three Pods
+// and, after a change of its template by kubectl patch, moved it to a new ReplicaSet through a
+// canary of four steps, one Pod per scale-up. Each Pod's chain is the Rollout's: rooted at the
+// client's change (the Rollout's creation second, then kubectl-patch's managedFields second),
+// controllers.rollout ends at the nanosecond of the rollouts-controller's "Scaled up ReplicaSet
+// NAME (revision N) from A to B" that made it, controllers.replicaset at the replicaset
+// controller's "Created pod: NAME". The controller's own write of the new Rollout's spec (its
+// generation 2, before any change) roots nothing.
+func TestRealNodeArgoRollout(t *testing.T) {
+	dir := kindsDir("rollout")
+	traces := replayDir(t, dir)
+	events := rawWatch(t, dir, "events.core.v1")
+	rollouts := rawWatch(t, dir, "rollouts.argoproj.io")
+	uids, versions := podsInOrder(rawWatch(t, dir, "pods"))
+	if len(uids) != 6 || len(traces) != 6 {
+		t.Fatalf("%d Pods and %d traces in the capture, want three of each revision", len(uids), len(traces))
+	}
+	// Each change as the Rollout's watch shows it: the second its managedFields (or its
+	// creationTimestamp) state, and the receive time of the first version that shows it, which
+	// bounds it from above.
+	var patched, patchSeen time.Time
+	for _, v := range rollouts {
+		for _, f := range v.Object.Metadata.ManagedFields {
+			if f.Manager == "kubectl-patch" && patched.IsZero() {
+				patched, patchSeen = f.Time, v.Recv
+			}
+		}
+	}
+	created, createSeen := rollouts[0].Object.Metadata.CreationTimestamp, rollouts[0].Recv
+	made := map[string]int{} // Pods of each ReplicaSet so far, in the order they were created
+	for _, uid := range uids {
+		tr := byUID(t, traces, uid)
+		name := tr.Pod.Name
+		rs := name[:strings.LastIndexByte(name, '-')]
+		revision, client, from, seen := "1", "kubectl-client-side-apply", created, createSeen
+		scaled := "Scaled up ReplicaSet " + rs + " (revision 1) from 0 to 3"
+		if rs != "web-7b9c9b7bb6" {
+			n := made[rs]
+			revision, client, from, seen = "2", "kubectl-patch", patched, patchSeen
+			scaled = fmt.Sprintf("Scaled up ReplicaSet %s (revision 2) from %d to %d", rs, n, n+1)
+		}
+		made[rs]++
+		checkAttrs(t, name, tr.Root(), map[string]any{phases.AttrRoot: "rollout", phases.AttrClient: client,
+			"k8s.rollout.name": "web", phases.AttrReplicaSetName: rs})
+		step := spanOf(t, tr, "controllers.rollout")
+		if want := eventNamed(t, events, "ScalingReplicaSet", scaled); !step.End.Equal(want) {
+			t.Errorf("%s (revision %s): controllers.rollout ends at %v, want %q's %v", name, revision, step.End, scaled, want)
+		}
+		if !inSecond(step.Start, from) || step.Start.After(seen) {
+			t.Errorf("%s (revision %s): controllers.rollout starts at %v, not in the second of %s's change (%v) by its first sight (%v)",
+				name, revision, step.Start, client, from, seen)
+		}
+		rsStep := spanOf(t, tr, phases.SpanControllersReplicaSet)
+		if want := eventNamed(t, events, "SuccessfulCreate", "Created pod: "+name); !rsStep.End.Equal(want) || !rsStep.Start.Equal(step.End) {
+			t.Errorf("%s: controllers.replicaset %v → %v, want %v → the Event's %v", name, rsStep.Start, rsStep.End, step.End, want)
+		}
+		if len(versions[uid]) == 0 {
+			t.Errorf("%s: no versions", name)
+		}
+	}
+	if patched.IsZero() || made["web-7b9c9b7bb6"] != 3 || len(made) != 2 {
+		t.Fatalf("the capture is not the scenario: patched %v, Pods per ReplicaSet %v", patched, made)
+	}
+}
+
+// TestControllerWritesAreNoClients: the Rollout's managedFields as the capture shows them, with
+// the rollouts-controller's own spec write a second after the client's (as when it stamps the
+// revision after a slow patch): the change is the client's, at the client's time.
+func TestControllerWritesAreNoClients(t *testing.T) {
+	at := func(s int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 12, 5, 6, 20, s, 0, time.UTC)} }
+	m := &metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(36)},
+		{Manager: "kubectl-patch", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(44)},
+		{Manager: "rollouts-controller", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(45)},
+		{Manager: "rollouts-controller", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(49), Subresource: "status"},
+	}}
+	if who, when := clientChange(m); who != "kubectl-patch" || !when.Equal(at(44).Time) {
+		t.Errorf("the change is %s's at %v, want kubectl-patch's at %v", who, when, at(44).Time)
 	}
 }

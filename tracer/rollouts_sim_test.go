@@ -380,9 +380,18 @@ func TestStepOf(t *testing.T) {
 		{"DaemonSet", "SuccessfulCreate", "Created pod: agent-x7k2p", true, true, true, "agent-x7k2p", -1, -1},
 		{"DaemonSet", "SuccessfulDelete", "Deleted pod: agent-x7k2p", true, true, false, "agent-x7k2p", -1, -1},
 		{"DaemonSet", "SuccessfulDelete", "Removed pod agent-x7k2p", true, false, false, "", -1, -1},
+		// Argo Rollouts' rollouts-controller v1.8.5, as captured.
+		{"Rollout", "ScalingReplicaSet", "Scaled up ReplicaSet web-7b9c9b7bb6 (revision 1) from 0 to 3", true, true, true, "web-7b9c9b7bb6", 0, 3},
+		{"Rollout", "ScalingReplicaSet", "Scaled down ReplicaSet web-7b9c9b7bb6 (revision 1) from 3 to 2", true, true, false, "web-7b9c9b7bb6", 3, 2},
+		{"Rollout", "ScalingReplicaSet", "Scaled up ReplicaSet web-7b9c9b7bb6 (rev 1) from 0 to 3", true, false, false, "", -1, -1},
+		{"Rollout", "ScalingReplicaSet", "Scaled up replica set web-7b9c9b7bb6 from 0 to 3", true, false, false, "", -1, -1},
+		{"Rollout", "RolloutStepCompleted", "Rollout step 1/4 completed (setWeight: 34)", false, true, false, "", -1, -1},
 	}
 	for _, tt := range tests {
 		st, ok, known := stepOf(&events.Event{Regarding: events.Ref{Kind: tt.kind}, Reason: tt.reason, Message: tt.msg})
+		if other, _, _ := stepOf(&events.Event{Regarding: events.Ref{APIVersion: "example.com/v1", Kind: tt.kind}, Reason: tt.reason, Message: tt.msg}); other.Target != "" {
+			t.Errorf("%q about a %s of another group read as a step: %+v", tt.msg, tt.kind, other)
+		}
 		if ok != tt.ok || known != tt.known {
 			t.Errorf("%q: ok %v known %v, want %v %v", tt.msg, ok, known, tt.ok, tt.known)
 			continue

@@ -145,9 +145,9 @@ func foreignIn(part shard.Shard, obj runtime.Object) string {
 	key := ""
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		key = shard.PodKey(o)
+		key = shard.PodKey(o, shard.Deployments)
 	case *appsv1.ReplicaSet:
-		key = shard.ReplicaSetKey(o)
+		key = shard.ReplicaSetKey(o, shard.Deployments)
 	case *appsv1.Deployment:
 		key = shard.WorkloadKey(o.Namespace, "Deployment", o.Name)
 	case *corev1.Event:

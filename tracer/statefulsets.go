@@ -3,6 +3,7 @@ package tracer
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,9 +54,25 @@ var statefulSetKind = &kind{
 	// "Create Pod web-0 in StatefulSet web successful" stamps the Pod's creation.
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
 	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
+	step:          statefulSetStep,
 	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
 		c.statefulSetRoot(owner, obs, pod)
 	},
+}
+
+// statefulSetStep reads the statefulset controller's "create Pod web-0 in StatefulSet web
+// successful" (v1.37: "Create Pod …") and "delete Pod web-2 in StatefulSet web successful".
+func statefulSetStep(st *rollout.Step, reason, msg string) (ok, known bool) {
+	if reason != "SuccessfulCreate" && reason != "SuccessfulDelete" {
+		return false, true
+	}
+	f := strings.Fields(msg)
+	if len(f) != 7 || f[1] != "Pod" || f[3] != "in" || f[4] != "StatefulSet" || f[6] != "successful" {
+		return true, false
+	}
+	verb := strings.ToLower(f[0])
+	st.Up, st.Target = verb == "create", f[2]
+	return true, verb == "create" || verb == "delete"
 }
 
 func (c *Correlator) handleStatefulSet(d *watch.Delta, s *appsv1.StatefulSet) {

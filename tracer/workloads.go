@@ -173,14 +173,9 @@ func (s *signatureMemo) of(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *me
 	return hash, restartedAt
 }
 
-// stepOf reads a scaling action from a controller's Event about a workload. ok is false when
-// the event is not one; known is false for a message in a format readyspan does not know.
-//
-//	Deployment  ScalingReplicaSet  "Scaled up replica set web-7d4b9 from 1 to 2"
-//	StatefulSet SuccessfulCreate   "create Pod web-0 in StatefulSet web successful" (or "Create …")
-//	            SuccessfulDelete   "delete Pod web-2 in StatefulSet web successful"
-//	DaemonSet   SuccessfulCreate   "Created pod: agent-x7k2p"
-//	            SuccessfulDelete   "Deleted pod: agent-x7k2p"
+// stepOf reads a scaling action from a controller's Event about a workload, in the format its
+// kind's registry entry knows (kind.step). ok is false when the event is not one; known is
+// false for a message in a format readyspan does not know.
 //
 // After ten such messages about one object within ten minutes, client-go's recorder stops
 // writing new Events and rewrites one, "(combined from similar events): " and the latest
@@ -188,47 +183,47 @@ func (s *signatureMemo) of(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *me
 func stepOf(e *events.Event) (st rollout.Step, ok, known bool) {
 	msg := strings.TrimPrefix(e.Message, combinedPrefix)
 	st.From, st.To, st.Message = -1, -1, msg
-	switch {
-	case e.Regarding.Kind == "Deployment" && e.Reason == "ScalingReplicaSet":
-		var rest string
-		switch {
-		case strings.HasPrefix(msg, "Scaled up replica set "):
-			st.Up, rest = true, strings.TrimPrefix(msg, "Scaled up replica set ")
-		case strings.HasPrefix(msg, "Scaled down replica set "):
-			rest = strings.TrimPrefix(msg, "Scaled down replica set ")
-		default:
-			return st, true, false
-		}
-		f := strings.Fields(rest)
-		if len(f) != 5 || f[1] != "from" || f[3] != "to" {
-			return st, true, false
-		}
-		// Unsigned: the controller prints replica counts with %d of values never below zero,
-		// and a "-1" here would read as the "not a scale step" sentinel.
-		from, err1 := strconv.ParseUint(f[2], 10, 31)
-		to, err2 := strconv.ParseUint(f[4], 10, 31)
-		if err1 != nil || err2 != nil {
-			return st, true, false
-		}
-		st.Target, st.From, st.To = f[0], int32(from), int32(to)
-		return st, true, true
-	case e.Regarding.Kind == "StatefulSet" && (e.Reason == "SuccessfulCreate" || e.Reason == "SuccessfulDelete"):
-		// The statefulset controller writes "create Pod …" (v1.37: "Create Pod …").
-		f := strings.Fields(msg)
-		if len(f) != 7 || f[1] != "Pod" || f[3] != "in" || f[4] != "StatefulSet" || f[6] != "successful" {
-			return st, true, false
-		}
-		verb := strings.ToLower(f[0])
-		st.Up, st.Target = verb == "create", f[2]
-		return st, true, verb == "create" || verb == "delete"
-	case e.Regarding.Kind == "DaemonSet" && e.Reason == "SuccessfulCreate":
-		name, found := strings.CutPrefix(msg, "Created pod: ")
-		st.Up, st.Target = true, name
-		return st, true, found && name != ""
-	case e.Regarding.Kind == "DaemonSet" && e.Reason == "SuccessfulDelete":
-		name, found := strings.CutPrefix(msg, "Deleted pod: ")
-		st.Target = name
-		return st, true, found && name != ""
+	k := kindNamed(e.Regarding.APIVersion, e.Regarding.Kind)
+	if k == nil || k.step == nil {
+		return st, false, true
 	}
-	return st, false, true
+	ok, known = k.step(&st, e.Reason, msg)
+	return st, ok, known
+}
+
+// scaledReplicaSet reads a ReplicaSet's scaling as a workload controller states it, after the
+// prefix that names the ReplicaSet: "NAME from 1 to 2" (the deployment controller) or
+// "NAME (revision 2) from 1 to 2" (Argo Rollouts), with the direction the prefix gave.
+func scaledReplicaSet(st *rollout.Step, up bool, rest string) (known bool) {
+	f := strings.Fields(rest)
+	if len(f) == 7 && strings.HasPrefix(f[1], "(revision") && strings.HasSuffix(f[2], ")") {
+		f = append(f[:1], f[3:]...)
+	}
+	if len(f) != 5 || f[1] != "from" || f[3] != "to" {
+		return false
+	}
+	// Unsigned: the controllers print replica counts with %d of values never below zero,
+	// and a "-1" here would read as the "not a scale step" sentinel.
+	from, err1 := strconv.ParseUint(f[2], 10, 31)
+	to, err2 := strconv.ParseUint(f[4], 10, 31)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	st.Up, st.Target, st.From, st.To = up, f[0], int32(from), int32(to)
+	return true
+}
+
+// scalingReplicaSet reads a ScalingReplicaSet Event's message, whose ReplicaSet follows one of
+// the prefixes up or down ("Scaled up replica set ", "Scaled down replica set ").
+func scalingReplicaSet(st *rollout.Step, reason, msg, up, down string) (ok, known bool) {
+	if reason != "ScalingReplicaSet" {
+		return false, true
+	}
+	if rest, found := strings.CutPrefix(msg, up); found {
+		return true, scaledReplicaSet(st, true, rest)
+	}
+	if rest, found := strings.CutPrefix(msg, down); found {
+		return true, scaledReplicaSet(st, false, rest)
+	}
+	return true, false
 }

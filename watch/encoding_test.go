@@ -136,7 +136,7 @@ func TestWatchEncodingOnTheWire(t *testing.T) {
 			for stream := range objects {
 				k := kindOf(t, stream)
 				accept, answered := tc.accept, tc.answered
-				if stream == tc.jsonOnly {
+				if stream == tc.jsonOnly || k.JSONOnly {
 					accept, answered = watch.ContentTypeJSON, watch.ContentTypeJSON
 				}
 				rs := reqs[k.GVR.Resource]
@@ -311,6 +311,9 @@ func (s *encodingServer) requests() map[string][]seenRequest {
 
 func (s *encodingServer) serve(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if s.discovery(w, parts) {
+		return
+	}
 	resource := parts[len(parts)-1]
 	objs, ok := s.objects[resource]
 	if !ok {
@@ -319,8 +322,9 @@ func (s *encodingServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	gv := s.gvs[resource]
 	accept := r.Header.Get("Accept")
+	custom := tracer.Kinds.OfGroupResource(gv.WithResource(resource).GroupResource()).Optional
 	mediaType := runtime.ContentTypeJSON
-	if strings.HasPrefix(accept, runtime.ContentTypeProtobuf) && !s.noProto {
+	if strings.HasPrefix(accept, runtime.ContentTypeProtobuf) && !s.noProto && !custom {
 		mediaType = runtime.ContentTypeProtobuf
 	}
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
@@ -340,6 +344,10 @@ func (s *encodingServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.seen[resource] = append(s.seen[resource], seenRequest{what: what, accept: accept, answered: answered})
 	s.mu.Unlock()
 
+	if custom {
+		s.serveCustom(w, r, what, gv.WithResource(resource), objs)
+		return
+	}
 	enc := scheme.Codecs.EncoderForVersion(info.Serializer, gv)
 	switch what {
 	case "LIST":
@@ -390,6 +398,69 @@ func (s *encodingServer) serve(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}
+}
+
+// discovery answers discovery of a custom resource's group and version, as the apiserver does
+// where its CRD is installed: the registry's optional kinds are watched only then.
+func (s *encodingServer) discovery(w http.ResponseWriter, parts []string) bool {
+	if len(parts) != 3 || parts[0] != "apis" {
+		return false
+	}
+	list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: parts[1] + "/" + parts[2]}
+	for resource, gv := range s.gvs {
+		if gv.Group == parts[1] && gv.Version == parts[2] {
+			k := tracer.Kinds.OfGroupResource(gv.WithResource(resource).GroupResource())
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: resource, Namespaced: true, Kind: k.Kind, Verbs: []string{"get", "list", "watch"}})
+		}
+	}
+	if len(list.APIResources) == 0 {
+		return false
+	}
+	w.Header().Set("Content-Type", runtime.ContentTypeJSON)
+	_ = json.NewEncoder(w).Encode(list)
+	return true
+}
+
+// serveCustom answers a custom resource's list and watch as the apiserver does: in JSON
+// whatever the client accepts, one JSON watch event per line.
+func (s *encodingServer) serveCustom(w http.ResponseWriter, r *http.Request, what string, gvr schema.GroupVersionResource, objs []runtime.Object) {
+	k := tracer.Kinds.OfGroupResource(gvr.GroupResource())
+	w.Header().Set("Content-Type", runtime.ContentTypeJSON)
+	switch what {
+	case "LIST":
+		list := k.NewList()
+		if err := meta.SetList(list, objs); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		list.(metav1.ListInterface).SetResourceVersion("100")
+		_ = json.NewEncoder(w).Encode(list)
+		return
+	case "WATCH sendInitialEvents":
+		if !s.watchList {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"sendInitialEvents is not supported here","reason":"BadRequest","code":400}`)
+			return
+		}
+		enc := json.NewEncoder(w)
+		send := func(typ string, o runtime.Object) {
+			raw, err := json.Marshal(o)
+			if err != nil {
+				panic(err)
+			}
+			_ = enc.Encode(&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}})
+		}
+		for _, o := range objs {
+			send("ADDED", o)
+		}
+		end := k.NewObject()
+		m, _ := meta.Accessor(end)
+		m.SetResourceVersion("100")
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		send("BOOKMARK", end)
+	}
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
 }
 
 func jsonText(o runtime.Object) string {

@@ -41,6 +41,11 @@ type Kind struct {
 	// protobuf unless JSON is asked for (encoding.go).
 	JSONOnly bool
 
+	// Optional: the kind is a custom resource that a cluster may not serve (its CRD not
+	// installed). The Watcher watches it only when discovery lists it at start, and says in
+	// its log when it does not; a CRD installed later is read after a restart.
+	Optional bool
+
 	// Transform drops what nothing reads of the kind's objects before anything keeps them,
 	// after the Registry's Transform has slimmed their managedFields; nil drops every
 	// annotation. Update it before reading new fields.
@@ -62,6 +67,11 @@ type Kind struct {
 	// those of the ReplicaSets that make them). When replicas split the cluster, each goes to
 	// the shard its key names (namespace/Kind/name), with its Pods and the Events about it.
 	Workload bool
+	// TemplateHashLabel: the workload's controller makes a ReplicaSet per Pod template, named
+	// after the workload with the template's hash, and puts the hash in this label of the
+	// ReplicaSet and its Pods ("pod-template-hash" for a Deployment): a Pod's workload is
+	// known from the Pod alone (sharding, the metrics' workload label).
+	TemplateHashLabel string
 
 	// ShardAfterOthers: the shard filter sorts the kind's objects by objects of other kinds
 	// (an Event by what it is about), so a shard starts its reflectors once the others'

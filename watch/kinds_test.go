@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/readyspan/readyspan/tracer"
@@ -14,23 +15,45 @@ import (
 
 // TestWatcherWatchesTheRegistry checks that the watch.Watcher runs one reflector per kind the registry
 // says is watched, per namespace, of that kind's objects; a cluster-scoped kind once, and only
-// when every namespace is watched.
+// when every namespace is watched; an optional kind (a custom resource) only where discovery
+// says the API serves it.
 func TestWatcherWatchesTheRegistry(t *testing.T) {
 	for _, namespaces := range [][]string{{"a", "b"}, nil} {
-		w := watch.NewWatcher(fake.NewClientset(), tracer.Kinds, watch.Config{Namespaces: namespaces}, nil, nil)
-		var want []watch.Resource
-		for range max(len(namespaces), 1) {
-			for _, k := range tracer.Kinds.Kinds() {
-				if k.ListWatch != nil && (!k.ClusterScoped || len(namespaces) == 0) {
-					want = append(want, k.Resource)
+		for _, crds := range []bool{false, true} {
+			client := fake.NewClientset()
+			if crds {
+				client.Resources = servedOptional(tracer.Kinds)
+			}
+			w := watch.NewWatcher(client, tracer.Kinds, watch.Config{Namespaces: namespaces}, nil, nil)
+			var want []watch.Resource
+			for range max(len(namespaces), 1) {
+				for _, k := range tracer.Kinds.Kinds() {
+					if k.ListWatch != nil && (!k.ClusterScoped || len(namespaces) == 0) && (!k.Optional || crds) {
+						want = append(want, k.Resource)
+					}
 				}
 			}
+			checkReflectors(t, w, want)
 		}
-		checkReflectors(t, w, want)
+	}
+	if !slices.ContainsFunc(tracer.Kinds.Kinds(), func(k *watch.Kind) bool { return k.Optional }) {
+		t.Error("no optional kind to check")
 	}
 	if !slices.ContainsFunc(tracer.Kinds.Kinds(), func(k *watch.Kind) bool { return k.ClusterScoped && k.Resource == tracer.ResourceNodes }) {
 		t.Error("Nodes are not a cluster-scoped kind")
 	}
+}
+
+// servedOptional is discovery's answer of an API that serves every optional kind of the registry.
+func servedOptional(kinds *watch.Registry) []*metav1.APIResourceList {
+	var out []*metav1.APIResourceList
+	for _, k := range kinds.Kinds() {
+		if k.Optional {
+			out = append(out, &metav1.APIResourceList{GroupVersion: k.GVR.GroupVersion().String(),
+				APIResources: []metav1.APIResource{{Name: k.GVR.Resource, Namespaced: !k.ClusterScoped, Kind: k.Kind}}})
+		}
+	}
+	return out
 }
 
 func checkReflectors(t *testing.T, w *watch.Watcher, want []watch.Resource) {

@@ -31,6 +31,11 @@ func (r *Registry) Snapshot(ctx context.Context, c kubernetes.Interface, ns stri
 		if k.ListWatch == nil {
 			continue // read from recordings only (the events.k8s.io view of Events)
 		}
+		if k.Optional {
+			if ok, err := served(c, k.GVR); err != nil || !ok {
+				continue // its CRD not installed: nothing of it to rebuild from
+			}
+		}
 		list, _ := k.ListWatch(c, ns, Config{})
 		obj, err := list(ctx, metav1.ListOptions{})
 		if err != nil && k.ClusterScoped {

@@ -81,10 +81,10 @@ func NewWatcher(client kubernetes.Interface, kinds *Registry, cfg Config, errs E
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var workloads []string
+	var workloads []shard.Workload
 	for _, k := range kinds.kinds {
 		if k.Workload {
-			workloads = append(workloads, k.Kind)
+			workloads = append(workloads, shard.Workload{Kind: k.Kind, TemplateHashLabel: k.TemplateHashLabel})
 		}
 	}
 	w := &Watcher{kinds: kinds, transform: kinds.Transform, out: make(chan Delta, cfg.QueueSize), errs: errs, log: log, shard: shard.NewFilter(cfg.Shard, workloads...),
@@ -101,12 +101,29 @@ func NewWatcher(client kubernetes.Interface, kinds *Registry, cfg Config, errs E
 			if k.ClusterScoped && (i > 0 || ns != metav1.NamespaceAll) {
 				continue // once, and only cluster-wide (kind.clusterScoped)
 			}
+			if k.Optional && !w.serves(client, k, i == 0) {
+				continue
+			}
 			c := cfg.clientFor(k, client)
 			list, watchFn := k.ListWatch(c, ns, cfg)
 			w.add(c, k, list, watchFn)
 		}
 	}
 	return w
+}
+
+// serves tells whether the apiserver serves an Optional kind, and logs the answer once (first).
+func (w *Watcher) serves(client kubernetes.Interface, k *Kind, first bool) bool {
+	ok, err := served(client, k.GVR)
+	switch {
+	case err != nil && first:
+		w.log.Warn("not watching an optional resource: discovery failed", "resource", k.GVR.GroupResource().String(), "err", err)
+	case !ok && first:
+		w.log.Info("not watching an optional resource: the API does not serve it (its CRD is not installed)", "resource", k.GVR.GroupResource().String())
+	case ok && first:
+		w.log.Info("watching an optional resource", "resource", k.GVR.GroupResource().String())
+	}
+	return ok
 }
 
 func (w *Watcher) add(client kubernetes.Interface, k *Kind, list ListFunc, watchFn WatchFunc) {

@@ -86,9 +86,9 @@ type Ref struct {
 	// another group.
 	APIVersion string
 	Kind       string
-	Name      string
-	UID       types.UID
-	FieldPath string
+	Name       string
+	UID        types.UID
+	FieldPath  string
 }
 
 func refOf(r *corev1.ObjectReference) Ref {
