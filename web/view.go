@@ -297,22 +297,7 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 	r := t.Rollout
 	v := &RolloutView{RolloutSummary: rolloutSummary(t), Generation: r.Generation, Revision: r.Revision,
 		Strategy: r.Strategy.Type}
-	var total time.Duration
-	for _, d := range t.Summary.Critical {
-		total += d
-	}
-	dec, coarse := phases.LengthDecimals(phases.LengthUncertainty(root))
-	for i, c := range rollout.Categories {
-		d := t.Summary.Critical[i]
-		cv := CriticalView{Name: c.Name, Words: c.Words, Ms: ms(d)}
-		if total > 0 {
-			cv.Pct = int((d*100 + total/2) / total) // as the sentence rounds
-		}
-		if coarse {
-			cv.Text = roundedSeconds(d, dec)
-		}
-		v.Critical = append(v.Critical, cv)
-	}
+	v.Critical = criticalViews(t)
 	children := map[phases.SpanID][]*phases.Span{}
 	for i := 1; i < len(t.Spans); i++ {
 		s := &t.Spans[i]
@@ -357,24 +342,52 @@ func rolloutView(t *rollout.Trace) *RolloutView {
 		if s.Name != rollout.StepSpanName {
 			continue
 		}
-		row := RowView{Type: "step", Label: attrString(s, rollout.AttrStepTarget), Step: step,
-			StartMs: at(s.Start), EndMs: at(s.End), DurText: durText(s), Critical: attrBool(s, rollout.AttrCritical),
-			Message: attrString(s, rollout.AttrStepMessage)}
-		dir := "↑ "
-		if attrString(s, rollout.AttrStepDirection) == "down" {
-			dir = "↓ "
-		}
-		row.Label = dir + row.Label
-		if from, _ := s.Attr(rollout.AttrStepFrom).(int64); from >= 0 {
-			to, _ := s.Attr(rollout.AttrStepTo).(int64)
-			row.Label += " " + strconv.FormatInt(from, 10) + "→" + strconv.FormatInt(to, 10)
-		}
-		v.Rows = append(v.Rows, row)
+		v.Rows = append(v.Rows, stepRow(s, step, at))
 		pods(s, step)
 		step++
 	}
 	pods(root, -1) // Pods no step is known to have caused
 	return v
+}
+
+// criticalViews are the rollout's critical path by category, with each one's share as the
+// sentence rounds it.
+func criticalViews(t *rollout.Trace) []CriticalView {
+	var total time.Duration
+	for _, d := range t.Summary.Critical {
+		total += d
+	}
+	dec, coarse := phases.LengthDecimals(phases.LengthUncertainty(t.Root()))
+	var out []CriticalView
+	for i, c := range rollout.Categories {
+		d := t.Summary.Critical[i]
+		cv := CriticalView{Name: c.Name, Words: c.Words, Ms: ms(d)}
+		if total > 0 {
+			cv.Pct = int((d*100 + total/2) / total) // as the sentence rounds
+		}
+		if coarse {
+			cv.Text = roundedSeconds(d, dec)
+		}
+		out = append(out, cv)
+	}
+	return out
+}
+
+// stepRow is the row of a scaling step: its direction, target and counts ("↑ web-7d4b9 1→2").
+func stepRow(s *phases.Span, step int, at func(time.Time) float64) RowView {
+	row := RowView{Type: "step", Label: attrString(s, rollout.AttrStepTarget), Step: step,
+		StartMs: at(s.Start), EndMs: at(s.End), DurText: durText(s), Critical: attrBool(s, rollout.AttrCritical),
+		Message: attrString(s, rollout.AttrStepMessage)}
+	dir := "↑ "
+	if attrString(s, rollout.AttrStepDirection) == "down" {
+		dir = "↓ "
+	}
+	row.Label = dir + row.Label
+	if from, _ := s.Attr(rollout.AttrStepFrom).(int64); from >= 0 {
+		to, _ := s.Attr(rollout.AttrStepTo).(int64)
+		row.Label += " " + strconv.FormatInt(from, 10) + "→" + strconv.FormatInt(to, 10)
+	}
+	return row
 }
 
 // jsonValue is an attribute's value as JSON holds it: a float that is not finite (a component's

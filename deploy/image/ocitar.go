@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -34,35 +35,78 @@ func WriteOCITarball(path string, ref name.Reference, img v1.Image) (err error) 
 }
 
 func writeOCILayout(w io.Writer, ref name.Reference, img v1.Image) error {
-	tw := tar.NewWriter(w)
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return err
 	}
-	mtime := cf.Created.Time
-
-	add := func(name string, size int64, r io.Reader) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		n, err := io.Copy(tw, r)
-		if err == nil && n != size {
-			err = fmt.Errorf("%s: wrote %d bytes, want %d", name, n, size)
-		}
-		return err
-	}
-	addBytes := func(name string, data []byte) error {
-		return add(name, int64(len(data)), bytes.NewReader(data))
-	}
+	tw := &layoutWriter{tw: tar.NewWriter(w), mtime: cf.Created.Time}
 	for _, dir := range []string{"blobs/", "blobs/sha256/"} {
-		if err := tw.WriteHeader(&tar.Header{Name: dir, Mode: 0o755, ModTime: mtime, Typeflag: tar.TypeDir}); err != nil {
+		if err := tw.tw.WriteHeader(&tar.Header{Name: dir, Mode: 0o755, ModTime: tw.mtime, Typeflag: tar.TypeDir}); err != nil {
 			return err
 		}
 	}
-	if err := addBytes("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+	if err := tw.addBytes("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
 		return err
 	}
+	if err := tw.addLayers(img); err != nil {
+		return err
+	}
+	rawConfig, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	configDigest, err := img.ConfigName()
+	if err != nil {
+		return err
+	}
+	if err := tw.addBytes("blobs/sha256/"+configDigest.Hex, rawConfig); err != nil {
+		return err
+	}
+	rawManifest, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	if err := tw.addBytes("blobs/sha256/"+digest.Hex, rawManifest); err != nil {
+		return err
+	}
+	rawIndex, err := indexOf(ref, img, cf, int64(len(rawManifest)), digest)
+	if err != nil {
+		return err
+	}
+	if err := tw.addBytes("index.json", rawIndex); err != nil {
+		return err
+	}
+	return tw.tw.Close()
+}
 
+// layoutWriter writes the files of an OCI layout into a tar, each with the image's creation
+// time, so that the same image gives the same bytes.
+type layoutWriter struct {
+	tw    *tar.Writer
+	mtime time.Time
+}
+
+func (lw *layoutWriter) add(name string, size int64, r io.Reader) error {
+	if err := lw.tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: size, ModTime: lw.mtime, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	n, err := io.Copy(lw.tw, r)
+	if err == nil && n != size {
+		err = fmt.Errorf("%s: wrote %d bytes, want %d", name, n, size)
+	}
+	return err
+}
+
+func (lw *layoutWriter) addBytes(name string, data []byte) error {
+	return lw.add(name, int64(len(data)), bytes.NewReader(data))
+}
+
+// addLayers writes each layer's compressed blob.
+func (lw *layoutWriter) addLayers(img v1.Image) error {
 	layers, err := img.Layers()
 	if err != nil {
 		return err
@@ -80,59 +124,34 @@ func writeOCILayout(w io.Writer, ref name.Reference, img v1.Image) error {
 		if err != nil {
 			return err
 		}
-		err = add("blobs/sha256/"+d.Hex, size, rc)
+		err = lw.add("blobs/sha256/"+d.Hex, size, rc)
 		rc.Close()
 		if err != nil {
 			return err
 		}
 	}
-	rawConfig, err := img.RawConfigFile()
-	if err != nil {
-		return err
-	}
-	configDigest, err := img.ConfigName()
-	if err != nil {
-		return err
-	}
-	if err := addBytes("blobs/sha256/"+configDigest.Hex, rawConfig); err != nil {
-		return err
-	}
-	rawManifest, err := img.RawManifest()
-	if err != nil {
-		return err
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return err
-	}
-	if err := addBytes("blobs/sha256/"+digest.Hex, rawManifest); err != nil {
-		return err
-	}
+	return nil
+}
+
+// indexOf is the layout's index.json: the one manifest, under the reference's names.
+func indexOf(ref name.Reference, img v1.Image, cf *v1.ConfigFile, size int64, digest v1.Hash) ([]byte, error) {
 	mt, err := img.MediaType()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	refName := ref.Identifier()
 	index := v1.IndexManifest{
 		SchemaVersion: 2,
 		MediaType:     types.OCIImageIndex,
 		Manifests: []v1.Descriptor{{
 			MediaType: mt,
-			Size:      int64(len(rawManifest)),
+			Size:      size,
 			Digest:    digest,
 			Platform:  &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant},
 			Annotations: map[string]string{
-				"org.opencontainers.image.ref.name": refName,
+				"org.opencontainers.image.ref.name": ref.Identifier(),
 				"io.containerd.image.name":          ref.Name(),
 			},
 		}},
 	}
-	rawIndex, err := json.Marshal(index)
-	if err != nil {
-		return err
-	}
-	if err := addBytes("index.json", rawIndex); err != nil {
-		return err
-	}
-	return tw.Close()
+	return json.Marshal(index)
 }
