@@ -381,15 +381,7 @@ func (s *encodingServer) serve(w http.ResponseWriter, r *http.Request) {
 				return // the client went
 			}
 		}
-		for _, o := range objs {
-			send("ADDED", o)
-		}
-		k := tracer.Kinds.OfGroupResource(gv.WithResource(resource).GroupResource())
-		end := k.NewObject()
-		m, _ := meta.Accessor(end)
-		m.SetResourceVersion("100")
-		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-		send("BOOKMARK", end)
+		initialEvents(send, tracer.Kinds.OfGroupResource(gv.WithResource(resource).GroupResource()), objs)
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	default: // a watch after the LIST: nothing changes
@@ -450,17 +442,23 @@ func (s *encodingServer) serveCustom(w http.ResponseWriter, r *http.Request, wha
 			}
 			_ = enc.Encode(&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}})
 		}
-		for _, o := range objs {
-			send("ADDED", o)
-		}
-		end := k.NewObject()
-		m, _ := meta.Accessor(end)
-		m.SetResourceVersion("100")
-		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-		send("BOOKMARK", end)
+		initialEvents(send, k, objs)
 	}
 	w.(http.Flusher).Flush()
 	<-r.Context().Done()
+}
+
+// initialEvents sends a streamed initial list: each object added, then the bookmark that ends
+// the list.
+func initialEvents(send func(typ string, o runtime.Object), k *watch.Kind, objs []runtime.Object) {
+	for _, o := range objs {
+		send("ADDED", o)
+	}
+	end := k.NewObject()
+	m, _ := meta.Accessor(end)
+	m.SetResourceVersion("100")
+	m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	send("BOOKMARK", end)
 }
 
 func jsonText(o runtime.Object) string {
