@@ -149,3 +149,9 @@ func WaitUntil(t *testing.T, what string, cond func() bool) {
 func (w *Watcher) Process(k *Kind, known cache.Store, deltas cache.Deltas) error {
 	return w.process(k, known, deltas, false)
 }
+
+// StripFieldSets and StripFrame drop the managedFields' field sets from protobuf watch streams.
+var (
+	StripFieldSets = stripFieldSets
+	StripFrame     = stripFrame
+)
