@@ -143,3 +143,15 @@ func WaitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Process hands one popped batch of a kind's deltas to the Watcher, with known the identities
+// its reflector keeps.
+func (w *Watcher) Process(k *Kind, known cache.Store, deltas cache.Deltas) error {
+	return w.process(k, known, deltas, false)
+}
+
+// StripFieldSets and StripFrame drop the managedFields' field sets from protobuf watch streams.
+var (
+	StripFieldSets = stripFieldSets
+	StripFrame     = stripFrame
+)

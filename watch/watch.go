@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
@@ -188,14 +189,22 @@ func (w *Watcher) process(k *Kind, known cache.Store, deltas cache.Deltas, initi
 			if !ok {
 				continue // another shard's
 			}
-			if err := known.Update(w.kinds.LastSeen(obj)); err != nil { // Update adds what is not there
-				return err
-			}
 			if !exists {
+				if err := known.Add(w.kinds.LastSeen(obj)); err != nil {
+					return err
+				}
 				w.emit(Delta{Resource: r, Type: Added, Object: obj, Initial: initial})
 				continue
 			}
-			if o, n := old.(metav1.Object), obj.(metav1.Object); n.GetResourceVersion() != "" && n.GetResourceVersion() == o.GetResourceVersion() {
+			o, n := old.(metav1.Object), obj.(metav1.Object)
+			unchanged := n.GetResourceVersion() != "" && n.GetResourceVersion() == o.GetResourceVersion()
+			prev, _ := old.(runtime.Object)
+			if kept := w.kinds.lastSeen(obj, prev); kept != prev { // else written over in place
+				if err := known.Update(kept); err != nil {
+					return err
+				}
+			}
+			if unchanged {
 				continue // a relist's unchanged object, not a change
 			}
 			w.emit(Delta{Resource: r, Type: Modified, Object: obj})
@@ -255,7 +264,16 @@ func (w *Watcher) processEvent(k *Kind, obj runtime.Object, typ cache.DeltaType,
 // node and deletion marks, so that a deletion a relist finds (client-go's "final state
 // unknown") still names the Pod, its owner and its node. The correlator keeps the last state
 // of every Pod it traces itself; a whole copy here would be a second cache (about 5 KB per Pod).
-func (r *Registry) LastSeen(obj runtime.Object) runtime.Object {
+func (r *Registry) LastSeen(obj runtime.Object) runtime.Object { return r.lastSeen(obj, nil) }
+
+// lastSeen is LastSeen written over prev, the identity kept of the same object before, when
+// there is one of the kind's type: every change of every Pod would otherwise allocate a whole
+// new Pod to hold a few fields. prev holds nothing but what lastSeen wrote (the metadata and
+// the kind's Identity), so writing them again leaves no stale field. Only the Watcher's
+// process, one goroutine per reflector, writes its identities; the relist that hands one out
+// in a deletion it found queues that deletion before any later change of the key, and the
+// deletion takes it out of the store, so no identity handed on is written again.
+func (r *Registry) lastSeen(obj, prev runtime.Object) runtime.Object {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return obj
@@ -269,7 +287,10 @@ func (r *Registry) LastSeen(obj runtime.Object) runtime.Object {
 	if !ok {
 		return obj
 	}
-	kept := k.NewObject()
+	kept := prev
+	if kept == nil || kept == obj || reflect.TypeOf(kept) != reflect.TypeOf(obj) {
+		kept = k.NewObject()
+	}
 	*kept.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta) = id
 	if k.Identity != nil {
 		k.Identity(obj, kept)
@@ -488,12 +509,10 @@ func (r *Registry) Transform(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	if mf := m.GetManagedFields(); len(mf) > 0 {
-		slim := make([]metav1.ManagedFieldsEntry, len(mf))
-		for i, f := range mf {
-			slim[i] = metav1.ManagedFieldsEntry{Manager: f.Manager, Operation: f.Operation, Time: f.Time, Subresource: f.Subresource}
-		}
-		m.SetManagedFields(slim)
+	// In place: the object is the decoder's own, and a copy per change is garbage at once.
+	mf := m.GetManagedFields()
+	for i, f := range mf {
+		mf[i] = metav1.ManagedFieldsEntry{Manager: f.Manager, Operation: f.Operation, Time: f.Time, Subresource: f.Subresource}
 	}
 	// Each kind drops what its registry entry says; what has no say keeps no annotation.
 	if ro, _ := obj.(runtime.Object); ro != nil {

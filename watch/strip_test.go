@@ -1,0 +1,382 @@
+package watch_test
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	restwatch "k8s.io/client-go/rest/watch"
+
+	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/watch"
+)
+
+// wholeObjects are the objects of the ceiling's recording (test/scale/fakeapi), whole as the
+// apiserver sent them, managedFields and their field sets included, by stream: the first
+// perStream of each, or all for 0.
+func wholeObjects(t testing.TB, perStream int) map[watch.Stream][]runtime.Object {
+	t.Helper()
+	f, err := openRecording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[watch.Stream][]runtime.Object{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(h.Name)
+		if !strings.HasPrefix(name, "watch.") || !strings.HasSuffix(name, ".jsonl") {
+			continue
+		}
+		stream := watch.Stream(strings.TrimSuffix(strings.TrimPrefix(name, "watch."), ".jsonl"))
+		sc := bufio.NewScanner(tr)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() && (perStream == 0 || len(out[stream]) < perStream) {
+			var l struct{ Object json.RawMessage }
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatal(err)
+			}
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(l.Object, nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out[stream] = append(out[stream], obj)
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func openRecording() (io.ReadCloser, error) {
+	f, err := os.Open(filepath.Join("..", "test", "scale", "fakeapi", "testdata", "kwok-25.tar.gz"))
+	if err != nil {
+		return nil, err
+	}
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{z, f}, nil
+}
+
+// watchFrame is one event of a protobuf watch stream as the apiserver writes it.
+func watchFrame(t testing.TB, typ string, obj runtime.Object) []byte {
+	t.Helper()
+	info := protobufInfo(t)
+	raw, err := runtime.Encode(info.Serializer, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := (&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(ev))), ev...)
+}
+
+func protobufInfo(t testing.TB) runtime.SerializerInfo {
+	t.Helper()
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		t.Fatal("no protobuf serializer in client-go's scheme")
+	}
+	return info
+}
+
+// decodeWatch reads a protobuf watch stream as client-go's watch does.
+func decodeWatch(info runtime.SerializerInfo, stream io.ReadCloser) ([]runtime.Object, error) {
+	dec := restwatch.NewDecoder(streaming.NewDecoder(info.StreamSerializer.Framer.NewFrameReader(stream), info.StreamSerializer.Serializer), info.Serializer)
+	var out []runtime.Object
+	for {
+		_, obj, err := dec.Decode()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, obj)
+	}
+}
+
+// withoutFieldSets is obj with its managedFields' field sets dropped, and nothing else.
+func withoutFieldSets(obj runtime.Object) runtime.Object {
+	c := obj.DeepCopyObject()
+	if m, err := meta.Accessor(c); err == nil {
+		mf := m.GetManagedFields()
+		for i := range mf {
+			mf[i].FieldsV1 = nil
+		}
+	}
+	return c
+}
+
+// stripped runs a watch stream through the transport wrapper, as the response to a watch.
+func stripped(t testing.TB, contentType string, stream []byte) io.ReadCloser {
+	t.Helper()
+	rt := watch.StripFieldSets(roundTrip(func(*http.Request) (*http.Response, error) {
+		h := http.Header{}
+		h.Set("Content-Type", contentType)
+		return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(bytes.NewReader(stream))}, nil
+	}))
+	resp, err := rt.RoundTrip(&http.Request{URL: &url.URL{Path: "/api/v1/pods"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Body
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestStripFieldSetsRealObjects runs every object of a real recording, in the protobuf the
+// apiserver sends, through the stripping and client-go's watch decoder: each must decode to
+// the object without its field sets and nothing else changed, and to what Transform keeps of
+// the object as sent.
+func TestStripFieldSetsRealObjects(t *testing.T) {
+	info := protobufInfo(t)
+	var stream []byte
+	var want []runtime.Object
+	for _, objs := range wholeObjects(t, 0) {
+		for _, o := range objs {
+			stream = append(stream, watchFrame(t, "MODIFIED", o)...)
+			want = append(want, o)
+		}
+	}
+	// What must pass through as it came: an ERROR event's Status, a bookmark.
+	status := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}
+	stream = append(stream, watchFrame(t, "ERROR", status)...)
+	want = append(want, status)
+
+	got, err := decodeWatch(info, stripped(t, runtime.ContentTypeProtobuf+";stream=watch", stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("decoded %d objects, want %d", len(got), len(want))
+	}
+	withFieldSets := 0
+	for i := range want {
+		if m, err := meta.Accessor(want[i]); err == nil {
+			for _, f := range m.GetManagedFields() {
+				if f.FieldsV1 != nil {
+					withFieldSets++
+					break
+				}
+			}
+		}
+		if !apiequality.Semantic.DeepEqual(got[i], withoutFieldSets(want[i])) {
+			t.Fatalf("object %d (%T) differs once stripped:\nwant %s\ngot  %s", i, want[i], jsonText(withoutFieldSets(want[i])), jsonText(got[i]))
+		}
+		a, _ := tracer.Kinds.Transform(got[i])
+		b, _ := tracer.Kinds.Transform(want[i].DeepCopyObject())
+		if !apiequality.Semantic.DeepEqual(a, b) {
+			t.Fatalf("object %d (%T): Transform keeps something else once stripped", i, want[i])
+		}
+	}
+	if withFieldSets < len(want)/2 {
+		t.Fatalf("only %d of %d objects had field sets: not the recording meant", withFieldSets, len(want))
+	}
+
+	// The bytes client-go reads shrink by the field sets.
+	out, _ := io.ReadAll(stripped(t, runtime.ContentTypeProtobuf+";stream=watch", stream))
+	if len(out) > len(stream)*3/4 {
+		t.Errorf("stripped stream is %d bytes of %d", len(out), len(stream))
+	}
+	// Not a protobuf watch: as it came.
+	for _, ct := range []string{runtime.ContentTypeProtobuf, runtime.ContentTypeJSON + ";stream=watch"} {
+		same, _ := io.ReadAll(stripped(t, ct, stream))
+		if !bytes.Equal(same, stream) {
+			t.Errorf("%s: the response changed", ct)
+		}
+	}
+}
+
+// TestStripFramePassesThrough: what is not on the path as the API's encoding lays it out is
+// handed on byte for byte.
+func TestStripFramePassesThrough(t *testing.T) {
+	pod := wholeObjects(t, 1)[tracer.StreamPods][0]
+	frame := watchFrame(t, "ADDED", pod)
+	var ev metav1.WatchEvent
+	if err := ev.Unmarshal(frame[4:]); err != nil {
+		t.Fatal(err)
+	}
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(ev.Object.Raw[4:]); err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(ev *metav1.WatchEvent, unk *runtime.Unknown){
+		"JSON inside":           func(_ *metav1.WatchEvent, u *runtime.Unknown) { u.ContentType = runtime.ContentTypeJSON },
+		"compressed":            func(_ *metav1.WatchEvent, u *runtime.Unknown) { u.ContentEncoding = "gzip" },
+		"a kind not in scheme":  func(_ *metav1.WatchEvent, u *runtime.Unknown) { u.Kind = "Widget" },
+		"a list":                func(_ *metav1.WatchEvent, u *runtime.Unknown) { u.Kind = "PodList" },
+		"no envelope":           func(ev *metav1.WatchEvent, u *runtime.Unknown) { ev.Object.Raw = u.Raw },
+		"a truncated object":    func(_ *metav1.WatchEvent, u *runtime.Unknown) { u.Raw = u.Raw[:len(u.Raw)/3] },
+		"a truncated envelope?": func(ev *metav1.WatchEvent, _ *runtime.Unknown) { ev.Object.Raw = ev.Object.Raw[:40] },
+	} {
+		e, u := ev, unk
+		u.Raw = append([]byte(nil), unk.Raw...)
+		ub, _ := u.Marshal()
+		e.Object.Raw = append([]byte("k8s\x00"), ub...)
+		change(&e, &u)
+		if name != "no envelope" && name != "a truncated envelope?" {
+			ub, _ = u.Marshal()
+			e.Object.Raw = append([]byte("k8s\x00"), ub...)
+		}
+		b, _ := e.Marshal()
+		got := watch.StripFrame(nil, b)
+		if !bytes.Equal(got[4:], b) || binary.BigEndian.Uint32(got) != uint32(len(b)) {
+			if name == "a truncated object" || name == "a truncated envelope?" {
+				continue // invalid: what comes out need only not be longer; the fuzz target holds it
+			}
+			t.Errorf("%s: rewritten", name)
+		}
+	}
+}
+
+// TestNewClientsStripsFieldSets: the client readyspan watches through hands the informers
+// objects without field sets, and the JSON one objects as sent.
+func TestNewClientsStripsFieldSets(t *testing.T) {
+	objects := capturedObjects(t)
+	objects[tracer.StreamPods] = wholeObjects(t, 20)[tracer.StreamPods]
+	for _, enc := range []watch.Encoding{watch.EncodingProtobuf, watch.EncodingJSON} {
+		srv := newEncodingServer(t, objects, true, false)
+		client, jsonClient, err := watch.NewClients(&rest.Config{Host: srv.URL}, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := watch.NewWatcher(client, tracer.Kinds, watch.Config{Encoding: enc, JSONClient: jsonClient}, nil, nil)
+		var mu sync.Mutex
+		fieldSets := 0
+		w.SetTransform(func(obj any) (any, error) {
+			if m, err := meta.Accessor(obj); err == nil {
+				for _, f := range m.GetManagedFields() {
+					if f.FieldsV1 != nil {
+						mu.Lock()
+						fieldSets++
+						mu.Unlock()
+					}
+				}
+			}
+			return tracer.Kinds.Transform(obj)
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		w.Start(ctx)
+		if err := w.WaitForSync(ctx); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		cancel()
+		mu.Lock()
+		if enc == watch.EncodingProtobuf && fieldSets != 0 {
+			t.Errorf("protobuf: %d field sets reached the informers", fieldSets)
+		}
+		if enc == watch.EncodingJSON && fieldSets == 0 {
+			t.Errorf("JSON: no field set reached the informers: the test's objects have none")
+		}
+		mu.Unlock()
+	}
+}
+
+// FuzzStripFrame feeds arbitrary bytes as a watch event: the stripping never panics, never
+// lengthens a frame, and an event it rewrites that client-go decodes as sent decodes the same
+// stripped, less the field sets. (An event it cannot follow, a group protobuf's own parser
+// rejects say, passes through as it came.)
+func FuzzStripFrame(f *testing.F) {
+	now := metav1.Now()
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+		Time: &now, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`), Subresource: "status"}}
+	f.Add(watchFrame(f, "ADDED", &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", ManagedFields: managed},
+		Spec:       corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}}}})[4:])
+	f.Add(watchFrame(f, "MODIFIED", &corev1.Event{TypeMeta: metav1.TypeMeta{Kind: "Event", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", ManagedFields: managed}, Reason: "Pulled"})[4:])
+	f.Add(watchFrame(f, "ERROR", &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Code: 410})[4:])
+	info := protobufInfo(f)
+	f.Fuzz(func(t *testing.T, event []byte) {
+		out := watch.StripFrame(nil, event)
+		if len(out) < 4 || int(binary.BigEndian.Uint32(out)) != len(out)-4 || len(out)-4 > len(event) {
+			t.Fatalf("frame of %d bytes became %d, header %x", len(event), len(out)-4, out[:min(4, len(out))])
+		}
+		if bytes.Equal(out[4:], event) {
+			return // passed through as it came: what client-go makes of it is as before
+		}
+		in := append(binary.BigEndian.AppendUint32(nil, uint32(len(event))), event...)
+		want, err := decodeWatch(info, io.NopCloser(bytes.NewReader(in)))
+		if err != nil || len(want) != 1 {
+			return
+		}
+		got, err := decodeWatch(info, io.NopCloser(bytes.NewReader(out)))
+		if err != nil || len(got) != 1 {
+			t.Fatalf("decoded as sent, not once stripped: %v", err)
+		}
+		if !apiequality.Semantic.DeepEqual(got[0], withoutFieldSets(want[0])) {
+			t.Fatalf("stripped differs:\nwant %s\ngot  %s", jsonText(withoutFieldSets(want[0])), jsonText(got[0]))
+		}
+	})
+}
+
+// BenchmarkWatchDecode is client-go's decoding of a real protobuf watch stream (the Pods of the
+// ceiling's recording), as sent and with the field sets stripped first.
+func BenchmarkWatchDecode(b *testing.B) {
+	info := protobufInfo(b)
+	var stream []byte
+	pods := wholeObjects(b, 0)[tracer.StreamPods]
+	for _, o := range pods {
+		stream = append(stream, watchFrame(b, "MODIFIED", o)...)
+	}
+	for _, bc := range []struct {
+		name  string
+		strip bool
+	}{{"as sent", false}, {"stripped", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(stream)))
+			for b.Loop() {
+				var body io.ReadCloser = io.NopCloser(bytes.NewReader(stream))
+				if bc.strip {
+					body = stripped(b, runtime.ContentTypeProtobuf+";stream=watch", stream)
+				}
+				if objs, err := decodeWatch(info, body); err != nil || len(objs) != len(pods) {
+					b.Fatalf("%d objects, %v", len(objs), err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pods)), "ns/event")
+		})
+	}
+}
