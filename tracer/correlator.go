@@ -16,6 +16,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -198,7 +199,7 @@ func (c *Correlator) resumes(p *corev1.Pod) bool {
 	if c.cfg.ResumeAfter.IsZero() || c.cfg.ResumeSkip[string(p.UID)] {
 		return false
 	}
-	cond := condition(p, corev1.PodReady)
+	cond := objects.Condition(p, corev1.PodReady)
 	return cond != nil && !cond.LastTransitionTime.Time.Before(c.cfg.ResumeAfter.Add(-time.Second))
 }
 
@@ -206,7 +207,7 @@ func (c *Correlator) resumes(p *corev1.Pod) bool {
 // endpoints: readyspan is stopping, and a later run will not trace what is Ready already.
 func (c *Correlator) Drain() {
 	for _, ps := range c.sortedPods() {
-		if isReady(ps.pod) {
+		if objects.IsReady(ps.pod) {
 			c.finish(ps, phases.OutcomeReady, "", time.Time{})
 		}
 	}
@@ -274,7 +275,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		if d.Type == watch.Deleted {
 			return
 		}
-		if isReady(p) && !c.cfg.Backfill && !c.resumes(p) {
+		if objects.IsReady(p) && !c.cfg.Backfill && !c.resumes(p) {
 			// Ready before readyspan saw it start: another readyspan (or an earlier run) saw
 			// its startup, or nobody did; either way it is not ours to invent.
 			c.done[p.UID] = struct{}{}
@@ -292,7 +293,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		ps = c.startPod(d, p)
 	}
 	ps.update(p, d.WatchTime())
-	if isReady(p) {
+	if objects.IsReady(p) {
 		c.ready[p.UID] = ps
 	} else {
 		delete(c.ready, p.UID)
@@ -307,10 +308,10 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		if ps.failureReason == "" {
 			ps.firstFailure, ps.failureReason = d.Recv, f
 		}
-	} else if ps.failureReason != "" && isReady(p) {
+	} else if ps.failureReason != "" && objects.IsReady(p) {
 		ps.firstFailure, ps.failureReason = time.Time{}, ""
 	}
-	if isReady(p) && ps.readyAt.IsZero() {
+	if objects.IsReady(p) && ps.readyAt.IsZero() {
 		ps.readyAt = d.Recv
 	}
 	if d.Type == watch.Deleted || p.DeletionTimestamp != nil {
@@ -321,7 +322,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 				ps.deletedAt = p.DeletionTimestamp.Time
 			}
 		}
-		if !isReady(p) {
+		if !objects.IsReady(p) {
 			if ps.awaitsPreempted() && !d.Recv.IsZero() {
 				c.check(ps, d.Recv) // the scheduler's event naming the preemptor follows the delete
 				return
@@ -488,7 +489,7 @@ func (c *Correlator) check(ps *podState, now time.Time) {
 // checkNow exports the Pod's trace if it is complete at now. dueTime follows its branches.
 func (c *Correlator) checkNow(ps *podState, now time.Time) {
 	p := ps.pod
-	if !ps.deletedAt.IsZero() && !isReady(p) {
+	if !ps.deletedAt.IsZero() && !objects.IsReady(p) {
 		// Deleted before Ready, held for the Preempted event: finished once it is in, or
 		// after preemptedWait without it.
 		if !ps.awaitsPreempted() || now.IsZero() || now.Sub(ps.deletedAt) >= preemptedWait {
@@ -496,7 +497,7 @@ func (c *Correlator) checkNow(ps *podState, now time.Time) {
 		}
 		return
 	}
-	if isReady(p) {
+	if objects.IsReady(p) {
 		_, served := c.endpointReady[p.UID]
 		if served || !c.hasService(ps) {
 			if c.cfg.Settle > 0 && !now.IsZero() {
@@ -667,7 +668,7 @@ func (c *Correlator) countPhase(ps *podState) {
 }
 
 func condTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
-	c := condition(p, t)
+	c := objects.Condition(p, t)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 

@@ -98,7 +98,7 @@ func (c *Correlator) daemonSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, 
 	}
 	if ch := o.latestChange(obs); ch != nil {
 		obs.RootPersisted, obs.Client, obs.Cause, obs.Trigger = ch.persisted, ch.client, phases.CauseChange, ch.persisted
-		applyAudit(obs, c.auditFor(string(ResourceDaemonSets), o.namespace, o.name, firstOf(ch.persisted)))
+		applyAudit(obs, c.auditFor(string(ResourceDaemonSets), o.namespace, o.name, phases.FirstOf(ch.persisted)))
 	}
 }
 

@@ -80,7 +80,7 @@ func (c *Correlator) handleDeploymentEvent(e *events.Event) bool {
 		// ten steps of one Deployment in ten minutes, every next one) is this step's.
 		return true
 	}
-	combined := strings.HasPrefix(e.Message, combinedPrefix)
+	combined := strings.HasPrefix(e.Message, events.CombinedPrefix)
 	for _, rs := range c.replicaSets {
 		if rs.name != st.Target || rs.namespace != e.Namespace {
 			continue

@@ -14,6 +14,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -75,8 +76,8 @@ func (c *Correlator) handleJob(d *watch.Delta, j *batchv1.Job) {
 	if d.Type == watch.Added {
 		cur.persisted.Add(d.WatchTime(), phases.SourceWatch)
 	}
-	cur.client = creator(&j.ObjectMeta)
-	if ref := controllerOf(&j.ObjectMeta); ref != nil && ref.Kind == "CronJob" {
+	cur.client = objects.Creator(&j.ObjectMeta)
+	if ref := objects.ControllerOf(&j.ObjectMeta); ref != nil && ref.Kind == "CronJob" {
 		cur.cronJob = ref.Name
 		cur.client = ""
 		// RFC 3339 in the CronJob's time zone (cronjob/utils.go, getJobFromTemplate2).
@@ -104,13 +105,6 @@ func slimJob(j *batchv1.Job) {
 // maxTimestampLen bounds an annotation kept as a time: RFC 3339 with a zone is 25 bytes.
 const maxTimestampLen = 64
 
-// creator is the field manager that created the object: the oldest entry of a client (not the
-// controller manager) on the main resource.
-func creator(m *metav1.ObjectMeta) string {
-	who, _ := clientEntry(m, false)
-	return who
-}
-
 // jobRoot roots a Pod of the Job's first wave at the Job's creation. A later Pod follows one of
 // the Job's that went: a succeeded one (the next completion) or a failed, evicted or deleted one
 // (its replacement, which links to it); one that follows none readyspan saw stays
@@ -119,7 +113,7 @@ func creator(m *metav1.ObjectMeta) string {
 func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
 	obs.Controllers = append(obs.Controllers, phases.Controller{Kind: owner.Kind, Name: owner.Name})
 	j := c.jobs()[owner.UID]
-	if j == nil || !atOrBefore(j.persisted, obs.Created) {
+	if j == nil || !phases.AtOrBefore(j.persisted, obs.Created) {
 		return
 	}
 	first := j.made < j.wave

@@ -13,6 +13,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -99,7 +100,7 @@ func init() {
 	Kinds, byIndex = watch.NewRegistry(ws...), kinds
 	for _, k := range kinds {
 		if k.manager != "" {
-			controllerManagers[k.manager] = true
+			objects.RegisterManager(k.manager)
 		}
 	}
 	of := func(obj runtime.Object) *kind {

@@ -43,7 +43,7 @@ type rejectionState struct {
 // rejectionMessage is the apiserver's error an Event or condition quotes, with the recorder's
 // and the controller's prefixes dropped.
 func rejectionMessage(msg string) string {
-	msg = strings.TrimPrefix(msg, combinedPrefix)
+	msg = strings.TrimPrefix(msg, events.CombinedPrefix)
 	msg = strings.TrimPrefix(msg, "Error creating: ")
 	if i := strings.Index(msg, " failed error: "); i >= 0 && strings.HasPrefix(strings.ToLower(msg), "create pod ") {
 		msg = msg[i+len(" failed error: "):] // the statefulset controller's

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -64,7 +65,7 @@ func (c *Correlator) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
 	}
 	if cur == nil {
 		cur = &replicaSet{name: rs.Name, namespace: rs.Namespace}
-		if owner := controllerOf(&rs.ObjectMeta); owner != nil {
+		if owner := objects.ControllerOf(&rs.ObjectMeta); owner != nil {
 			if k := kindNamed(owner.APIVersion, owner.Kind); k != nil && k.scalesReplicaSets {
 				cur.scaler = &scalerRef{kind: k, uid: owner.UID, name: owner.Name}
 			}

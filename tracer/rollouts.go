@@ -15,6 +15,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -300,7 +301,7 @@ func (r *rollouts) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
 		delete(r.rsCreated, objectName{rs.Namespace, rs.Name})
 		return
 	}
-	if owner := controllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
+	if owner := objects.ControllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
 		r.rsOwner[rs.UID] = owner.UID
 		if r.ownedRS[owner.UID] == nil {
 			r.ownedRS[owner.UID] = map[types.UID]bool{}
@@ -328,7 +329,7 @@ func (r *rollouts) workloadOf(p *wlPod) (*workloadState, types.UID) {
 }
 
 func (r *rollouts) handlePod(d *watch.Delta, p *corev1.Pod) {
-	owner := controllerOf(&p.ObjectMeta)
+	owner := objects.ControllerOf(&p.ObjectMeta)
 	if owner == nil || owner.Kind != "ReplicaSet" && owner.Kind != "StatefulSet" && owner.Kind != "DaemonSet" {
 		return
 	}
@@ -358,7 +359,7 @@ func (r *rollouts) handlePod(d *watch.Delta, p *corev1.Pod) {
 		}
 	}
 	wp.node = p.Spec.NodeName
-	if c := condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !wp.ready.Known() {
+	if c := objects.Condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !wp.ready.Known() {
 		wp.ready.Add(d.WatchTime(), phases.SourceWatch)
 		wp.ready.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
@@ -402,7 +403,7 @@ func (r *rollouts) handleEvent(e *events.Event) (known bool) {
 	if !ok || !known {
 		return known
 	}
-	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
+	if e.Count > 1 || strings.HasPrefix(e.Message, events.CombinedPrefix) {
 		// A rewrite of a combined (or repeated) Event: its name and eventTime are the first
 		// occurrence's; this one happened at its lastTimestamp, just before it was received.
 		st.Time.Add(e.Last.Time(), phases.SourceEventSeconds)
@@ -714,7 +715,7 @@ func (r *rollouts) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
 
 // matchSteps attributes each Pod to the step that created or removed it: the latest step of its
 // owner, in its direction, at or before its creation (or its deletion's request) by the precise
-// stamps (atOrBefore), with room left; never a later one, which is another wave's, however close
+// stamps (phases.AtOrBefore), with room left; never a later one, which is another wave's, however close
 // (steps are two seconds apart when each waits for a readiness probe, milliseconds with room to
 // surge). A Deployment's step names a ReplicaSet and a count; a StatefulSet's or DaemonSet's
 // names the Pod. Steps are in time order and the Pods in the order they were created (removed).
@@ -799,7 +800,7 @@ func (m *stepMatcher) match(pool []*wlPod, up bool) {
 func (m *stepMatcher) stepOf(p *wlPod, t phases.Times, up bool) int {
 	for i := len(m.steps) - 1; i >= 0; i-- {
 		s := &m.steps[i]
-		if s.Up == up && m.room[i] > 0 && m.owns(s, p) && atOrBefore(m.at[i], t) {
+		if s.Up == up && m.room[i] > 0 && m.owns(s, p) && phases.AtOrBefore(m.at[i], t) {
 			return i
 		}
 	}
@@ -810,7 +811,7 @@ func (m *stepMatcher) stepOf(p *wlPod, t phases.Times, up bool) int {
 	for i := range m.steps {
 		s := &m.steps[i]
 		st, _ := s.Time.Earliest()
-		if _, _, precise := samePrecision(m.at[i], t); precise {
+		if _, _, precise := phases.SamePrecision(m.at[i], t); precise {
 			continue
 		}
 		if s.Up == up && m.room[i] > 0 && m.owns(s, p) && !pt.Time().Before(st.Time().Add(-time.Second)) {

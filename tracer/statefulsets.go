@@ -108,7 +108,7 @@ func (c *Correlator) statefulSetRoot(ref *metav1.OwnerReference, obs *phases.Pod
 		return
 	}
 	obs.RootPersisted, obs.Client, obs.Cause, obs.Trigger = ch.persisted, ch.client, phases.CauseChange, ch.persisted
-	applyAudit(obs, c.auditFor(string(ResourceStatefulSets), o.namespace, o.name, firstOf(ch.persisted)))
+	applyAudit(obs, c.auditFor(string(ResourceStatefulSets), o.namespace, o.name, phases.FirstOf(ch.persisted)))
 	if !o.ordered {
 		return
 	}
@@ -118,12 +118,12 @@ func (c *Correlator) statefulSetRoot(ref *metav1.OwnerReference, obs *phases.Pod
 	}
 	prev := base + "-" + strconv.Itoa(ordinal-1)
 	r, ok := o.ready[prev]
-	if !ok || !atOrBefore(r.at, obs.Created) {
+	if !ok || !phases.AtOrBefore(r.at, obs.Created) {
 		return
 	}
 	// The controller had to wait for the Pod before to be Ready, unless it was Ready before
 	// the change.
-	if rs, _ := r.at.Resolve(); rs.At > firstInstant(ch.persisted) {
+	if rs, _ := r.at.Resolve(); rs.At > phases.FirstInstant(ch.persisted) {
 		obs.Cause, obs.CauseObject, obs.Trigger = phases.CausePredecessorReady, prev, r.at
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 )
 
 // Annotations readyspan reads from workloads, and the two it writes into its own cached copies:
@@ -62,7 +63,7 @@ func baseView(kind string, m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) w
 		ref:        rollout.Workload{Kind: kind, Name: m.Name, Namespace: m.Namespace, UID: string(m.UID)},
 		generation: m.Generation, created: m.CreationTimestamp.Time, meta: m, template: tmpl,
 	}
-	v.client, v.changed = clientChange(m)
+	v.client, v.changed = objects.ClientChange(m)
 	return v
 }
 
@@ -181,7 +182,7 @@ func (s *signatureMemo) of(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *me
 // writing new Events and rewrites one, "(combined from similar events): " and the latest
 // message, counting them: each rewrite is one more step.
 func stepOf(e *events.Event) (st rollout.Step, ok, known bool) {
-	msg := strings.TrimPrefix(e.Message, combinedPrefix)
+	msg := strings.TrimPrefix(e.Message, events.CombinedPrefix)
 	st.From, st.To, st.Message = -1, -1, msg
 	k := kindNamed(e.Regarding.APIVersion, e.Regarding.Kind)
 	if k == nil || k.step == nil {
