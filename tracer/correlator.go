@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
@@ -53,13 +55,10 @@ type Config struct {
 	// asynchronously; they can arrive after the status that completes the trace). Zero
 	// exports at once, as replay and explain do.
 	Settle time.Duration
-	// Rollouts receives one trace per workload rollout; nil traces none.
-	Rollouts RolloutSink
-	// RolloutStuckAfter: a rollout without the controller's verdict this long is exported as
-	// failed.
-	RolloutStuckAfter time.Duration
-	// RolloutBlockedAfter: a rollout whose Pod creates have been refused this long, with none
-	// made since, is exported as blocked.
+	// Rollouts, RolloutStuckAfter and RolloutBlockedAfter are the rollout tracker's Sink,
+	// StuckAfter and BlockedAfter (tracker.Config).
+	Rollouts            tracker.Sink
+	RolloutStuckAfter   time.Duration
 	RolloutBlockedAfter time.Duration
 }
 
@@ -76,12 +75,6 @@ func (c *Config) defaults() {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
-	if c.RolloutStuckAfter <= 0 {
-		c.RolloutStuckAfter = DefaultRolloutStuckAfter
-	}
-	if c.RolloutBlockedAfter <= 0 {
-		c.RolloutBlockedAfter = DefaultRolloutBlockedAfter
-	}
 }
 
 // Sink receives each finished trace. It must not block: exporters queue.
@@ -95,7 +88,8 @@ type SinkFunc func(*phases.Trace)
 // Export calls f.
 func (f SinkFunc) Export(t *phases.Trace) { f(t) }
 
-// Stats receives the correlator's self-observations (for readyspan's own metrics).
+// Stats receives the correlator's self-observations (for readyspan's own metrics). One that
+// is also a tracker.Stats or a rollout.RejectedCreates gets the rollout tracker's too.
 type Stats interface {
 	Delta(resource string)
 	Dropped(reason string)
@@ -146,7 +140,7 @@ type Correlator struct {
 	// unknownShapes holds the (reason, shape) of unknown message formats already logged.
 	unknownShapes map[string]bool
 	now           time.Time // the latest time seen, for replay without a clock
-	rollouts      *rollouts
+	rollouts      *tracker.Tracker
 	// due holds the in-flight Pods that the clock alone can finish, soonest first.
 	due dueHeap
 	// servicesDirty says a Service changed since the last tick: a Ready Pod may now wait for
@@ -189,7 +183,11 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		inPhase:       map[string]int{},
 		owners:        map[types.UID]*owner{},
 	}
-	c.rollouts = newRollouts(cfg, cfg.Rollouts, stats, c.auditFor)
+	progress, _ := stats.(tracker.Stats)
+	rejected, _ := stats.(rollout.RejectedCreates)
+	c.rollouts = tracker.New(tracker.Config{Backfill: cfg.Backfill, StuckAfter: cfg.RolloutStuckAfter,
+		BlockedAfter: cfg.RolloutBlockedAfter, Sink: cfg.Rollouts, Stats: progress, Rejected: rejected,
+		Audit: c.auditFor, Steps: stepOf})
 	return c
 }
 
@@ -571,7 +569,7 @@ func (c *Correlator) Tick(now time.Time) {
 	c.runDue(now)
 	c.stats.InPhase(c.inPhase)
 	c.prune(now)
-	c.rollouts.tick(now)
+	c.rollouts.Tick(now)
 }
 
 // orphanAfter is how long events about a Pod readyspan never sees (another namespace's, one the
@@ -625,7 +623,7 @@ func (c *Correlator) Flush(outcome phases.Outcome) {
 	for _, ps := range c.sortedPods() {
 		c.finish(ps, outcome, ps.failureReason, c.now)
 	}
-	c.rollouts.flush(c.now)
+	c.rollouts.Flush(c.now)
 }
 
 func (c *Correlator) sortedPods() []*podState {
@@ -705,7 +703,7 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	}
 	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.pod)})
 	c.warnInconsistent(tr)
-	c.rollouts.podTrace(tr)
+	c.rollouts.PodTrace(tr)
 	c.sink.Export(tr)
 }
 

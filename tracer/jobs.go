@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
@@ -174,7 +175,7 @@ var jobKind = &kind{
 	handle: func(c *Correlator, d watch.Delta) { c.handleJob(&d, d.Object.(*batchv1.Job)) },
 	// The job controller's SuccessfulCreate is the replicaset controller's: "Created pod: NAME".
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
-	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleRejection(e) }, // FailedCreate: counted
+	rolloutEvents: func(r *tracker.Tracker, e *events.Event) bool { return r.HandleRejection(e) }, // FailedCreate: counted
 	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, _ *corev1.Pod) {
 		c.jobRoot(owner, obs)
 	},

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/tracer/objects"
 )
@@ -906,7 +907,7 @@ var podKind = &kind{
 		},
 	},
 	handle:  func(c *Correlator, d watch.Delta) { c.handlePod(&d, d.Object.(*corev1.Pod)) },
-	rollout: func(r *rollouts, d watch.Delta) { r.handlePod(&d, d.Object.(*corev1.Pod)) },
+	rollout: func(r *tracker.Tracker, d watch.Delta) { r.HandlePod(&d, d.Object.(*corev1.Pod)) },
 }
 
 // slimPod keeps of a Pod what the correlator reads: no annotations, no env, args or commands
