@@ -4,6 +4,7 @@ import (
 	"github.com/readyspan/readyspan/leader"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer"
 )
 
@@ -41,7 +42,7 @@ func (r *router) pod(t *phases.Trace) {
 	r.gate.Offer(t)
 }
 
-// rollout routes a finished rollout trace (the correlator's RolloutSink). Rollout traces have
+// rollout routes a finished rollout trace (the rollout tracker's Sink). Rollout traces have
 // deterministic IDs, so one a new leader exports again merges with the first in the backend:
 // the gate need not hold them.
 func (r *router) rollout(t *rollout.Trace) {
@@ -56,8 +57,8 @@ func (r *router) rollout(t *rollout.Trace) {
 	}
 }
 
-func (r *router) sinks() (tracer.Sink, tracer.RolloutSink) {
-	return tracer.SinkFunc(r.pod), tracer.RolloutSinkFunc(r.rollout)
+func (r *router) sinks() (tracer.Sink, tracker.Sink) {
+	return tracer.SinkFunc(r.pod), tracker.SinkFunc(r.rollout)
 }
 
 // The exporters, as the router sees them.

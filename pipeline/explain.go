@@ -15,6 +15,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
@@ -49,7 +50,7 @@ func Explain(ctx context.Context, env Env, target Target, s Sinks) error {
 		})
 	}
 	if s.Rollouts != nil {
-		only.Rollouts = tracer.RolloutSinkFunc(func(t *rollout.Trace) {
+		only.Rollouts = tracker.SinkFunc(func(t *rollout.Trace) {
 			if t.Rollout.Workload.UID == chosen.workload {
 				s.Rollouts.ExportRollout(t)
 			}

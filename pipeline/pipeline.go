@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -78,7 +79,7 @@ type Sinks struct {
 	// Pods takes each finished Pod trace.
 	Pods tracer.Sink
 	// Rollouts takes each finished rollout trace.
-	Rollouts tracer.RolloutSink
+	Rollouts tracker.Sink
 	// Deltas sees each delta of a live pipeline before the correlator does (a recording). A
 	// live pipeline with Deltas alone builds no correlator.
 	Deltas func(watch.Delta)

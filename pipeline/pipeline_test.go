@@ -13,6 +13,7 @@ import (
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -50,7 +51,7 @@ func TestNewLiveCorrelatesOnlyForTraceSinks(t *testing.T) {
 	}{
 		{"deltas only", Sinks{Deltas: func(watch.Delta) {}}, false},
 		{"Pods", Sinks{Pods: tracer.SinkFunc(func(*phases.Trace) {})}, true},
-		{"rollouts only", Sinks{Rollouts: tracer.RolloutSinkFunc(func(*rollout.Trace) {})}, true},
+		{"rollouts only", Sinks{Rollouts: tracker.SinkFunc(func(*rollout.Trace) {})}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLive(Options{}, env, tc.sinks)
@@ -72,7 +73,7 @@ func TestReplayIgnoresLiveTiming(t *testing.T) {
 		var out []string
 		Replay(o, deltas, Sinks{
 			Pods:     tracer.SinkFunc(func(t *phases.Trace) { out = append(out, "pod "+t.TraceID.String()) }),
-			Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { out = append(out, "rollout "+t.TraceID.String()) }),
+			Rollouts: tracker.SinkFunc(func(t *rollout.Trace) { out = append(out, "rollout "+t.TraceID.String()) }),
 		})
 		return out
 	}
@@ -99,7 +100,7 @@ func TestExportOTLP(t *testing.T) {
 	var rollouts []*rollout.Trace
 	Replay(Options{}, deltas, Sinks{
 		Pods:     tracer.SinkFunc(func(t *phases.Trace) { pods = append(pods, t) }),
-		Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+		Rollouts: tracker.SinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
 	})
 	backend, err := otlpin.Listen(otlpin.Config{Addr: "127.0.0.1:0"}, otlpin.NewStore(time.Minute, 1<<20, nil), nil, nil)
 	if err != nil {

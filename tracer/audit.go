@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -31,7 +32,7 @@ func (c *Correlator) auditFor(resource, namespace, name string, before time.Time
 	list := c.audit[watch.AuditKey(resource, namespace, name)]
 	for i := len(list) - 1; i >= 0; i-- {
 		a := list[i]
-		if a.Client() == controllerManager {
+		if a.Client() == objects.ControllerManager {
 			continue
 		}
 		if before.IsZero() || !a.RequestReceived.After(before.Add(time.Second)) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -94,7 +95,7 @@ func (c *Correlator) handleWorkloadChange(d *watch.Delta, m *metav1.ObjectMeta) 
 	o.generation = m.Generation
 	var ch workloadChange
 	var at time.Time
-	ch.client, at = clientChange(m)
+	ch.client, at = objects.ClientChange(m)
 	if m.Generation == 1 {
 		at = m.CreationTimestamp.Time
 	}
@@ -119,7 +120,7 @@ func (c *Correlator) handleWorkloadChange(d *watch.Delta, m *metav1.ObjectMeta) 
 // Ready, a Pod going (deleted, evicted, failed, succeeded). It runs for every version of every
 // controlled Pod, traced or not (one already exported still goes later).
 func (c *Correlator) notePod(d *watch.Delta, p *corev1.Pod) {
-	ref := controllerOf(&p.ObjectMeta)
+	ref := objects.ControllerOf(&p.ObjectMeta)
 	if ref == nil {
 		return
 	}
@@ -130,7 +131,7 @@ func (c *Correlator) notePod(d *watch.Delta, p *corev1.Pod) {
 	}
 	terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	going := d.Type == watch.Deleted || p.DeletionTimestamp != nil || terminal
-	ready := ref.Kind == "StatefulSet" && isReady(p)
+	ready := ref.Kind == "StatefulSet" && objects.IsReady(p)
 	if !going && !ready {
 		return
 	}
@@ -145,7 +146,7 @@ func (c *Correlator) notePod(d *watch.Delta, p *corev1.Pod) {
 			}
 			if len(o.ready) < maxReadyNames || ok {
 				var at phases.Times
-				if cond := condition(p, corev1.PodReady); cond != nil {
+				if cond := objects.Condition(p, corev1.PodReady); cond != nil {
 					at.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
 				}
 				at.Add(d.WatchTime(), phases.SourceWatch)
@@ -236,7 +237,7 @@ func whyEndedUnbounded(p *corev1.Pod) string {
 	if p.Status.Reason == "Evicted" {
 		return "evicted"
 	}
-	if cond := condition(p, corev1.DisruptionTarget); cond != nil && cond.Status == corev1.ConditionTrue {
+	if cond := objects.Condition(p, corev1.DisruptionTarget); cond != nil && cond.Status == corev1.ConditionTrue {
 		if cond.Reason == "EvictionByEvictionAPI" || cond.Reason == "TerminationByKubelet" {
 			return "evicted"
 		}
@@ -286,7 +287,7 @@ func (o *owner) followed(obs *phases.Pod, match func(e *endedPod) bool) *endedPo
 			continue
 		}
 		at := e.when()
-		if len(at) == 0 || !atOrBefore(at, obs.Created) {
+		if len(at) == 0 || !phases.AtOrBefore(at, obs.Created) {
 			continue
 		}
 		if s, _ := at.Resolve(); created.At.Sub(s.At) >= selfHealWindow {
@@ -324,7 +325,7 @@ func (o *owner) latestChange(obs *phases.Pod) *workloadChange {
 	created, _ := obs.Created.Resolve()
 	for i := len(o.changes) - 1; i >= 0; i-- {
 		ch := &o.changes[i]
-		if !atOrBefore(ch.persisted, obs.Created) {
+		if !phases.AtOrBefore(ch.persisted, obs.Created) {
 			continue
 		}
 		if s, _ := ch.persisted.Resolve(); created.At.Sub(s.At) >= selfHealWindow {
@@ -354,14 +355,4 @@ func statefulOrdinal(name string) (string, int, bool) {
 		return "", 0, false
 	}
 	return name[:i], n, true
-}
-
-func firstOf(t phases.Times) time.Time {
-	s, _ := t.Earliest()
-	return s.Time()
-}
-
-func firstInstant(t phases.Times) phases.Instant {
-	s, _ := t.Resolve()
-	return s.At
 }

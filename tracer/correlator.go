@@ -15,7 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -52,13 +55,10 @@ type Config struct {
 	// asynchronously; they can arrive after the status that completes the trace). Zero
 	// exports at once, as replay and explain do.
 	Settle time.Duration
-	// Rollouts receives one trace per workload rollout; nil traces none.
-	Rollouts RolloutSink
-	// RolloutStuckAfter: a rollout without the controller's verdict this long is exported as
-	// failed.
-	RolloutStuckAfter time.Duration
-	// RolloutBlockedAfter: a rollout whose Pod creates have been refused this long, with none
-	// made since, is exported as blocked.
+	// Rollouts, RolloutStuckAfter and RolloutBlockedAfter are the rollout tracker's Sink,
+	// StuckAfter and BlockedAfter (tracker.Config).
+	Rollouts            tracker.Sink
+	RolloutStuckAfter   time.Duration
 	RolloutBlockedAfter time.Duration
 }
 
@@ -75,12 +75,6 @@ func (c *Config) defaults() {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
-	if c.RolloutStuckAfter <= 0 {
-		c.RolloutStuckAfter = DefaultRolloutStuckAfter
-	}
-	if c.RolloutBlockedAfter <= 0 {
-		c.RolloutBlockedAfter = DefaultRolloutBlockedAfter
-	}
 }
 
 // Sink receives each finished trace. It must not block: exporters queue.
@@ -94,7 +88,8 @@ type SinkFunc func(*phases.Trace)
 // Export calls f.
 func (f SinkFunc) Export(t *phases.Trace) { f(t) }
 
-// Stats receives the correlator's self-observations (for readyspan's own metrics).
+// Stats receives the correlator's self-observations (for readyspan's own metrics). One that
+// is also a tracker.Stats or a rollout.RejectedCreates gets the rollout tracker's too.
 type Stats interface {
 	Delta(resource string)
 	Dropped(reason string)
@@ -145,7 +140,7 @@ type Correlator struct {
 	// unknownShapes holds the (reason, shape) of unknown message formats already logged.
 	unknownShapes map[string]bool
 	now           time.Time // the latest time seen, for replay without a clock
-	rollouts      *rollouts
+	rollouts      *tracker.Tracker
 	// due holds the in-flight Pods that the clock alone can finish, soonest first.
 	due dueHeap
 	// servicesDirty says a Service changed since the last tick: a Ready Pod may now wait for
@@ -188,7 +183,11 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 		inPhase:       map[string]int{},
 		owners:        map[types.UID]*owner{},
 	}
-	c.rollouts = newRollouts(cfg, cfg.Rollouts, stats, c.auditFor)
+	progress, _ := stats.(tracker.Stats)
+	rejected, _ := stats.(rollout.RejectedCreates)
+	c.rollouts = tracker.New(tracker.Config{Backfill: cfg.Backfill, StuckAfter: cfg.RolloutStuckAfter,
+		BlockedAfter: cfg.RolloutBlockedAfter, Sink: cfg.Rollouts, Stats: progress, Rejected: rejected,
+		Audit: c.auditFor, Steps: stepOf})
 	return c
 }
 
@@ -198,7 +197,7 @@ func (c *Correlator) resumes(p *corev1.Pod) bool {
 	if c.cfg.ResumeAfter.IsZero() || c.cfg.ResumeSkip[string(p.UID)] {
 		return false
 	}
-	cond := condition(p, corev1.PodReady)
+	cond := objects.Condition(p, corev1.PodReady)
 	return cond != nil && !cond.LastTransitionTime.Time.Before(c.cfg.ResumeAfter.Add(-time.Second))
 }
 
@@ -206,7 +205,7 @@ func (c *Correlator) resumes(p *corev1.Pod) bool {
 // endpoints: readyspan is stopping, and a later run will not trace what is Ready already.
 func (c *Correlator) Drain() {
 	for _, ps := range c.sortedPods() {
-		if isReady(ps.pod) {
+		if objects.IsReady(ps.pod) {
 			c.finish(ps, phases.OutcomeReady, "", time.Time{})
 		}
 	}
@@ -274,7 +273,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		if d.Type == watch.Deleted {
 			return
 		}
-		if isReady(p) && !c.cfg.Backfill && !c.resumes(p) {
+		if objects.IsReady(p) && !c.cfg.Backfill && !c.resumes(p) {
 			// Ready before readyspan saw it start: another readyspan (or an earlier run) saw
 			// its startup, or nobody did; either way it is not ours to invent.
 			c.done[p.UID] = struct{}{}
@@ -292,7 +291,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		ps = c.startPod(d, p)
 	}
 	ps.update(p, d.WatchTime())
-	if isReady(p) {
+	if objects.IsReady(p) {
 		c.ready[p.UID] = ps
 	} else {
 		delete(c.ready, p.UID)
@@ -307,10 +306,10 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		if ps.failureReason == "" {
 			ps.firstFailure, ps.failureReason = d.Recv, f
 		}
-	} else if ps.failureReason != "" && isReady(p) {
+	} else if ps.failureReason != "" && objects.IsReady(p) {
 		ps.firstFailure, ps.failureReason = time.Time{}, ""
 	}
-	if isReady(p) && ps.readyAt.IsZero() {
+	if objects.IsReady(p) && ps.readyAt.IsZero() {
 		ps.readyAt = d.Recv
 	}
 	if d.Type == watch.Deleted || p.DeletionTimestamp != nil {
@@ -321,7 +320,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 				ps.deletedAt = p.DeletionTimestamp.Time
 			}
 		}
-		if !isReady(p) {
+		if !objects.IsReady(p) {
 			if ps.awaitsPreempted() && !d.Recv.IsZero() {
 				c.check(ps, d.Recv) // the scheduler's event naming the preemptor follows the delete
 				return
@@ -488,7 +487,7 @@ func (c *Correlator) check(ps *podState, now time.Time) {
 // checkNow exports the Pod's trace if it is complete at now. dueTime follows its branches.
 func (c *Correlator) checkNow(ps *podState, now time.Time) {
 	p := ps.pod
-	if !ps.deletedAt.IsZero() && !isReady(p) {
+	if !ps.deletedAt.IsZero() && !objects.IsReady(p) {
 		// Deleted before Ready, held for the Preempted event: finished once it is in, or
 		// after preemptedWait without it.
 		if !ps.awaitsPreempted() || now.IsZero() || now.Sub(ps.deletedAt) >= preemptedWait {
@@ -496,7 +495,7 @@ func (c *Correlator) checkNow(ps *podState, now time.Time) {
 		}
 		return
 	}
-	if isReady(p) {
+	if objects.IsReady(p) {
 		_, served := c.endpointReady[p.UID]
 		if served || !c.hasService(ps) {
 			if c.cfg.Settle > 0 && !now.IsZero() {
@@ -570,7 +569,7 @@ func (c *Correlator) Tick(now time.Time) {
 	c.runDue(now)
 	c.stats.InPhase(c.inPhase)
 	c.prune(now)
-	c.rollouts.tick(now)
+	c.rollouts.Tick(now)
 }
 
 // orphanAfter is how long events about a Pod readyspan never sees (another namespace's, one the
@@ -624,7 +623,7 @@ func (c *Correlator) Flush(outcome phases.Outcome) {
 	for _, ps := range c.sortedPods() {
 		c.finish(ps, outcome, ps.failureReason, c.now)
 	}
-	c.rollouts.flush(c.now)
+	c.rollouts.Flush(c.now)
 }
 
 func (c *Correlator) sortedPods() []*podState {
@@ -667,7 +666,7 @@ func (c *Correlator) countPhase(ps *podState) {
 }
 
 func condTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
-	c := condition(p, t)
+	c := objects.Condition(p, t)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
@@ -704,7 +703,7 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 	}
 	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.pod)})
 	c.warnInconsistent(tr)
-	c.rollouts.podTrace(tr)
+	c.rollouts.PodTrace(tr)
 	c.sink.Export(tr)
 }
 

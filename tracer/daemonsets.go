@@ -12,6 +12,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -35,7 +36,7 @@ var daemonSetKind = &kind{
 		}),
 		Transform: func(o runtime.Object) {
 			ds := o.(*appsv1.DaemonSet)
-			slimWorkload(ds, &ds.Spec.Template, &ds.ObjectMeta)
+			tracker.SlimWorkload(ds, &ds.Spec.Template, &ds.ObjectMeta)
 		},
 		KeepsIdentity: true, Workload: true, Audit: workloadWrites,
 		Snapshot: watch.SnapshotWorkloads, Verbs: watch.ReadVerbs,
@@ -49,10 +50,10 @@ var daemonSetKind = &kind{
 		o := d.Object.(*appsv1.DaemonSet)
 		c.handleWorkloadChange(&d, &o.ObjectMeta)
 	},
-	rollout: func(r *rollouts, d watch.Delta) { r.handleWorkload(&d, daemonSetView(d.Object.(*appsv1.DaemonSet))) },
+	rollout: func(r *tracker.Tracker, d watch.Delta) { r.HandleDaemonSet(&d, d.Object.(*appsv1.DaemonSet)) },
 	// "Created pod: agent-x7k2p" stamps the Pod's creation.
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
-	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
+	rolloutEvents: func(r *tracker.Tracker, e *events.Event) bool { return r.HandleEvent(e) },
 	step:          daemonSetStep,
 	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
 		c.daemonSetRoot(owner, obs, pod)
@@ -98,21 +99,6 @@ func (c *Correlator) daemonSetRoot(ref *metav1.OwnerReference, obs *phases.Pod, 
 	}
 	if ch := o.latestChange(obs); ch != nil {
 		obs.RootPersisted, obs.Client, obs.Cause, obs.Trigger = ch.persisted, ch.client, phases.CauseChange, ch.persisted
-		applyAudit(obs, c.auditFor(string(ResourceDaemonSets), o.namespace, o.name, firstOf(ch.persisted)))
+		applyAudit(obs, c.auditFor(string(ResourceDaemonSets), o.namespace, o.name, phases.FirstOf(ch.persisted)))
 	}
-}
-
-func daemonSetView(d *appsv1.DaemonSet) workloadView {
-	v := baseView(rollout.DaemonSet, &d.ObjectMeta, &d.Spec.Template)
-	st := &d.Status
-	v.observedGeneration = st.ObservedGeneration
-	v.replicas = st.DesiredNumberScheduled
-	v.strategy = rollout.Strategy{Type: string(d.Spec.UpdateStrategy.Type), MinReadySeconds: d.Spec.MinReadySeconds, Partition: -1}
-	if ru := d.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		v.strategy.MaxSurge, v.strategy.MaxUnavailable = intOrString(ru.MaxSurge), intOrString(ru.MaxUnavailable)
-	}
-	// The daemonset controller's "rolled out" (kubectl rollout status reads the same fields).
-	v.done = st.ObservedGeneration >= d.Generation && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
-		st.NumberAvailable == st.DesiredNumberScheduled && st.NumberUnavailable == 0
-	return v
 }

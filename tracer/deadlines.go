@@ -3,6 +3,8 @@ package tracer
 import (
 	"container/heap"
 	"time"
+
+	"github.com/readyspan/readyspan/tracer/objects"
 )
 
 // Between watch events, only time can finish a Pod's trace: the settle time after it was found
@@ -17,10 +19,10 @@ import (
 // branch by branch.
 func (c *Correlator) dueTime(ps *podState) time.Time {
 	p := ps.pod
-	if !ps.deletedAt.IsZero() && !isReady(p) && ps.awaitsPreempted() {
+	if !ps.deletedAt.IsZero() && !objects.IsReady(p) && ps.awaitsPreempted() {
 		return ps.deletedAt.Add(preemptedWait)
 	}
-	if isReady(p) {
+	if objects.IsReady(p) {
 		if _, served := c.endpointReady[p.UID]; served || !c.hasService(ps) {
 			if c.cfg.Settle > 0 && !ps.completeAt.IsZero() {
 				return ps.completeAt.Add(c.cfg.Settle)

@@ -5,18 +5,18 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
 
-// Deployments (apps/v1): the workload whose changes start rollouts (rollouts.go) and whose
+// Deployments (apps/v1): the workload whose changes start rollouts (rollout/tracker) and whose
 // ScalingReplicaSet Events stamp each ReplicaSet's scale-up.
 const (
 	ResourceDeployments watch.Resource = "deployments"
@@ -35,7 +35,7 @@ var deploymentKind = &kind{
 		}),
 		Transform: func(o runtime.Object) {
 			d := o.(*appsv1.Deployment)
-			slimWorkload(d, &d.Spec.Template, &d.ObjectMeta)
+			tracker.SlimWorkload(d, &d.Spec.Template, &d.ObjectMeta)
 		},
 		KeepsIdentity: true, Workload: true, Audit: workloadWrites,
 		TemplateHashLabel: appsv1.DefaultDeploymentUniqueLabelKey,
@@ -54,9 +54,9 @@ var deploymentKind = &kind{
 	handle: func(c *Correlator, d watch.Delta) {
 		c.handleWorkloadChange(&d, &d.Object.(*appsv1.Deployment).ObjectMeta)
 	},
-	rollout:       func(r *rollouts, d watch.Delta) { r.handleWorkload(&d, deploymentView(d.Object.(*appsv1.Deployment))) },
+	rollout:       func(r *tracker.Tracker, d watch.Delta) { r.HandleDeployment(&d, d.Object.(*appsv1.Deployment)) },
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleDeploymentEvent(e) },
-	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
+	rolloutEvents: func(r *tracker.Tracker, e *events.Event) bool { return r.HandleEvent(e) },
 }
 
 // handleDeploymentEvent reads ScalingReplicaSet events: "Scaled up replica set NAME from A to B"
@@ -80,7 +80,7 @@ func (c *Correlator) handleDeploymentEvent(e *events.Event) bool {
 		// ten steps of one Deployment in ten minutes, every next one) is this step's.
 		return true
 	}
-	combined := strings.HasPrefix(e.Message, combinedPrefix)
+	combined := strings.HasPrefix(e.Message, events.CombinedPrefix)
 	for _, rs := range c.replicaSets {
 		if rs.name != st.Target || rs.namespace != e.Namespace {
 			continue
@@ -111,39 +111,4 @@ func (c *Correlator) handleDeploymentEvent(e *events.Event) bool {
 		c.pendingScale = c.pendingScale[1:]
 	}
 	return true
-}
-
-func deploymentView(d *appsv1.Deployment) workloadView {
-	v := baseView(rollout.Deployment, &d.ObjectMeta, &d.Spec.Template)
-	v.observedGeneration = d.Status.ObservedGeneration
-	v.replicas = replicasOf(d.Spec.Replicas)
-	v.paused = d.Spec.Paused
-	v.revision = d.Annotations[annDeploymentRevision]
-	v.strategy = rollout.Strategy{Type: string(d.Spec.Strategy.Type), MinReadySeconds: d.Spec.MinReadySeconds, Partition: -1}
-	if d.Spec.ProgressDeadlineSeconds != nil {
-		v.strategy.ProgressDeadlineSeconds = *d.Spec.ProgressDeadlineSeconds
-	}
-	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		v.strategy.MaxSurge, v.strategy.MaxUnavailable = intOrString(ru.MaxSurge), intOrString(ru.MaxUnavailable)
-	}
-	s := &d.Status
-	var progressing *appsv1.DeploymentCondition
-	for i := range s.Conditions {
-		if s.Conditions[i].Type == appsv1.DeploymentProgressing {
-			progressing = &s.Conditions[i]
-		}
-	}
-	// The deployment controller's own "complete": every replica updated and available, no
-	// old replica left, and (when it tracks progress) Progressing=True NewReplicaSetAvailable.
-	v.done = s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == v.replicas &&
-		s.Replicas == v.replicas && s.AvailableReplicas == v.replicas &&
-		(progressing == nil || progressing.Reason == "NewReplicaSetAvailable")
-	if v.done && progressing != nil {
-		v.doneAt = progressing.LastUpdateTime.Time
-	}
-	v.replicaFailure = replicaFailureOf(s.Conditions)
-	if progressing != nil && progressing.Status == corev1.ConditionFalse && progressing.Reason == "ProgressDeadlineExceeded" {
-		v.failure = "ProgressDeadlineExceeded: " + progressing.Message
-	}
-	return v
 }

@@ -8,7 +8,8 @@
 // Replay): it keeps each Pod's state (pods.go) and joins it with Events (read into one shape by
 // package events), owners (owners.go, controllers.go), EndpointSlices and the audit log
 // (audit.go), and when a Pod is done — Ready and serving, failed, stuck or deleted — builds its
-// phases.Trace for the Sink. The rollout tracker (rollouts.go, workloads.go) follows
-// Deployments, StatefulSets and DaemonSets in the same goroutine and builds a rollout.Trace for
-// each rollout.
+// phases.Trace for the Sink. Each delta and Event of a workload kind also goes, through the
+// kind's entry and in the same goroutine, to the rollout tracker (package rollout/tracker),
+// which builds a rollout.Trace for each rollout; stepOf (workloads.go) reads the kinds'
+// scaling Events for it.
 package tracer

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -47,7 +48,7 @@ func (c *Correlator) handleSlice(d *watch.Delta, s *discoveryv1.EndpointSlice) {
 	}
 	var fallback time.Time // no receive time: the controller's last write to the slice (1 s)
 	for i := range s.ManagedFields {
-		if f := &s.ManagedFields[i]; f.Manager == controllerManager && f.Time != nil && f.Time.After(fallback) {
+		if f := &s.ManagedFields[i]; f.Manager == objects.ControllerManager && f.Time != nil && f.Time.After(fallback) {
 			fallback = f.Time.Time
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -51,7 +52,7 @@ func TestSnapshotRolloutDoneByStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var rs []*rollout.Trace
-			c := New(Config{Backfill: true, Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })},
+			c := New(Config{Backfill: true, Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })},
 				SinkFunc(func(*phases.Trace) {}), nil, nil)
 			c.Handle(tc.delta)
 			c.Flush(phases.OutcomeInProgress)

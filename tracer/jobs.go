@@ -13,7 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -75,8 +77,8 @@ func (c *Correlator) handleJob(d *watch.Delta, j *batchv1.Job) {
 	if d.Type == watch.Added {
 		cur.persisted.Add(d.WatchTime(), phases.SourceWatch)
 	}
-	cur.client = creator(&j.ObjectMeta)
-	if ref := controllerOf(&j.ObjectMeta); ref != nil && ref.Kind == "CronJob" {
+	cur.client = objects.Creator(&j.ObjectMeta)
+	if ref := objects.ControllerOf(&j.ObjectMeta); ref != nil && ref.Kind == "CronJob" {
 		cur.cronJob = ref.Name
 		cur.client = ""
 		// RFC 3339 in the CronJob's time zone (cronjob/utils.go, getJobFromTemplate2).
@@ -104,13 +106,6 @@ func slimJob(j *batchv1.Job) {
 // maxTimestampLen bounds an annotation kept as a time: RFC 3339 with a zone is 25 bytes.
 const maxTimestampLen = 64
 
-// creator is the field manager that created the object: the oldest entry of a client (not the
-// controller manager) on the main resource.
-func creator(m *metav1.ObjectMeta) string {
-	who, _ := clientEntry(m, false)
-	return who
-}
-
 // jobRoot roots a Pod of the Job's first wave at the Job's creation. A later Pod follows one of
 // the Job's that went: a succeeded one (the next completion) or a failed, evicted or deleted one
 // (its replacement, which links to it); one that follows none readyspan saw stays
@@ -119,7 +114,7 @@ func creator(m *metav1.ObjectMeta) string {
 func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
 	obs.Controllers = append(obs.Controllers, phases.Controller{Kind: owner.Kind, Name: owner.Name})
 	j := c.jobs()[owner.UID]
-	if j == nil || !atOrBefore(j.persisted, obs.Created) {
+	if j == nil || !phases.AtOrBefore(j.persisted, obs.Created) {
 		return
 	}
 	first := j.made < j.wave
@@ -180,7 +175,7 @@ var jobKind = &kind{
 	handle: func(c *Correlator, d watch.Delta) { c.handleJob(&d, d.Object.(*batchv1.Job)) },
 	// The job controller's SuccessfulCreate is the replicaset controller's: "Created pod: NAME".
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
-	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleRejection(e) }, // FailedCreate: counted
+	rolloutEvents: func(r *tracker.Tracker, e *events.Event) bool { return r.HandleRejection(e) }, // FailedCreate: counted
 	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, _ *corev1.Pod) {
 		c.jobRoot(owner, obs)
 	},

@@ -12,7 +12,9 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -32,13 +34,13 @@ type kind struct {
 	// passed by value: through a function value, a pointer to it would escape, one allocation
 	// per delta.
 	handle  func(c *Correlator, d watch.Delta)
-	rollout func(r *rollouts, d watch.Delta)
+	rollout func(r *tracker.Tracker, d watch.Delta)
 
 	// events and rolloutEvents read an Event about one of the kind's objects (Events about
 	// Pods are the correlator's own); each returns false for a message in a format it does not
 	// know.
 	events        func(c *Correlator, e *events.Event) bool
-	rolloutEvents func(r *rollouts, e *events.Event) bool
+	rolloutEvents func(r *tracker.Tracker, e *events.Event) bool
 
 	// root fills the start of the chain of a Pod the kind's object controls, when it knows
 	// the request that started it (rootOf has set RootController, which it keeps otherwise).
@@ -99,7 +101,7 @@ func init() {
 	Kinds, byIndex = watch.NewRegistry(ws...), kinds
 	for _, k := range kinds {
 		if k.manager != "" {
-			controllerManagers[k.manager] = true
+			objects.RegisterManager(k.manager)
 		}
 	}
 	of := func(obj runtime.Object) *kind {

@@ -10,11 +10,8 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 )
-
-// controllerManager is the field manager of everything kube-controller-manager writes; any
-// other manager of a Deployment's spec is a client (kubectl, helm, a GitOps controller).
-const controllerManager = "kube-controller-manager"
 
 // replicaSet is what readyspan keeps of a ReplicaSet: who owns it and when it was scaled up.
 type replicaSet struct {
@@ -63,7 +60,7 @@ func (s *scaleUp) full() bool {
 
 // times are the step's stamps, as phases reads ReplicaSetScaled. The event's own receive time
 // is left out: it says when readyspan heard of the step, not when the step was taken, and a
-// step's watch stamp is compared with Pods' (atOrBefore) only as the ReplicaSet's own.
+// step's watch stamp is compared with Pods' (phases.AtOrBefore) only as the ReplicaSet's own.
 func (s *scaleUp) times() phases.Times {
 	t := make(phases.Times, 0, 5)
 	t.Add(s.created, phases.SourceMetadata)
@@ -87,55 +84,6 @@ func (s *scaleUp) counts(from, to int32) bool {
 	return (s.from < 0 || s.from == from) && (s.to < 0 || s.to == to)
 }
 
-// atOrBefore reports whether a controller's step, by its stamps, came at or before the change
-// the other stamps observed (a Pod's creation, its deletion). Steps of one owner can be two
-// seconds apart or less (a wave of a rolling update waits for a readiness probe; with room to
-// surge the next comes at once), closer than whole-second stamps and a slack for clocks can
-// tell: the stamps compared are those of one clock and precision, nanosecond event names (the
-// controllers' clock: a ScalingReplicaSet event is stamped after the ReplicaSet's update
-// returned, a SuccessfulCreate after the Pod's create did), then readyspan's receive times.
-// Only with no such pair are the best stamps compared, a whole second's stamp read as the end
-// of its second.
-func atOrBefore(step, change phases.Times) bool {
-	if s, c, ok := samePrecision(step, change); ok {
-		return s <= c
-	}
-	s, sok := step.Resolve()
-	c, cok := change.Resolve()
-	if !sok || !cok {
-		return sok
-	}
-	latest := c.At
-	if c.Source.Precision() == time.Second {
-		latest += phases.Instant(time.Second)
-	}
-	return s.At <= latest
-}
-
-// samePrecision returns the stamps atOrBefore compares first: of one source, the most precise
-// that both have, and whether they have one.
-func samePrecision(step, change phases.Times) (phases.Instant, phases.Instant, bool) {
-	for _, src := range [...]phases.Source{phases.SourceEventName, phases.SourceWatch} {
-		s, sok := stampFrom(step, src)
-		c, cok := stampFrom(change, src)
-		if sok && cok {
-			return s, c, true
-		}
-	}
-	return 0, 0, false
-}
-
-// stampFrom is the earliest stamp of one source.
-func stampFrom(t phases.Times, src phases.Source) (phases.Instant, bool) {
-	var at phases.Instant
-	for _, s := range t {
-		if s.Source == src && (at == 0 || s.At < at) {
-			at = s.At
-		}
-	}
-	return at, at != 0
-}
-
 // scalerRef names a ReplicaSet's scaler: its registry entry, UID and name.
 type scalerRef struct {
 	kind *kind
@@ -149,41 +97,6 @@ type workloadChange struct {
 	client    string
 	persisted phases.Times
 	stated    time.Time // the client's managedFields time (the creation's for generation 1)
-}
-
-func controllerOf(m *metav1.ObjectMeta) *metav1.OwnerReference {
-	for i := range m.OwnerReferences {
-		if r := &m.OwnerReferences[i]; r.Controller != nil && *r.Controller {
-			return r
-		}
-	}
-	return nil
-}
-
-// controllerManagers are the field managers of the workload controllers, whose writes are never
-// a client's change: kube-controller-manager, and each kind's own controller that runs apart
-// (kind.manager; added by init).
-var controllerManagers = map[string]bool{controllerManager: true}
-
-// clientChange returns the newest managedFields entry of a client (not a controller)
-// on the main resource: who last changed the spec, and when (1 s, apiserver clock).
-func clientChange(m *metav1.ObjectMeta) (string, time.Time) { return clientEntry(m, true) }
-
-// clientEntry returns the newest (or the oldest) managedFields entry of a client on the main
-// resource, with its time.
-func clientEntry(m *metav1.ObjectMeta, newest bool) (string, time.Time) {
-	var who string
-	var at time.Time
-	for i := range m.ManagedFields {
-		f := &m.ManagedFields[i]
-		if f.Subresource != "" || controllerManagers[f.Manager] || f.Time == nil {
-			continue
-		}
-		if who == "" || newest && f.Time.After(at) || !newest && f.Time.Time.Before(at) {
-			who, at = f.Manager, f.Time.Time
-		}
-	}
-	return who, at
 }
 
 // watched records a scale-up the ReplicaSet's watch showed: into the step its event already
@@ -237,7 +150,7 @@ const scaleEventSlack = 2 * time.Second
 // the ReplicaSet scale-up that created the Pod, or, when the ReplicaSet replaced a Pod with no
 // scale-up (self-healing), the ReplicaSet itself.
 func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
-	owner := controllerOf(&ps.pod.ObjectMeta)
+	owner := objects.ControllerOf(&ps.pod.ObjectMeta)
 	switch {
 	case owner == nil:
 		obs.Root = phases.RootBarePod
@@ -272,7 +185,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	for i := len(rs.scaleUps) - 1; i >= 0; i-- {
 		su := &rs.scaleUps[i]
 		t := su.times()
-		if !atOrBefore(su.order(), obs.Created) {
+		if !phases.AtOrBefore(su.order(), obs.Created) {
 			continue
 		}
 		if s, _ := t.Resolve(); created.At.Sub(s.At) >= selfHealWindow {
@@ -287,7 +200,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	}
 	if scale == nil || rs.scaler == nil {
 		obs.Root = phases.RootOf(owner.Kind)
-		obs.Client = controllerManager
+		obs.Client = objects.ControllerManager
 		if scale == nil {
 			c.replicaSetReplacement(owner.UID, obs)
 		}
@@ -325,11 +238,11 @@ func (c *Correlator) handleCreatedEvent(e *events.Event) bool {
 	if e.Reason != "SuccessfulCreate" {
 		return true
 	}
-	name, ok := createdPod(strings.TrimPrefix(e.Message, combinedPrefix))
+	name, ok := createdPod(strings.TrimPrefix(e.Message, events.CombinedPrefix))
 	if !ok {
 		return false
 	}
-	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
+	if e.Count > 1 || strings.HasPrefix(e.Message, events.CombinedPrefix) {
 		// A rewrite of a combined Event (a ReplicaSet creating more than ten Pods): its name
 		// holds its first occurrence's time, another Pod's. The Pod's own watch time dates it.
 		return true

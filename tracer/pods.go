@@ -18,7 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 )
 
 // Pods (core/v1): the object whose startup every trace follows; its state is pods.go's Correlator methods, its view slimPod.
@@ -229,7 +231,7 @@ func (ps *podState) update(p *corev1.Pod, recv time.Time) {
 // merged with the next by the time the watch saw it. Either way the condition then states no
 // more than an upper bound of the sandbox ready.
 func sandboxReportedLate(p *corev1.Pod) bool {
-	cond := condition(p, corev1.PodReadyToStartContainers)
+	cond := objects.Condition(p, corev1.PodReadyToStartContainers)
 	if cond == nil {
 		return false
 	}
@@ -336,25 +338,11 @@ func (ps *podState) addEvent(e *events.Event) {
 // Pulling, Pulled, Created and Started for each container).
 const eventsPerPod = 16
 
-func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func isReady(p *corev1.Pod) bool {
-	c := condition(p, corev1.PodReady)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
 // condTimes returns the observations of a condition turning True: its lastTransitionTime and
 // the receive time of the watch event that first showed it.
 func (ps *podState) condTimes(t corev1.PodConditionType) phases.Times {
 	out := make(phases.Times, 0, 2)
-	if c := condition(ps.pod, t); c != nil && c.Status == corev1.ConditionTrue {
+	if c := objects.Condition(ps.pod, t); c != nil && c.Status == corev1.ConditionTrue {
 		out.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
 	out.Add(ps.seen.at(change{seenCond, string(t)}), phases.SourceWatch)
@@ -384,10 +372,6 @@ var pullReasons = map[string]bool{
 // wait between attempts (ImagePullBackOff).
 var pullAttemptErrors = map[string]bool{"ErrImagePull": true, "RegistryUnavailable": true, "SignatureValidationFailed": true}
 
-// combinedPrefix starts the message of an event client-go's recorder made by combining similar
-// events (after 10 distinct messages with one reason about one object within 10 minutes).
-const combinedPrefix = "(combined from similar events): "
-
 // countFailedPulls sets each container's FailedPulls from its events. For every pull attempt
 // that fails, the v1.37 kubelet records two Warning events with reason Failed on the container:
 // `Failed to pull image "IMG": <error>` from its image manager, then `Error: ErrImagePull` (or
@@ -410,7 +394,7 @@ func countFailedPulls(obs *phases.Pod, idx containerIndex, evs []*events.Event) 
 			pulls, errs = make([]int, len(obs.Containers)), make([]int, len(obs.Containers))
 		}
 		n := int(max(e.Count, 1))
-		msg := strings.TrimPrefix(e.Message, combinedPrefix)
+		msg := strings.TrimPrefix(e.Message, events.CombinedPrefix)
 		switch {
 		case strings.HasPrefix(msg, "Failed to pull image "):
 			pulls[i] += n
@@ -445,7 +429,7 @@ func stuckReason(ps *podState) string {
 	if ps.failureReason != "" || ps.pod.Spec.NodeName != "" {
 		return ps.failureReason
 	}
-	if cond := condition(ps.pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse {
+	if cond := objects.Condition(ps.pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse {
 		return cond.Reason[:min(len(cond.Reason), maxReason)]
 	}
 	return ""
@@ -511,7 +495,7 @@ func (c *Correlator) observeScheduling(ps *podState, obs *phases.Pod) {
 // them.
 func observeStatus(ps *podState, obs *phases.Pod) {
 	p := ps.pod
-	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionTrue {
+	if cond := objects.Condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionTrue {
 		obs.Scheduled.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
 	}
 	obs.Scheduled.Add(ps.seen.at(change{what: seenNodeName}), phases.SourceWatch)
@@ -525,7 +509,7 @@ func observeStatus(ps *podState, obs *phases.Pod) {
 	obs.ContainersReady = ps.condTimes(corev1.ContainersReady)
 	obs.Ready = ps.condTimes(corev1.PodReady)
 	obs.Running.Add(ps.seen.at(change{what: seenRunning}), phases.SourceWatch)
-	if cond := condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" &&
+	if cond := objects.Condition(p, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Message != "" &&
 		cond.Reason != corev1.PodReasonSchedulingGated { // the apiserver's, at creation: no attempt
 		// The scheduler's own record of the last failed attempt, kept in case its events are lost.
 		obs.SchedulingFailure = append(obs.SchedulingFailure, phases.Occurrence{
@@ -596,7 +580,7 @@ func workloadOf(m *metav1.ObjectMeta, chain []phases.Controller) string {
 	if len(chain) > 1 {
 		return chain[0].Name
 	}
-	owner := controllerOf(m)
+	owner := objects.ControllerOf(m)
 	if owner == nil {
 		return ""
 	}
@@ -923,7 +907,7 @@ var podKind = &kind{
 		},
 	},
 	handle:  func(c *Correlator, d watch.Delta) { c.handlePod(&d, d.Object.(*corev1.Pod)) },
-	rollout: func(r *rollouts, d watch.Delta) { r.handlePod(&d, d.Object.(*corev1.Pod)) },
+	rollout: func(r *tracker.Tracker, d watch.Delta) { r.HandlePod(&d, d.Object.(*corev1.Pod)) },
 }
 
 // slimPod keeps of a Pod what the correlator reads: no annotations, no env, args or commands

@@ -8,6 +8,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 )
 
 // Preemption. To place a Pod (the preemptor) the scheduler evicts lower-priority Pods (the
@@ -24,7 +25,7 @@ const preemptedWait = 3 * time.Second
 // awaitsPreempted reports whether the scheduler preempted the Pod (its DisruptionTarget
 // condition says so) and its Preempted event has not arrived yet.
 func (ps *podState) awaitsPreempted() bool {
-	cond := condition(ps.pod, corev1.DisruptionTarget)
+	cond := objects.Condition(ps.pod, corev1.DisruptionTarget)
 	if cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != corev1.PodReasonPreemptionByScheduler {
 		return false
 	}

@@ -17,6 +17,7 @@ import (
 
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer/objects"
 )
 
 // The captures in testdata/real-node/kinds-* were recorded with `readyspan record` on the local
@@ -606,7 +607,7 @@ func TestControllerWritesAreNoClients(t *testing.T) {
 		{Manager: "rollouts-controller", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(45)},
 		{Manager: "rollouts-controller", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(49), Subresource: "status"},
 	}}
-	if who, when := clientChange(m); who != "kubectl-patch" || !when.Equal(at(44).Time) {
+	if who, when := objects.ClientChange(m); who != "kubectl-patch" || !when.Equal(at(44).Time) {
 		t.Errorf("the change is %s's at %v, want kubectl-patch's at %v", who, when, at(44).Time)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -105,7 +106,7 @@ func replayRejections(t *testing.T, dir string) ([]*rollout.Trace, *countingStat
 	}
 	stats := &countingStats{rejected: map[rollout.RejectionClass]int{}}
 	var rs []*rollout.Trace
-	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })},
+	c := New(Config{Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })},
 		SinkFunc(func(*phases.Trace) {}), stats, nil)
 	// The deadlines run on the recording's own clock, ticked every 200 ms as readyspan run
 	// ticks, and on to 40 s after its last delta.
@@ -165,8 +166,8 @@ func TestRealRejections(t *testing.T) {
 				t.Fatalf("first trace's outcome %s, want blocked", b.Summary.Outcome)
 			}
 			root := b.Root()
-			if got := root.End.Sub(ev.firstRecv); got < DefaultRolloutBlockedAfter || got > DefaultRolloutBlockedAfter+200*time.Millisecond {
-				t.Errorf("blocked trace ends %s after the first refusal was received, want the blocked deadline (%s) plus a tick", got, DefaultRolloutBlockedAfter)
+			if got := root.End.Sub(ev.firstRecv); got < tracker.DefaultBlockedAfter || got > tracker.DefaultBlockedAfter+200*time.Millisecond {
+				t.Errorf("blocked trace ends %s after the first refusal was received, want the blocked deadline (%s) plus a tick", got, tracker.DefaultBlockedAfter)
 			}
 			wantReason := string(tc.class) + ": "
 			if !strings.HasPrefix(b.Rollout.Reason, wantReason) || !strings.Contains(b.Rollout.Reason, tc.phrase) ||
@@ -281,7 +282,7 @@ func TestReplicaFailureConditionBlocks(t *testing.T) {
 
 	stats := &countingStats{rejected: map[rollout.RejectionClass]int{}}
 	var traces []*rollout.Trace
-	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { traces = append(traces, r) })}, SinkFunc(func(*phases.Trace) {}), stats, nil)
+	c := New(Config{Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { traces = append(traces, r) })}, SinkFunc(func(*phases.Trace) {}), stats, nil)
 	var clock time.Time
 	for _, dl := range deltas {
 		for !clock.IsZero() && clock.Add(time.Second).Before(dl.Recv) {
@@ -300,7 +301,7 @@ func TestReplicaFailureConditionBlocks(t *testing.T) {
 	if b.Summary.Outcome != rollout.OutcomeBlocked || b.Rollout.Reason != "quota: "+msg {
 		t.Errorf("first: %s %q, want blocked by the condition's quota message", b.Summary.Outcome, b.Rollout.Reason)
 	}
-	if end := b.Root().End.Sub(s.at(100)); end < DefaultRolloutBlockedAfter || end > DefaultRolloutBlockedAfter+time.Second {
+	if end := b.Root().End.Sub(s.at(100)); end < tracker.DefaultBlockedAfter || end > tracker.DefaultBlockedAfter+time.Second {
 		t.Errorf("blocked exported %s after the condition was seen", end)
 	}
 	if j := b.Rollout.Rejections; len(j) != 1 || j[0].Count != 0 || j[0].Owner != "" {
@@ -317,27 +318,6 @@ func TestReplicaFailureConditionBlocks(t *testing.T) {
 	}
 }
 
-// The controllers' FailedCreate messages quote the apiserver's error after a prefix of their own
-// (v1.37: controller_utils.go's "Error creating: %v" for ReplicaSets, Jobs and DaemonSets,
-// stateful_pod_control.go's "Create Pod %s in StatefulSet %s failed error: %s"), and the
-// recorder's after ten distinct messages.
-func TestRejectionMessage(t *testing.T) {
-	const quota = `pods "web-0" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3`
-	for _, in := range []string{
-		"Error creating: " + quota,
-		"(combined from similar events): Error creating: " + quota,
-		"Create Pod web-0 in StatefulSet web failed error: " + quota,
-		"create Pod web-0 in StatefulSet web failed error: " + quota,
-	} {
-		if got := rejectionMessage(in); got != quota {
-			t.Errorf("rejectionMessage(%q) = %q", in, got)
-		}
-	}
-	if got := rejectionMessage(strings.Repeat("x", 5000)); len(got) > rollout.MaxRejectionMessage {
-		t.Errorf("a 5,000-byte message kept as %d bytes", len(got))
-	}
-}
-
 // A rollout reported blocked stays followed while it is blocked, past the stuck deadline: the
 // gauge (and RolloutBlocked) hold, and nothing is exported again until it goes on.
 func TestBlockedOutlivesTheStuckDeadline(t *testing.T) {
@@ -347,7 +327,7 @@ func TestBlockedOutlivesTheStuckDeadline(t *testing.T) {
 	}
 	var rs []*rollout.Trace
 	prog := &progressStats{}
-	c := New(Config{RolloutStuckAfter: 2 * time.Minute, Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })},
+	c := New(Config{RolloutStuckAfter: 2 * time.Minute, Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })},
 		SinkFunc(func(*phases.Trace) {}), prog, nil)
 	last := feed(c, deltas)
 	for at := last; at.Before(last.Add(10 * time.Minute)); at = at.Add(time.Second) {
@@ -394,14 +374,14 @@ func TestConditionThenEventKeepsTheEventsStamp(t *testing.T) {
 	s.emit(ResourceEvents, watch.Added, ev, s.at(1200))
 
 	var traces []*rollout.Trace
-	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { traces = append(traces, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+	c := New(Config{Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { traces = append(traces, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 	var clock time.Time
 	for _, dl := range s.deltas {
 		clock = dl.Recv
 		c.Tick(clock)
 		c.Handle(dl)
 	}
-	c.Tick(clock.Add(DefaultRolloutBlockedAfter + time.Second))
+	c.Tick(clock.Add(tracker.DefaultBlockedAfter + time.Second))
 	if len(traces) != 1 || traces[0].Summary.Outcome != rollout.OutcomeBlocked {
 		t.Fatalf("%d rollout traces, want one blocked", len(traces))
 	}

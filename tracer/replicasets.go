@@ -2,11 +2,12 @@ package tracer
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -27,16 +28,7 @@ var replicaSetKind = &kind{
 		ListWatch: watch.Namespaced(func(c kubernetes.Interface, ns string) watch.Lister[*appsv1.ReplicaSetList] {
 			return c.AppsV1().ReplicaSets(ns)
 		}),
-		// Rollouts read the revision; nothing reads the template.
-		Transform: func(o runtime.Object) {
-			rs := o.(*appsv1.ReplicaSet)
-			rev, ok := rs.Annotations[annDeploymentRevision]
-			rs.Annotations = nil
-			if ok {
-				rs.Annotations = map[string]string{annDeploymentRevision: rev}
-			}
-			rs.Spec.Template = corev1.PodTemplateSpec{}
-		},
+		Transform:     func(o runtime.Object) { tracker.SlimReplicaSet(o.(*appsv1.ReplicaSet)) },
 		KeepsIdentity: true,
 		Snapshot:      watch.SnapshotReplicaSets, Verbs: watch.ReadVerbs,
 	},
@@ -46,9 +38,9 @@ var replicaSetKind = &kind{
 		c.retryPendingScale()
 	},
 	// The replicaset controller's SuccessfulCreate stamps the Pod's creation.
-	rollout:       func(r *rollouts, d watch.Delta) { r.handleReplicaSet(&d, d.Object.(*appsv1.ReplicaSet)) },
+	rollout:       func(r *tracker.Tracker, d watch.Delta) { r.HandleReplicaSet(&d, d.Object.(*appsv1.ReplicaSet)) },
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
-	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleRejection(e) }, // FailedCreate
+	rolloutEvents: func(r *tracker.Tracker, e *events.Event) bool { return r.HandleRejection(e) }, // FailedCreate
 }
 
 func (c *Correlator) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
@@ -64,7 +56,7 @@ func (c *Correlator) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
 	}
 	if cur == nil {
 		cur = &replicaSet{name: rs.Name, namespace: rs.Namespace}
-		if owner := controllerOf(&rs.ObjectMeta); owner != nil {
+		if owner := objects.ControllerOf(&rs.ObjectMeta); owner != nil {
 			if k := kindNamed(owner.APIVersion, owner.Kind); k != nil && k.scalesReplicaSets {
 				cur.scaler = &scalerRef{kind: k, uid: owner.UID, name: owner.Name}
 			}

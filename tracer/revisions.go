@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -34,5 +35,5 @@ var revisionKind = &kind{
 		KeepsIdentity: true,
 		Snapshot:      watch.SnapshotRevisions, Verbs: watch.ReadVerbs,
 	},
-	rollout: func(r *rollouts, d watch.Delta) { r.handleRevision(&d, d.Object.(*appsv1.ControllerRevision)) },
+	rollout: func(r *tracker.Tracker, d watch.Delta) { r.HandleRevision(&d, d.Object.(*appsv1.ControllerRevision)) },
 }

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -123,7 +124,7 @@ func rolloutsOf(t *testing.T, deltas []watch.Delta) ([]*rollout.Trace, []*phases
 	t.Helper()
 	var rs []*rollout.Trace
 	var ps []*phases.Trace
-	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(p *phases.Trace) { ps = append(ps, p) }), nil, nil)
+	c := New(Config{Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(p *phases.Trace) { ps = append(ps, p) }), nil, nil)
 	last := feed(c, deltas)
 	c.Tick(last.Add(time.Minute))
 	c.Flush(phases.OutcomeInProgress) // what is still rolling out
@@ -169,7 +170,7 @@ func TestRolloutWaitsForOldPods(t *testing.T) {
 	}
 	gone.Recv = s.at(goneMs)
 	var rs []*rollout.Trace
-	c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+	c := New(Config{Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 	last := feed(c, deltas)
 	c.Tick(last.Add(2 * time.Second)) // the Pods' own traces settle; the old Pod is not gone
 	if u := updateOf(rs); u != nil {
@@ -345,7 +346,7 @@ func TestRolloutVerdicts(t *testing.T) {
 			})
 			s.deploymentAt(d, 40000, tt.status)
 			var rs []*rollout.Trace
-			c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+			c := New(Config{Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 			for _, d := range s.deltas {
 				c.Handle(d)
 			}
@@ -402,30 +403,9 @@ func TestStepOf(t *testing.T) {
 		if st.Up != tt.up || st.Target != tt.target || st.From != tt.from || st.To != tt.to {
 			t.Errorf("%q: %+v", tt.msg, st)
 		}
-	}
-}
-
-// A rewrite of a combined Event is a step of its own, at its receive time (its name and
-// eventTime are the first occurrence's).
-func TestCombinedStepTime(t *testing.T) {
-	r := newRollouts(Config{}, nil, noStats{}, nil)
-	first := simAt(0)
-	recv := simAt(12_345)
-	e := &events.Event{UID: "e1", Regarding: events.Ref{Kind: "Deployment", UID: "d1"}, Reason: "ScalingReplicaSet",
-		Message: "(combined from similar events): Scaled up replica set web-7d4b9 from 4 to 5", NameTime: events.WallOf(first), EventTime: events.WallOf(first),
-		First: events.WallOf(first.Truncate(time.Second)), Last: events.WallOf(recv.Truncate(time.Second)), Count: 3, Recv: events.WallOf(recv)}
-	if !r.handleEvent(e) {
-		t.Fatal("a combined ScalingReplicaSet message is a known format")
-	}
-	steps := r.workloads["d1"].steps
-	if len(steps) != 1 {
-		t.Fatalf("%d steps", len(steps))
-	}
-	if at, _ := steps[0].Time.Resolve(); !at.Time().Equal(recv) || at.Source != phases.SourceWatch {
-		t.Errorf("step at %s (%s), want its receive time %s", at.Time(), at.Source, recv)
-	}
-	if steps[0].Message != "Scaled up replica set web-7d4b9 from 4 to 5" {
-		t.Errorf("message %q keeps the prefix", steps[0].Message)
+		if want := strings.TrimPrefix(tt.msg, events.CombinedPrefix); st.Message != want {
+			t.Errorf("%q: message %q, want %q (the recorder's prefix dropped)", tt.msg, st.Message, want)
+		}
 	}
 }
 
@@ -490,135 +470,48 @@ func TestCombinedSuccessfulCreate(t *testing.T) {
 func TestRolloutReleasesPodTraces(t *testing.T) {
 	s := newRollingSim(t, 5000)
 	var exported int
-	c := New(Config{Rollouts: RolloutSinkFunc(func(*rollout.Trace) { exported++ })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+	c := New(Config{Rollouts: tracker.SinkFunc(func(*rollout.Trace) { exported++ })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 	c.Tick(feed(c, s.deltas).Add(time.Minute))
 	if exported < 2 {
 		t.Fatalf("%d rollouts exported, want the creation and the update", exported)
 	}
-	if len(c.rollouts.pods) == 0 {
+	h := c.rollouts.Held()
+	if h.Pods == 0 {
 		t.Fatal("no Pods tracked: nothing to check")
 	}
-	for uid, p := range c.rollouts.pods {
-		if p.trace != nil {
-			t.Errorf("Pod %s (%s) still holds its trace after its rollout was exported", p.name, uid)
-		}
-	}
-}
-
-// matchSteps gives each step its Pods, in creation order, and never a Pod created well before
-// the step. A rewrite of a combined Event is stamped by readyspan's receive time, which a busy
-// apiserver or readyspan can put seconds after the Pod the step created: its whole-second
-// lastTimestamp still bounds it from below.
-func TestMatchSteps(t *testing.T) {
-	pod := func(uid string, created int) *wlPod {
-		p := &wlPod{uid: types.UID(uid), name: uid, ownerName: "web-7d4b9"}
-		p.created.Add(simAt(created), phases.SourceEventName)
-		return p
-	}
-	precise := func(at int) phases.Times {
-		return phases.Times{{At: phases.InstantOf(simAt(at)), Source: phases.SourceEventName}}
-	}
-	combined := func(recv int) phases.Times {
-		return phases.Times{{At: phases.InstantOf(simAt(recv)), Source: phases.SourceWatch},
-			{At: phases.InstantOf(simAt(recv).Truncate(time.Second)), Source: phases.SourceEventSeconds}}
-	}
-	tests := []struct {
-		name  string
-		steps []phases.Times
-		news  []*wlPod
-		want  [][]string
-	}{
-		{"precise steps, each before its Pod", []phases.Times{precise(1_000), precise(4_000)},
-			[]*wlPod{pod("p1", 1_050), pod("p2", 4_050)}, [][]string{{"p1"}, {"p2"}}},
-		{"a Pod created long before the step is not its", []phases.Times{precise(1_000), precise(9_000)},
-			[]*wlPod{pod("p1", 1_050), pod("p2", 4_050)}, [][]string{{"p1"}, nil}},
-		// simAt(n) is on a whole second when n ends in 300: the rewrite received at 5,750 says
-		// lastTimestamp 5,300, the one received at 6,550 says 6,300.
-		{"a combined rewrite received 1.35 s after its Pod", []phases.Times{precise(1_000), combined(5_750)},
-			[]*wlPod{pod("p1", 1_050), pod("p2", 4_400)}, [][]string{{"p1"}, {"p2"}}},
-		{"a combined rewrite whose lastTimestamp is 1.9 s after the Pod", []phases.Times{precise(1_000), combined(6_550)},
-			[]*wlPod{pod("p1", 1_050), pod("p2", 4_400)}, [][]string{{"p1"}, nil}},
-		// By stamps of one clock and precision, a Pod created before a step is not that step's,
-		// however close: a second's slack took the next wave's step for it.
-		{"a Pod 0.5 s before the next step, by event names, is not its", []phases.Times{precise(1_000), precise(3_000)},
-			[]*wlPod{pod("p1", 1_050), pod("p2", 2_500)}, [][]string{{"p1"}, nil}},
-		// A step whose own Pod is missing leaves the next wave's Pod to the next step.
-		{"a step without its Pod", []phases.Times{precise(1_000), precise(3_000), precise(5_000)},
-			[]*wlPod{pod("p1", 1_050), pod("p3", 5_050)}, [][]string{{"p1"}, nil, {"p3"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var steps []rollout.Step
-			for i, at := range tt.steps {
-				steps = append(steps, rollout.Step{Time: at, Up: true, Target: "web-7d4b9", From: int32(i), To: int32(i + 1)})
-			}
-			matchSteps(steps, tt.news, nil, rollout.Deployment)
-			for i, s := range steps {
-				if fmt.Sprint(s.Pods) != fmt.Sprint(tt.want[i]) {
-					t.Errorf("step %d: Pods %v, want %v", i, s.Pods, tt.want[i])
-				}
-			}
-		})
-	}
-}
-
-// TestMatchStepsSurge: with room to surge, the deployment controller scales the new ReplicaSet
-// again as soon as it has scaled the old one down, milliseconds after the first step, and the
-// replicaset controller may create the Pods of both after the second. The Pods fill the steps in
-// order: the first two the step of two, the third the step of one.
-func TestMatchStepsSurge(t *testing.T) {
-	pod := func(uid string, created int) *wlPod {
-		p := &wlPod{uid: types.UID(uid), name: uid, ownerName: "web-7d4b9"}
-		p.created.Add(simAt(created), phases.SourceEventName)
-		return p
-	}
-	at := func(ms int) phases.Times {
-		return phases.Times{{At: phases.InstantOf(simAt(ms)), Source: phases.SourceEventName}}
-	}
-	steps := []rollout.Step{
-		{Time: at(1_000), Up: true, Target: "web-7d4b9", From: 0, To: 2},
-		{Time: at(1_004), Up: true, Target: "web-7d4b9", From: 2, To: 3},
-	}
-	matchSteps(steps, []*wlPod{pod("p1", 1_010), pod("p2", 1_012), pod("p3", 1_015)}, nil, rollout.Deployment)
-	if got := fmt.Sprint(steps[0].Pods, steps[1].Pods); got != "[p1 p2] [p3]" {
-		t.Errorf("steps' Pods %s, want [p1 p2] [p3]", got)
+	if h.PodTraces != 0 {
+		t.Errorf("%d of %d Pods still hold their trace after their rollout was exported", h.PodTraces, h.Pods)
 	}
 }
 
 // What a workload's history holds is bounded in time, not by the cluster's churn: Pods gone and
-// steps taken historyRetention ago are forgotten once no rollout can claim them; a rollout still
+// steps taken tracker.HistoryRetention ago are forgotten once no rollout can claim them; a rollout still
 // in progress keeps all of its own, however long it runs, and exports them in full.
 func TestRolloutHistoryBounded(t *testing.T) {
-	gonePods := func(c *Correlator) (n int) {
-		for _, p := range c.rollouts.pods {
-			if p.gone.Known() {
-				n++
-			}
-		}
-		return n
-	}
+	gonePods := func(c *Correlator) int { return c.rollouts.Held().Gone }
 
 	t.Run("rolled out", func(t *testing.T) {
 		s := newRollingSim(t, 5000)
-		c := New(Config{Rollouts: RolloutSinkFunc(func(*rollout.Trace) {})}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+		c := New(Config{Rollouts: tracker.SinkFunc(func(*rollout.Trace) {})}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 		last := feed(c, s.deltas)
-		w := c.rollouts.workloads[s.dep.UID]
-		c.Tick(last.Add(historyRetention - time.Minute))
+		c.Tick(last.Add(tracker.HistoryRetention - time.Minute))
 		if n := gonePods(c); n != 2 {
 			t.Errorf("%d gone Pods remembered within the retention, want the 2 old ones", n)
 		}
-		if len(w.steps) != 5 {
-			t.Errorf("%d steps remembered within the retention, want 5 (the creation's and the update's 4)", len(w.steps))
+		if n := c.rollouts.Held().Steps; n != 5 {
+			t.Errorf("%d steps remembered within the retention, want 5 (the creation's and the update's 4)", n)
 		}
-		c.Tick(last.Add(historyRetention + time.Minute))
+		c.Tick(last.Add(tracker.HistoryRetention + time.Minute))
 		if n := gonePods(c); n != 0 {
 			t.Errorf("%d gone Pods remembered past the retention, want none", n)
 		}
-		if len(w.steps) != 0 {
-			t.Errorf("%d steps remembered past the retention, want none", len(w.steps))
+		h := c.rollouts.Held()
+		if h.Steps != 0 {
+			t.Errorf("%d steps remembered past the retention, want none", h.Steps)
 		}
-		if c.rollouts.workloads[s.dep.UID] == nil || len(c.rollouts.pods) != 2 {
-			t.Errorf("the Deployment and its 2 running Pods must stay (workload kept: %v, Pods %d)", c.rollouts.workloads[s.dep.UID] != nil, len(c.rollouts.pods))
+		// The sim's one workload is the Deployment.
+		if h.Workloads != 1 || h.Pods != 2 {
+			t.Errorf("the Deployment and its 2 running Pods must stay (workloads kept: %d, Pods %d)", h.Workloads, h.Pods)
 		}
 	})
 
@@ -634,15 +527,15 @@ func TestRolloutHistoryBounded(t *testing.T) {
 			}
 		}
 		var rs []*rollout.Trace
-		c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+		c := New(Config{Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rs = append(rs, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 		last := feed(c, deltas)
-		for at := last; at.Before(last.Add(historyRetention + 5*time.Minute)); at = at.Add(30 * time.Second) {
+		for at := last; at.Before(last.Add(tracker.HistoryRetention + 5*time.Minute)); at = at.Add(30 * time.Second) {
 			c.Tick(at)
 		}
 		if n := gonePods(c); n != 1 {
 			t.Errorf("%d gone Pods remembered, want the rollout's old one", n)
 		}
-		c.Tick(s.at(5000).Add(DefaultRolloutStuckAfter + time.Minute))
+		c.Tick(s.at(5000).Add(tracker.DefaultStuckAfter + time.Minute))
 		u := updateOf(rs)
 		if u == nil {
 			t.Fatalf("the update was not exported (%d rollouts)", len(rs))
@@ -667,12 +560,12 @@ func BenchmarkRolloutTickIdle(b *testing.B) {
 				completeStatus(d, secs(s.at(0)))
 				s.deltas[len(s.deltas)-1].Initial = true // there, rolled out, before readyspan
 			}
-			c := New(Config{Rollouts: RolloutSinkFunc(func(*rollout.Trace) {})}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+			c := New(Config{Rollouts: tracker.SinkFunc(func(*rollout.Trace) {})}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 			for _, d := range s.deltas {
 				c.Handle(d)
 			}
-			if len(c.rollouts.workloads) != n || len(c.rollouts.active) != 0 {
-				b.Fatalf("%d workloads, %d rolling out; want %d and none", len(c.rollouts.workloads), len(c.rollouts.active), n)
+			if h := c.rollouts.Held(); h.Workloads != n || h.Rolling != 0 {
+				b.Fatalf("%d workloads, %d rolling out; want %d and none", h.Workloads, h.Rolling, n)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -691,7 +584,7 @@ func BenchmarkRolloutTail(b *testing.B) {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			s := newRollingSimOf(b, 5000, n)
 			var done []*rollout.Trace
-			c := New(Config{Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { done = append(done, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
+			c := New(Config{Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { done = append(done, r) })}, SinkFunc(func(*phases.Trace) {}), nil, nil)
 			// The last old Pod is still terminating when the verdict comes: it is not gone yet,
 			// and each change of it is measured.
 			var change watch.Delta
@@ -704,12 +597,11 @@ func BenchmarkRolloutTail(b *testing.B) {
 				}
 				c.Handle(d)
 			}
-			w := c.rollouts.workloads[s.dep.UID]
-			if len(c.rollouts.active) != 1 || w == nil || w.cur == nil || !w.cur.verdict.Known() {
+			if h := c.rollouts.Held(); h.Rolling != 1 || h.RolledOut != 1 {
 				for _, r := range done {
 					b.Logf("rollout %d: %s %s, %d new Pods", r.Rollout.Generation, r.Rollout.Outcome, r.Rollout.Reason, len(r.Rollout.NewPods))
 				}
-				b.Fatalf("want one rollout rolled out and waiting for its Pods' traces (%d active)", len(c.rollouts.active))
+				b.Fatalf("want one rollout rolled out and waiting for its Pods' traces (%d active)", c.rollouts.Held().Rolling)
 			}
 			change.Type = watch.Modified
 			b.ResetTimer()
@@ -718,7 +610,7 @@ func BenchmarkRolloutTail(b *testing.B) {
 				c.Handle(change)
 			}
 			b.StopTimer()
-			if w.cur == nil {
+			if c.rollouts.Held().Rolling != 1 {
 				b.Fatal("the rollout finished while it was measured")
 			}
 		})

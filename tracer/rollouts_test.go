@@ -7,6 +7,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 )
 
 // replayRollouts rebuilds a recording's Pod and rollout traces as `readyspan replay` does.
@@ -18,7 +19,7 @@ func replayRollouts(t *testing.T, dir string) ([]*phases.Trace, []*rollout.Trace
 	}
 	var pods []*phases.Trace
 	var rollouts []*rollout.Trace
-	c := New(Config{Backfill: true, Rollouts: RolloutSinkFunc(func(r *rollout.Trace) { rollouts = append(rollouts, r) })},
+	c := New(Config{Backfill: true, Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rollouts = append(rollouts, r) })},
 		SinkFunc(func(tr *phases.Trace) { pods = append(pods, tr) }), nil, nil)
 	Replay(c, deltas)
 	return pods, rollouts

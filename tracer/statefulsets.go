@@ -13,6 +13,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer/events"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -36,7 +37,7 @@ var statefulSetKind = &kind{
 		}),
 		Transform: func(o runtime.Object) {
 			st := o.(*appsv1.StatefulSet)
-			slimWorkload(st, &st.Spec.Template, &st.ObjectMeta)
+			tracker.SlimWorkload(st, &st.Spec.Template, &st.ObjectMeta)
 			st.Spec.VolumeClaimTemplates = nil
 		},
 		KeepsIdentity: true, Workload: true, Audit: workloadWrites,
@@ -48,12 +49,12 @@ var statefulSetKind = &kind{
 		Rollouts: true,
 	},
 	handle: func(c *Correlator, d watch.Delta) { c.handleStatefulSet(&d, d.Object.(*appsv1.StatefulSet)) },
-	rollout: func(r *rollouts, d watch.Delta) {
-		r.handleWorkload(&d, statefulSetView(d.Object.(*appsv1.StatefulSet)))
+	rollout: func(r *tracker.Tracker, d watch.Delta) {
+		r.HandleStatefulSet(&d, d.Object.(*appsv1.StatefulSet))
 	},
 	// "Create Pod web-0 in StatefulSet web successful" stamps the Pod's creation.
 	events:        func(c *Correlator, e *events.Event) bool { return c.handleCreatedEvent(e) },
-	rolloutEvents: func(r *rollouts, e *events.Event) bool { return r.handleEvent(e) },
+	rolloutEvents: func(r *tracker.Tracker, e *events.Event) bool { return r.HandleEvent(e) },
 	step:          statefulSetStep,
 	root: func(c *Correlator, owner *metav1.OwnerReference, obs *phases.Pod, pod *corev1.Pod) {
 		c.statefulSetRoot(owner, obs, pod)
@@ -108,7 +109,7 @@ func (c *Correlator) statefulSetRoot(ref *metav1.OwnerReference, obs *phases.Pod
 		return
 	}
 	obs.RootPersisted, obs.Client, obs.Cause, obs.Trigger = ch.persisted, ch.client, phases.CauseChange, ch.persisted
-	applyAudit(obs, c.auditFor(string(ResourceStatefulSets), o.namespace, o.name, firstOf(ch.persisted)))
+	applyAudit(obs, c.auditFor(string(ResourceStatefulSets), o.namespace, o.name, phases.FirstOf(ch.persisted)))
 	if !o.ordered {
 		return
 	}
@@ -118,41 +119,12 @@ func (c *Correlator) statefulSetRoot(ref *metav1.OwnerReference, obs *phases.Pod
 	}
 	prev := base + "-" + strconv.Itoa(ordinal-1)
 	r, ok := o.ready[prev]
-	if !ok || !atOrBefore(r.at, obs.Created) {
+	if !ok || !phases.AtOrBefore(r.at, obs.Created) {
 		return
 	}
 	// The controller had to wait for the Pod before to be Ready, unless it was Ready before
 	// the change.
-	if rs, _ := r.at.Resolve(); rs.At > firstInstant(ch.persisted) {
+	if rs, _ := r.at.Resolve(); rs.At > phases.FirstInstant(ch.persisted) {
 		obs.Cause, obs.CauseObject, obs.Trigger = phases.CausePredecessorReady, prev, r.at
 	}
-}
-
-func statefulSetView(s *appsv1.StatefulSet) workloadView {
-	v := baseView(rollout.StatefulSet, &s.ObjectMeta, &s.Spec.Template)
-	v.observedGeneration = s.Status.ObservedGeneration
-	v.replicas = replicasOf(s.Spec.Replicas)
-	v.revision = s.Status.UpdateRevision
-	v.strategy = rollout.Strategy{Type: string(s.Spec.UpdateStrategy.Type), MinReadySeconds: s.Spec.MinReadySeconds,
-		Partition: -1, PodManagementPolicy: string(s.Spec.PodManagementPolicy)}
-	if v.strategy.PodManagementPolicy == "" {
-		v.strategy.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
-	}
-	want := v.replicas
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		if ru.Partition != nil {
-			v.strategy.Partition = *ru.Partition
-			want = max(0, v.replicas-*ru.Partition)
-		}
-		if ru.MaxUnavailable != nil {
-			v.strategy.MaxUnavailable = intOrString(ru.MaxUnavailable)
-		}
-	}
-	st := &s.Status
-	// The statefulset controller's "rolled out": the update revision is current (or, with a
-	// partition, the Pods at or above it are updated) and every replica ready and available.
-	revisionDone := st.CurrentRevision == st.UpdateRevision || v.strategy.Partition > 0 && st.UpdatedReplicas >= want
-	v.done = st.ObservedGeneration >= s.Generation && revisionDone && st.Replicas == v.replicas &&
-		st.ReadyReplicas == v.replicas && st.AvailableReplicas == v.replicas && st.UpdatedReplicas >= want
-	return v
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -206,7 +207,7 @@ func TestWatcherDropsSecrets(t *testing.T) {
 		}
 		// Only what rollouts read of a workload's annotations and template is kept.
 		for k := range o.(metav1.Object).GetAnnotations() {
-			if k != annTemplateHash && k != annTemplateRestart && k != annDeploymentRevision {
+			if !tracker.KeepsAnnotation(k) {
 				t.Errorf("%s: annotation %s kept", r, k)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer"
 )
 
@@ -43,7 +44,7 @@ func replay(t testing.TB, dir string) ([]*phases.Trace, []*rollout.Trace) {
 	}
 	var pods []*phases.Trace
 	var rollouts []*rollout.Trace
-	c := tracer.New(tracer.Config{Backfill: true, Rollouts: tracer.RolloutSinkFunc(func(r *rollout.Trace) { rollouts = append(rollouts, r) })},
+	c := tracer.New(tracer.Config{Backfill: true, Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rollouts = append(rollouts, r) })},
 		tracer.SinkFunc(func(tr *phases.Trace) { pods = append(pods, tr) }), nil, nil)
 	tracer.Replay(c, deltas)
 	return pods, rollouts

@@ -16,6 +16,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
@@ -65,7 +66,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		AuditFailed: func(err error) {
 			fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
 		},
-	}, pipeline.Sinks{Pods: sink, Rollouts: tracer.RolloutSinkFunc(pr.rollout)})
+	}, pipeline.Sinks{Pods: sink, Rollouts: tracker.SinkFunc(pr.rollout)})
 	ctx, stop, err := p.Source.StartFor(ctx, *duration)
 	if err != nil {
 		return err
@@ -163,7 +164,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var rollouts []*rollout.Trace
 	err = pipeline.Explain(ctx, pipeline.Env{Client: client, Host: restCfg.Host}, pipeline.Target{Kind: kind, Namespace: namespace, Name: name}, pipeline.Sinks{
 		Pods:     tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }),
-		Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+		Rollouts: tracker.SinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
 	})
 	if err != nil {
 		return err
@@ -301,7 +302,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var rollouts []*rollout.Trace
 	for _, w := range pipeline.Replay(pipeline.Options{Trace: tf.config()}, deltas, pipeline.Sinks{
 		Pods:     tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }),
-		Rollouts: tracer.RolloutSinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+		Rollouts: tracker.SinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
 	}) {
 		printWarning(stderr, w)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/terminal"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
@@ -345,8 +346,8 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.stuckAfter, "stuck-after", tracer.DefaultStuckAfter, "export a Pod not Ready this long after creation as stuck")
 	fs.DurationVar(&t.failAfter, "fail-after", tracer.DefaultFailAfter, "export a Pod whose failure (ErrImagePull, CrashLoopBackOff…) persists this long as failed")
 	fs.BoolVar(&t.backfill, "backfill", false, "also trace Pods that were already Ready when readyspan started")
-	fs.DurationVar(&t.rolloutStuckAfter, "rollout-stuck-after", tracer.DefaultRolloutStuckAfter, "export a rollout without the controller's verdict this long after it began as failed")
-	fs.DurationVar(&t.rolloutBlocked, "rollout-blocked-after", tracer.DefaultRolloutBlockedAfter, "export a rollout whose Pod creates the apiserver has refused this long (quota, admission, PodSecurity), none made since, as blocked")
+	fs.DurationVar(&t.rolloutStuckAfter, "rollout-stuck-after", tracker.DefaultStuckAfter, "export a rollout without the controller's verdict this long after it began as failed")
+	fs.DurationVar(&t.rolloutBlocked, "rollout-blocked-after", tracker.DefaultBlockedAfter, "export a rollout whose Pod creates the apiserver has refused this long (quota, admission, PodSecurity), none made since, as blocked")
 }
 
 func (t *traceFlags) config() tracer.Config {

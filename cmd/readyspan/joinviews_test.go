@@ -23,6 +23,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/web"
 )
@@ -52,7 +53,7 @@ func loadJoinBase(tb testing.TB) *joinBase {
 		}
 		var pods []*phases.Trace
 		var rollouts []*rollout.Trace
-		c := tracer.New(tracer.Config{Backfill: true, Rollouts: tracer.RolloutSinkFunc(func(r *rollout.Trace) { rollouts = append(rollouts, r) })},
+		c := tracer.New(tracer.Config{Backfill: true, Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { rollouts = append(rollouts, r) })},
 			tracer.SinkFunc(func(tr *phases.Trace) { pods = append(pods, tr) }), nil, nil)
 		tracer.Replay(c, deltas)
 		for _, r := range rollouts {

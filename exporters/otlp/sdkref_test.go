@@ -25,6 +25,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/tracer"
 )
 
@@ -166,7 +167,7 @@ func captureTraces(t *testing.T) []traceSpans {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := tracer.New(tracer.Config{Backfill: true, Rollouts: tracer.RolloutSinkFunc(func(r *rollout.Trace) { traces = append(traces, traceSpans{r.TraceID, r.Spans}) })},
+		c := tracer.New(tracer.Config{Backfill: true, Rollouts: tracker.SinkFunc(func(r *rollout.Trace) { traces = append(traces, traceSpans{r.TraceID, r.Spans}) })},
 			tracer.SinkFunc(func(tr *phases.Trace) { traces = append(traces, traceSpans{tr.TraceID, tr.Spans}) }), nil, nil)
 		tracer.Replay(c, deltas)
 	}

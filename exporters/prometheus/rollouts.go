@@ -82,7 +82,7 @@ func (m *Metrics) ExportRollout(t *rollout.Trace) {
 	}
 }
 
-// RolloutProgress publishes the rollouts in progress (tracer.RolloutStats).
+// RolloutProgress publishes the rollouts in progress (tracker.Stats).
 func (m *Metrics) RolloutProgress(p rollout.Progress) {
 	for _, w := range m.rollouts.workloads {
 		for _, k := range rollout.Kinds {

@@ -252,3 +252,7 @@ func ParsePreemptedMessage(msg string) (uid string, ok bool) {
 
 // MaxUID bounds a UID read from a message: a UUID is 36 bytes.
 const MaxUID = 64
+
+// CombinedPrefix starts the message of an event client-go's recorder made by combining similar
+// events (after 10 distinct messages with one reason about one object within 10 minutes).
+const CombinedPrefix = "(combined from similar events): "

@@ -1,4 +1,4 @@
-package tracer
+package tracker
 
 import (
 	"strings"
@@ -12,10 +12,10 @@ import (
 	"github.com/readyspan/readyspan/tracer/events"
 )
 
-// DefaultRolloutBlockedAfter: a rollout whose Pod creates have been refused this long, with
+// DefaultBlockedAfter: a rollout whose Pod creates have been refused this long, with
 // none made since, is exported as blocked (long before the stuck deadline or the Deployment's
 // progress deadline), so a trace backend shows why it does not progress while it does not.
-const DefaultRolloutBlockedAfter = 30 * time.Second
+const DefaultBlockedAfter = 30 * time.Second
 
 // Limits of what is kept of rejections.
 const (
@@ -43,7 +43,7 @@ type rejectionState struct {
 // rejectionMessage is the apiserver's error an Event or condition quotes, with the recorder's
 // and the controller's prefixes dropped.
 func rejectionMessage(msg string) string {
-	msg = strings.TrimPrefix(msg, combinedPrefix)
+	msg = strings.TrimPrefix(msg, events.CombinedPrefix)
 	msg = strings.TrimPrefix(msg, "Error creating: ")
 	if i := strings.Index(msg, " failed error: "); i >= 0 && strings.HasPrefix(strings.ToLower(msg), "create pod ") {
 		msg = msg[i+len(" failed error: "):] // the statefulset controller's
@@ -51,10 +51,10 @@ func rejectionMessage(msg string) string {
 	return rollout.BoundMessage(msg)
 }
 
-// handleRejection reads a controller's FailedCreate: each new occurrence counts into the
+// HandleRejection reads a controller's FailedCreate: each new occurrence counts into the
 // rejected-creates counter, and into the rollout in progress of the workload whose Pods were
 // refused (a ReplicaSet's Deployment, a StatefulSet, a DaemonSet).
-func (r *rollouts) handleRejection(e *events.Event) bool {
+func (r *Tracker) HandleRejection(e *events.Event) bool {
 	if e.Reason != failedCreate {
 		return true
 	}
@@ -70,10 +70,10 @@ func (r *rollouts) handleRejection(e *events.Event) bool {
 	fresh := n - prev
 	msg := rejectionMessage(e.Message)
 	class := rollout.ClassifyRejection(msg)
-	if r.rejected != nil && !e.Recv.IsZero() {
+	if r.cfg.Rejected != nil && !e.Recv.IsZero() {
 		// Live occurrences only: an initial list's Events happened before readyspan watched
 		// (a restart would count them again).
-		r.rejected.PodCreatesRejected(class, int(fresh))
+		r.cfg.Rejected.PodCreatesRejected(class, int(fresh))
 	}
 	var uid types.UID
 	switch e.Regarding.Kind {

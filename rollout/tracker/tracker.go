@@ -1,4 +1,4 @@
-package tracer
+package tracker
 
 import (
 	"cmp"
@@ -15,44 +15,73 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 
-// RolloutSink receives each finished rollout trace. It must not block.
-type RolloutSink interface {
+// Sink receives each finished rollout trace. It must not block.
+type Sink interface {
 	ExportRollout(*rollout.Trace)
 }
 
-// RolloutSinkFunc adapts a function to RolloutSink.
-type RolloutSinkFunc func(*rollout.Trace)
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(*rollout.Trace)
 
 // ExportRollout calls f.
-func (f RolloutSinkFunc) ExportRollout(t *rollout.Trace) { f(t) }
+func (f SinkFunc) ExportRollout(t *rollout.Trace) { f(t) }
 
-// RolloutStats receives the gauges of rollouts in progress. A Stats that implements it gets them.
-type RolloutStats interface {
+// Stats receives the gauges of rollouts in progress.
+type Stats interface {
 	RolloutProgress(rollout.Progress)
 }
 
+// Config is what the tracker is told: how long to wait for a verdict, where its traces go, and
+// what it reads of its caller's state.
+type Config struct {
+	// Backfill exports the latest rollout of a workload found rolled out already (explain),
+	// not only the ones found in progress.
+	Backfill bool
+	// StuckAfter: a rollout without the controller's verdict this long is exported as failed
+	// (DefaultStuckAfter when zero).
+	StuckAfter time.Duration
+	// BlockedAfter: a rollout whose Pod creates have been refused this long, with none made
+	// since, is exported as blocked (DefaultBlockedAfter when zero).
+	BlockedAfter time.Duration
+	// Sink receives one trace per rollout; nil exports none.
+	Sink Sink
+	// Stats receives the gauges of rollouts in progress, Rejected the refused Pod creates;
+	// either may be nil.
+	Stats    Stats
+	Rejected rollout.RejectedCreates
+	// Audit finds the newest audited write to a workload before a time (nil: no audit log):
+	// the request that started a rollout, to the microsecond.
+	Audit func(resource, namespace, name string, before time.Time) *watch.AuditEntry
+	// Steps reads a controller's Event about a workload as a scaling step, in the wording of
+	// the workload's kind: ok is false for an Event that is not one, known false for a message
+	// in a format readyspan does not know. The kinds' wordings are their registry's; it must be
+	// set.
+	Steps func(e *events.Event) (st rollout.Step, ok, known bool)
+}
+
 const (
-	// DefaultRolloutStuckAfter: a rollout without the controller's verdict this long after it
+	// DefaultStuckAfter: a rollout without the controller's verdict this long after it
 	// began is exported as failed (stuck). Deployments with a progress deadline fail sooner, by
 	// the controller's own verdict.
-	DefaultRolloutStuckAfter = 30 * time.Minute
+	DefaultStuckAfter = 30 * time.Minute
 	// podTraceWait is how long a rolled-out workload waits for its new Pods' own traces (they
 	// wait for endpoints and late events) and for its old Pods to be gone.
 	podTraceWait = 45 * time.Second
 	// maxStepsKept bounds the scaling steps remembered per workload.
 	maxStepsKept = 2048
-	// historyRetention is how long a workload's scaling steps and its deleted Pods are
+	// HistoryRetention is how long a workload's scaling steps and its deleted Pods are
 	// remembered when no rollout in progress holds them: long enough for a rollout readyspan
 	// sees late (its watch behind, a relist) to find its own, short enough that a cluster's
 	// churn does not pile up (at 10 startups/s an hour of deleted Pods was 36,000 of them). A
 	// rollout in progress keeps everything from its start, however long it runs.
-	historyRetention = 10 * time.Minute
+	HistoryRetention = 10 * time.Minute
 )
 
-// wlPod is what rollouts keep of a Pod a workload controls: the four moments a rollout draws
+// wlPod is what the tracker keeps of a Pod a workload controls: the four moments a rollout draws
 // (created, ready, deletion requested, gone) and, once exported, the Pod's own trace.
 type wlPod struct {
 	uid        types.UID
@@ -106,21 +135,18 @@ type activeRollout struct {
 // such link: full (len == cap), so an append to one copies rather than writes into the others.
 var rolloutLinkAttrs = []phases.Attr{{Key: rollout.AttrLinkRelation, Value: "rollout"}}
 
-// rollouts turns workload changes into one trace per rollout. It is fed by the Correlator, in
-// its goroutine, so it shares its determinism.
-type rollouts struct {
-	cfg   Config
-	sink  RolloutSink
-	stats RolloutStats
-	audit func(resource, namespace, name string, before time.Time) *watch.AuditEntry
+// Tracker turns workload changes into one trace per rollout. It is fed by its caller's one
+// goroutine (the correlator's), so it shares its determinism: nothing in it is locked.
+type Tracker struct {
+	cfg Config
 
 	workloads map[types.UID]*workloadState
 	// active holds the workloads with a rollout in progress (cur set): the ones a tick looks
 	// at. Most workloads of a cluster have none most of the time, and a tick walking every one
 	// of them five times a second grows with the cluster, not with its rollouts.
 	active    map[*workloadState]struct{}
-	rsOwner   map[types.UID]types.UID  // ReplicaSet → its Deployment
-	rsCreated map[objectName]time.Time // ReplicaSets and ControllerRevisions → created
+	rsOwner   map[types.UID]types.UID            // ReplicaSet → its Deployment
+	rsCreated map[types.NamespacedName]time.Time // ReplicaSets and ControllerRevisions → created
 	pods      map[types.UID]*wlPod
 	// byOwner indexes the Pods by their controller (a ReplicaSet, StatefulSet or DaemonSet), and
 	// ownedRS a Deployment's ReplicaSets, so a rollout finds its Pods without scanning them all.
@@ -129,23 +155,26 @@ type rollouts struct {
 	now       time.Time
 	lastPrune time.Time
 	// rejectionCounts is the count last seen of each FailedCreate Event, so each occurrence
-	// counts once; rejected receives them.
+	// counts once; cfg.Rejected receives them.
 	rejectionCounts map[types.UID]int32
-	rejected        rollout.RejectedCreates
 }
 
-func newRollouts(cfg Config, sink RolloutSink, stats Stats, audit func(resource, namespace, name string, before time.Time) *watch.AuditEntry) *rollouts {
-	r := &rollouts{cfg: cfg, sink: sink, audit: audit,
+// New returns a tracker that exports through cfg.Sink.
+func New(cfg Config) *Tracker {
+	if cfg.StuckAfter <= 0 {
+		cfg.StuckAfter = DefaultStuckAfter
+	}
+	if cfg.BlockedAfter <= 0 {
+		cfg.BlockedAfter = DefaultBlockedAfter
+	}
+	return &Tracker{cfg: cfg,
 		workloads: map[types.UID]*workloadState{}, active: map[*workloadState]struct{}{}, rsOwner: map[types.UID]types.UID{},
-		rsCreated: map[objectName]time.Time{}, pods: map[types.UID]*wlPod{},
+		rsCreated: map[types.NamespacedName]time.Time{}, pods: map[types.UID]*wlPod{},
 		byOwner: map[types.UID]map[types.UID]*wlPod{}, ownedRS: map[types.UID]map[types.UID]bool{},
 		rejectionCounts: map[types.UID]int32{}}
-	r.stats, _ = stats.(RolloutStats)
-	r.rejected, _ = stats.(rollout.RejectedCreates)
-	return r
 }
 
-func (r *rollouts) workload(uid types.UID) *workloadState {
+func (r *Tracker) workload(uid types.UID) *workloadState {
 	w := r.workloads[uid]
 	if w == nil {
 		w = &workloadState{}
@@ -154,7 +183,7 @@ func (r *rollouts) workload(uid types.UID) *workloadState {
 	return w
 }
 
-func (r *rollouts) handleWorkload(d *watch.Delta, v workloadView) {
+func (r *Tracker) handleWorkload(d *watch.Delta, v workloadView) {
 	uid := types.UID(v.ref.UID)
 	recv := d.WatchTime()
 	if d.Type == watch.Deleted {
@@ -246,7 +275,7 @@ func changeKind(prev, v workloadView) (rollout.Kind, bool) {
 
 // start begins a rollout of the workload's current generation; one still in progress is
 // superseded by it.
-func (r *rollouts) start(w *workloadState, v workloadView, kind rollout.Kind, recv time.Time) {
+func (r *Tracker) start(w *workloadState, v workloadView, kind rollout.Kind, recv time.Time) {
 	a := &activeRollout{seenAt: recv, obs: rollout.Rollout{
 		Workload: v.ref, Kind: kind, Generation: v.generation, Revision: v.revision,
 		Strategy: v.strategy, Replicas: v.replicas,
@@ -288,7 +317,9 @@ func stampAt(t time.Time) phases.Stamp {
 	return phases.Stamp{At: phases.InstantOf(t), Source: phases.SourceWatch}
 }
 
-func (r *rollouts) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
+// HandleReplicaSet keeps which Deployment a ReplicaSet belongs to, so a Deployment's rollout
+// finds its Pods, and when it was created, which tells a rollback from an update.
+func (r *Tracker) HandleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
 	if d.Type == watch.Deleted {
 		if dep, ok := r.rsOwner[rs.UID]; ok {
 			delete(r.ownedRS[dep], rs.UID)
@@ -297,29 +328,31 @@ func (r *rollouts) handleReplicaSet(d *watch.Delta, rs *appsv1.ReplicaSet) {
 			}
 		}
 		delete(r.rsOwner, rs.UID)
-		delete(r.rsCreated, objectName{rs.Namespace, rs.Name})
+		delete(r.rsCreated, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name})
 		return
 	}
-	if owner := controllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
+	if owner := objects.ControllerOf(&rs.ObjectMeta); owner != nil && owner.Kind == "Deployment" {
 		r.rsOwner[rs.UID] = owner.UID
 		if r.ownedRS[owner.UID] == nil {
 			r.ownedRS[owner.UID] = map[types.UID]bool{}
 		}
 		r.ownedRS[owner.UID][rs.UID] = true
 	}
-	r.rsCreated[objectName{rs.Namespace, rs.Name}] = rs.CreationTimestamp.Time
+	r.rsCreated[types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}] = rs.CreationTimestamp.Time
 }
 
-func (r *rollouts) handleRevision(d *watch.Delta, cr *appsv1.ControllerRevision) {
+// HandleRevision keeps when a StatefulSet's or DaemonSet's ControllerRevision was created,
+// which tells a rollback from an update.
+func (r *Tracker) HandleRevision(d *watch.Delta, cr *appsv1.ControllerRevision) {
 	if d.Type == watch.Deleted {
-		delete(r.rsCreated, objectName{cr.Namespace, cr.Name})
+		delete(r.rsCreated, types.NamespacedName{Namespace: cr.Namespace, Name: cr.Name})
 		return
 	}
-	r.rsCreated[objectName{cr.Namespace, cr.Name}] = cr.CreationTimestamp.Time
+	r.rsCreated[types.NamespacedName{Namespace: cr.Namespace, Name: cr.Name}] = cr.CreationTimestamp.Time
 }
 
 // workloadOf returns the workload that controls a Pod, through its ReplicaSet for a Deployment.
-func (r *rollouts) workloadOf(p *wlPod) (*workloadState, types.UID) {
+func (r *Tracker) workloadOf(p *wlPod) (*workloadState, types.UID) {
 	uid := p.owner
 	if d, ok := r.rsOwner[uid]; ok {
 		uid = d
@@ -327,8 +360,10 @@ func (r *rollouts) workloadOf(p *wlPod) (*workloadState, types.UID) {
 	return r.workloads[uid], uid
 }
 
-func (r *rollouts) handlePod(d *watch.Delta, p *corev1.Pod) {
-	owner := controllerOf(&p.ObjectMeta)
+// HandlePod follows a Pod a ReplicaSet, StatefulSet or DaemonSet controls: the moments a
+// rollout draws (created, Ready, deletion requested, gone), and whether its rollout is over.
+func (r *Tracker) HandlePod(d *watch.Delta, p *corev1.Pod) {
+	owner := objects.ControllerOf(&p.ObjectMeta)
 	if owner == nil || owner.Kind != "ReplicaSet" && owner.Kind != "StatefulSet" && owner.Kind != "DaemonSet" {
 		return
 	}
@@ -358,7 +393,7 @@ func (r *rollouts) handlePod(d *watch.Delta, p *corev1.Pod) {
 		}
 	}
 	wp.node = p.Spec.NodeName
-	if c := condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !wp.ready.Known() {
+	if c := objects.Condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !wp.ready.Known() {
 		wp.ready.Add(d.WatchTime(), phases.SourceWatch)
 		wp.ready.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
@@ -392,17 +427,17 @@ func (r *rollouts) handlePod(d *watch.Delta, p *corev1.Pod) {
 	}
 }
 
-// handleEvent records a controller's scaling step; known is false for a message in a format
+// HandleEvent records a controller's scaling step; known is false for a message in a format
 // readyspan does not know.
-func (r *rollouts) handleEvent(e *events.Event) (known bool) {
+func (r *Tracker) HandleEvent(e *events.Event) (known bool) {
 	if e.Reason == failedCreate {
-		return r.handleRejection(e) // a StatefulSet's or DaemonSet's create refused
+		return r.HandleRejection(e) // a StatefulSet's or DaemonSet's create refused
 	}
-	st, ok, known := stepOf(e)
+	st, ok, known := r.cfg.Steps(e)
 	if !ok || !known {
 		return known
 	}
-	if e.Count > 1 || strings.HasPrefix(e.Message, combinedPrefix) {
+	if e.Count > 1 || strings.HasPrefix(e.Message, events.CombinedPrefix) {
 		// A rewrite of a combined (or repeated) Event: its name and eventTime are the first
 		// occurrence's; this one happened at its lastTimestamp, just before it was received.
 		st.Time.Add(e.Last.Time(), phases.SourceEventSeconds)
@@ -429,9 +464,9 @@ func (r *rollouts) handleEvent(e *events.Event) (known bool) {
 	return true
 }
 
-// podTrace hands a Pod's finished trace to the rollout that started the Pod, and links the
+// PodTrace hands a Pod's finished trace to the rollout that started the Pod, and links the
 // Pod's trace to it.
-func (r *rollouts) podTrace(tr *phases.Trace) {
+func (r *Tracker) PodTrace(tr *phases.Trace) {
 	wp := r.pods[types.UID(tr.Pod.UID)]
 	if wp == nil {
 		return
@@ -465,7 +500,7 @@ func (r *rollouts) podTrace(tr *phases.Trace) {
 // check exports the workload's rollout once it is over: the controller's verdict seen, every
 // old Pod gone and every new Pod's trace in (or podTraceWait after the verdict). A rollout
 // without a verdict fails after the stuck deadline.
-func (r *rollouts) check(w *workloadState, now time.Time) {
+func (r *Tracker) check(w *workloadState, now time.Time) {
 	a := w.cur
 	if a == nil {
 		return
@@ -473,12 +508,12 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 	if !now.IsZero() && now.After(r.now) {
 		r.now = now
 	}
-	if b := a.blocked(); b != nil && !a.blockedExported && !now.IsZero() && now.Sub(b.firstSeen) >= r.cfg.RolloutBlockedAfter {
+	if b := a.blocked(); b != nil && !a.blockedExported && !now.IsZero() && now.Sub(b.firstSeen) >= r.cfg.BlockedAfter {
 		r.exportBlocked(w, now)
 	}
 	if !a.verdict.Known() {
-		if s, ok := a.obs.Start.Resolve(); ok && !now.IsZero() && now.Sub(s.Time()) >= r.cfg.RolloutStuckAfter {
-			r.failOrBlock(w, fmt.Sprintf("stuck: not rolled out after %s", r.cfg.RolloutStuckAfter), stampAt(now))
+		if s, ok := a.obs.Start.Resolve(); ok && !now.IsZero() && now.Sub(s.Time()) >= r.cfg.StuckAfter {
+			r.failOrBlock(w, fmt.Sprintf("stuck: not rolled out after %s", r.cfg.StuckAfter), stampAt(now))
 		}
 		return
 	}
@@ -500,7 +535,7 @@ func (r *rollouts) check(w *workloadState, now time.Time) {
 }
 
 // endOf is when a rolled-out rollout ended: its verdict, or its last old Pod gone after it.
-func (r *rollouts) endOf(a *activeRollout, verdict phases.Stamp) phases.Stamp {
+func (r *Tracker) endOf(a *activeRollout, verdict phases.Stamp) phases.Stamp {
 	end := verdict
 	r.eachMember(a, time.Time{}, func(p *wlPod, _, isOld bool) bool {
 		if g, ok := p.gone.Resolve(); isOld && ok && g.At > end.At {
@@ -517,7 +552,7 @@ func (r *rollouts) endOf(a *activeRollout, verdict phases.Stamp) phases.Stamp {
 // asked on every change of its Pods until it is (check): a walk that stops at the first Pod to
 // wait for, where putting them all in order each time made the tail of a 500-Pod rollout cost
 // 0.6 ms a change (BenchmarkRolloutTail).
-func (r *rollouts) eachMember(a *activeRollout, until time.Time, fn func(p *wlPod, isNew, isOld bool) bool) {
+func (r *Tracker) eachMember(a *activeRollout, until time.Time, fn func(p *wlPod, isNew, isOld bool) bool) {
 	uid := types.UID(a.obs.Workload.UID)
 	visit := func(owner types.UID) bool {
 		for _, p := range r.byOwner[owner] {
@@ -540,7 +575,7 @@ func (r *rollouts) eachMember(a *activeRollout, until time.Time, fn func(p *wlPo
 
 // membersInOrder are the rollout's new and old Pods (eachMember), each list in the order its
 // Pods were created (new) or their deletion requested (old), for the rollout's trace.
-func (r *rollouts) membersInOrder(a *activeRollout, until time.Time) (news, olds []*wlPod) {
+func (r *Tracker) membersInOrder(a *activeRollout, until time.Time) (news, olds []*wlPod) {
 	r.eachMember(a, until, func(p *wlPod, isNew, isOld bool) bool {
 		if isNew {
 			news = append(news, p)
@@ -573,7 +608,7 @@ func (r *rollouts) membersInOrder(a *activeRollout, until time.Time) (news, olds
 // names the cause. One exported as blocked already and still blocked goes on being followed:
 // it is blocked still (the gauge, and the alert on it, must not clear), and it resumes once the
 // controller is let through, whatever the deadlines said meanwhile.
-func (r *rollouts) failOrBlock(w *workloadState, reason string, end phases.Stamp) {
+func (r *Tracker) failOrBlock(w *workloadState, reason string, end phases.Stamp) {
 	if b := w.cur.latestBlocked(); b != nil {
 		if w.cur.blockedExported {
 			return
@@ -587,11 +622,11 @@ func (r *rollouts) failOrBlock(w *workloadState, reason string, end phases.Stamp
 // exportBlocked exports the rollout in progress as blocked and keeps tracing it: once its
 // creates are let through it goes on, and its end is exported under a second trace (attempt 1)
 // that keeps the blocked time and links to this one.
-func (r *rollouts) exportBlocked(w *workloadState, now time.Time) {
+func (r *Tracker) exportBlocked(w *workloadState, now time.Time) {
 	a := w.cur
 	a.blockedExported = true
-	if r.sink != nil {
-		r.sink.ExportRollout(rollout.Build(r.observed(w, a, rollout.OutcomeBlocked, a.latestBlocked().Words(), stampAt(now), time.Time{}, phases.TraceID{})))
+	if r.cfg.Sink != nil {
+		r.cfg.Sink.ExportRollout(rollout.Build(r.observed(w, a, rollout.OutcomeBlocked, a.latestBlocked().Words(), stampAt(now), time.Time{}, phases.TraceID{})))
 	}
 	a.attempt = 1
 	a.traceID, a.rootSpanID = phases.TraceID{}, phases.SpanID{} // the Pods made from now on link to the next trace
@@ -600,15 +635,15 @@ func (r *rollouts) exportBlocked(w *workloadState, now time.Time) {
 // finish exports the rollout in progress with the outcome (none: end it without an export).
 // end is when it ended (zero: the latest thing seen); until bounds its members when a newer
 // rollout takes over from then.
-func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason string, end phases.Stamp, until time.Time, supersededBy phases.TraceID) {
+func (r *Tracker) finish(w *workloadState, outcome rollout.Outcome, reason string, end phases.Stamp, until time.Time, supersededBy phases.TraceID) {
 	a := w.cur
 	w.cur = nil
 	delete(r.active, w)
-	if a == nil || r.sink == nil || outcome == "" {
+	if a == nil || r.cfg.Sink == nil || outcome == "" {
 		return
 	}
 	obs := r.observed(w, a, outcome, reason, end, until, supersededBy)
-	r.sink.ExportRollout(rollout.Build(obs))
+	r.cfg.Sink.ExportRollout(rollout.Build(obs))
 	// The new Pods' traces were kept for this rollout's Pod spans only: a later rollout meets
 	// these Pods as old ones, which need their deletion, not their startup. Held on, every
 	// running Pod would keep its whole trace in memory.
@@ -620,7 +655,7 @@ func (r *rollouts) finish(w *workloadState, outcome rollout.Outcome, reason stri
 }
 
 // observed is the rollout in progress as it stands, with the outcome, for Build.
-func (r *rollouts) observed(w *workloadState, a *activeRollout, outcome rollout.Outcome, reason string, end phases.Stamp, until time.Time, supersededBy phases.TraceID) *rollout.Rollout {
+func (r *Tracker) observed(w *workloadState, a *activeRollout, outcome rollout.Outcome, reason string, end phases.Stamp, until time.Time, supersededBy phases.TraceID) *rollout.Rollout {
 	obs := a.obs
 	obs.Outcome, obs.SupersededBy = outcome, supersededBy
 	if outcome != rollout.OutcomeComplete {
@@ -669,8 +704,8 @@ func (r *rollouts) observed(w *workloadState, a *activeRollout, outcome rollout.
 
 // auditOf finds the client's write that started the rollout in the audit log, if readyspan
 // reads one: its request receive time is the start, to the microsecond.
-func (r *rollouts) auditOf(a *activeRollout) *watch.AuditEntry {
-	if r.audit == nil || a.obs.Kind == rollout.KindCreate && a.seenAt.IsZero() {
+func (r *Tracker) auditOf(a *activeRollout) *watch.AuditEntry {
+	if r.cfg.Audit == nil || a.obs.Kind == rollout.KindCreate && a.seenAt.IsZero() {
 		return nil
 	}
 	res := map[string]string{rollout.Deployment: "deployments", rollout.StatefulSet: "statefulsets", rollout.DaemonSet: "daemonsets"}[a.obs.Workload.Kind]
@@ -679,7 +714,7 @@ func (r *rollouts) auditOf(a *activeRollout) *watch.AuditEntry {
 		s, _ := a.obs.Start.Resolve()
 		before = s.Time().Add(time.Second)
 	}
-	e := r.audit(res, a.obs.Workload.Namespace, a.obs.Workload.Name, before)
+	e := r.cfg.Audit(res, a.obs.Workload.Namespace, a.obs.Workload.Name, before)
 	if e == nil || before.Sub(e.RequestReceived) > 10*time.Second {
 		return nil // an older write, not this change
 	}
@@ -688,7 +723,7 @@ func (r *rollouts) auditOf(a *activeRollout) *watch.AuditEntry {
 
 // rolledBack tells an update that went back to an earlier template: its new Pods belong to a
 // ReplicaSet (or ControllerRevision) that existed before the change.
-func (r *rollouts) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
+func (r *Tracker) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
 	s, ok := obs.Start.Resolve()
 	if !ok {
 		return false
@@ -708,15 +743,15 @@ func (r *rollouts) rolledBack(obs *rollout.Rollout, news []*wlPod) bool {
 	if owner == "" && len(news) > 0 && obs.Workload.Kind == rollout.Deployment {
 		owner = news[0].ownerName
 	}
-	created, ok := r.rsCreated[objectName{obs.Workload.Namespace, owner}]
+	created, ok := r.rsCreated[types.NamespacedName{Namespace: obs.Workload.Namespace, Name: owner}]
 	return ok && created.Before(s.Time().Add(-2*time.Second))
 }
 
 // matchSteps attributes each Pod to the step that created or removed it: the latest step of its
 // owner, in its direction, at or before its creation (or its deletion's request) by the precise
-// stamps (atOrBefore), with room left; never a later one, which is another wave's, however close
-// (steps are two seconds apart when each waits for a readiness probe, milliseconds with room to
-// surge). A Deployment's step names a ReplicaSet and a count; a StatefulSet's or DaemonSet's
+// stamps (phases.AtOrBefore), with room left; never a later one, which is another wave's,
+// however close (steps are two seconds apart when each waits for a readiness probe,
+// milliseconds with room to surge). A Deployment's step names a ReplicaSet and a count; a StatefulSet's or DaemonSet's
 // names the Pod. Steps are in time order and the Pods in the order they were created (removed).
 func matchSteps(steps []rollout.Step, news, olds []*wlPod, kind string) {
 	m := stepMatcher{steps: steps, room: make([]int32, len(steps)), at: make([]phases.Times, len(steps)), kind: kind}
@@ -799,7 +834,7 @@ func (m *stepMatcher) match(pool []*wlPod, up bool) {
 func (m *stepMatcher) stepOf(p *wlPod, t phases.Times, up bool) int {
 	for i := len(m.steps) - 1; i >= 0; i-- {
 		s := &m.steps[i]
-		if s.Up == up && m.room[i] > 0 && m.owns(s, p) && atOrBefore(m.at[i], t) {
+		if s.Up == up && m.room[i] > 0 && m.owns(s, p) && phases.AtOrBefore(m.at[i], t) {
 			return i
 		}
 	}
@@ -810,7 +845,7 @@ func (m *stepMatcher) stepOf(p *wlPod, t phases.Times, up bool) int {
 	for i := range m.steps {
 		s := &m.steps[i]
 		st, _ := s.Time.Earliest()
-		if _, _, precise := samePrecision(m.at[i], t); precise {
+		if _, _, precise := phases.SamePrecision(m.at[i], t); precise {
 			continue
 		}
 		if s.Up == up && m.room[i] > 0 && m.owns(s, p) && !pt.Time().Before(st.Time().Add(-time.Second)) {
@@ -820,8 +855,8 @@ func (m *stepMatcher) stepOf(p *wlPod, t phases.Times, up bool) int {
 	return -1
 }
 
-// tick runs the deadlines and publishes the gauges.
-func (r *rollouts) tick(now time.Time) {
+// Tick runs the deadlines and publishes the gauges.
+func (r *Tracker) Tick(now time.Time) {
 	if now.After(r.now) {
 		r.now = now
 	}
@@ -846,22 +881,22 @@ func (r *rollouts) tick(now time.Time) {
 			prog.Blocked[k+"/"+string(b.Class)]++
 		}
 	}
-	if r.stats != nil {
-		r.stats.RolloutProgress(prog)
+	if r.cfg.Stats != nil {
+		r.cfg.Stats.RolloutProgress(prog)
 	}
 	r.prune(now)
 }
 
 // prune forgets what no rollout can still claim, every half minute (it walks every Pod and
-// step): Pods gone and steps taken more than historyRetention ago, unless they fall in the
+// step): Pods gone and steps taken more than HistoryRetention ago, unless they fall in the
 // window of their workload's rollout in progress; and placeholder workloads (Events about a
 // workload readyspan has not seen) left with no step.
-func (r *rollouts) prune(now time.Time) {
+func (r *Tracker) prune(now time.Time) {
 	if now.Sub(r.lastPrune) < 30*time.Second {
 		return
 	}
 	r.lastPrune = now
-	cut := now.Add(-historyRetention)
+	cut := now.Add(-HistoryRetention)
 	for uid, p := range r.pods {
 		g, ok := p.gone.Resolve()
 		if !ok || !g.Time().Before(cut) || r.claimed(p) {
@@ -890,7 +925,7 @@ func (r *rollouts) prune(now time.Time) {
 
 // claimed tells whether a Pod belongs to its workload's rollout in progress: created or
 // deleted from the rollout's start on (members' test, with no end).
-func (r *rollouts) claimed(p *wlPod) bool {
+func (r *Tracker) claimed(p *wlPod) bool {
 	w, _ := r.workloadOf(p)
 	return w != nil && w.cur != nil && (within(p.created, w.cur.from, time.Time{}) || within(p.deleted, w.cur.from, time.Time{}))
 }
@@ -902,10 +937,10 @@ func within(t phases.Times, from, until time.Time) bool {
 	return ok && !s.Time().Before(from) && (until.IsZero() || s.Time().Before(until))
 }
 
-// flush exports every rollout in progress as it stands (explain, the end of a replay): complete
+// Flush exports every rollout in progress as it stands (explain, the end of a replay): complete
 // if the controller's verdict was seen or the status says it is done, else in progress, ending
 // at the latest time seen.
-func (r *rollouts) flush(now time.Time) {
+func (r *Tracker) Flush(now time.Time) {
 	uids := make([]string, 0, len(r.workloads))
 	for uid, w := range r.workloads {
 		if w.cur != nil {
