@@ -61,7 +61,7 @@ WATCH_FUZZ := FuzzReadWatch FuzzReadList FuzzStripFrame
 fuzz: ## a short run of every fuzz target
 	@set -e; for f in $(TRACER_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/; done
 	@set -e; for f in $(WATCH_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./watch/; done
-	@set -e; for f in $(EVENTS_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/events/; done
+	@set -e; for f in $(EVENTS_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./events/; done
 	$(GO) test -run '^$$' -fuzz '^FuzzAttributes$$' -fuzztime $(FUZZTIME) ./exporters/otlp/
 	$(GO) test -run '^$$' -fuzz '^FuzzJoinViews$$' -fuzztime $(FUZZTIME) ./cmd/readyspan/
 

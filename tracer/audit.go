@@ -3,8 +3,8 @@ package tracer
 import (
 	"time"
 
+	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
-	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 

@@ -4,7 +4,7 @@ import (
 	"container/heap"
 	"time"
 
-	"github.com/readyspan/readyspan/tracer/objects"
+	"github.com/readyspan/readyspan/objects"
 )
 
 // Between watch events, only time can finish a Pod's trace: the settle time after it was found

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/events"
 )
 
 // Events, read through core/v1 (every recorder's, the one view the watch reads) and, as recordings

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/readyspan/readyspan/tracer/events"
+	"github.com/readyspan/readyspan/events"
 )
 
 // TestEventTimes: an event keeps the times an Event states to the nanosecond, as instants (the

@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/readyspan/readyspan/events"
+	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout/tracker"
-	"github.com/readyspan/readyspan/tracer/events"
-	"github.com/readyspan/readyspan/tracer/objects"
 	"github.com/readyspan/readyspan/watch"
 )
 

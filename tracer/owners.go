@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/readyspan/readyspan/events"
+	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
-	"github.com/readyspan/readyspan/tracer/events"
-	"github.com/readyspan/readyspan/tracer/objects"
 )
 
 // replicaSet is what readyspan keeps of a ReplicaSet: who owns it and when it was scaled up.

@@ -17,10 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/readyspan/readyspan/events"
+	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout/tracker"
-	"github.com/readyspan/readyspan/tracer/events"
-	"github.com/readyspan/readyspan/tracer/objects"
 )
 
 // Pods (core/v1): the object whose startup every trace follows; its state is pods.go's Correlator methods, its view slimPod.

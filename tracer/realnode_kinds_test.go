@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
+	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
-	"github.com/readyspan/readyspan/tracer/objects"
 )
 
 // The captures in testdata/real-node/kinds-* were recorded with `readyspan record` on the local

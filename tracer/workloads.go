@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/readyspan/readyspan/events"
 	"github.com/readyspan/readyspan/rollout"
-	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // stepOf reads a scaling action from a controller's Event about a workload, in the format its

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/readyspan/readyspan/events"
 	"github.com/readyspan/readyspan/rollout"
-	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // DefaultBlockedAfter: a rollout whose Pod creates have been refused this long, with

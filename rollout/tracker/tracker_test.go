@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/readyspan/readyspan/events"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
-	"github.com/readyspan/readyspan/tracer/events"
 )
 
 // simT0 is the tests' time zero, and simAt a time ms after it: on a whole second when ms ends
