@@ -53,6 +53,15 @@ func (s *scaleUp) order() phases.Times {
 	return s.times()
 }
 
+// before reports whether the step came at or before a Pod's creation. The step's stamps are
+// each taken after the ReplicaSet's write, and so are its Pods': the deployment controller
+// names its Event only once its write has returned, and a loaded controller manager may run the
+// replicaset controller's creates, and name their Events, in between (7 ms apart on a quiet
+// machine). The step that created the ReplicaSet precedes every Pod of it, whatever the stamps.
+func (s *scaleUp) before(created phases.Times) bool {
+	return !s.created.IsZero() || phases.AtOrBefore(s.order(), created)
+}
+
 // full reports whether the step's Pods are all traced: as many as it added, when it says.
 func (s *scaleUp) full() bool {
 	return s.from >= 0 && s.to >= 0 && s.made >= s.to-s.from
@@ -185,7 +194,7 @@ func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
 	for i := len(rs.scaleUps) - 1; i >= 0; i-- {
 		su := &rs.scaleUps[i]
 		t := su.times()
-		if !phases.AtOrBefore(su.order(), obs.Created) {
+		if !su.before(obs.Created) {
 			continue
 		}
 		if s, _ := t.Resolve(); created.At.Sub(s.At) >= selfHealWindow {

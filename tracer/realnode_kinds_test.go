@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
 )
@@ -609,5 +610,29 @@ func TestControllerWritesAreNoClients(t *testing.T) {
 	}}
 	if who, when := objects.ClientChange(m); who != "kubectl-patch" || !when.Equal(at(44).Time) {
 		t.Errorf("the change is %s's at %v, want kubectl-patch's at %v", who, when, at(44).Time)
+	}
+}
+
+// TestScaleEventAfterItsPods: the deployment controller names its ScalingReplicaSet Event only
+// after its write of the ReplicaSet returns, and under load the replicaset controller can make
+// the step's Pods, and name their SuccessfulCreate Events, first. run8's capture with that
+// Event's name moved 5 ms past the last Pod's creation (everything else as captured): every Pod
+// is still rooted at the Deployment's creation by its client (curl, the Deployment's only
+// client in managedFields), not at the ReplicaSet by the controller manager.
+func TestScaleEventAfterItsPods(t *testing.T) {
+	const scaling = "sleeper.18ecc6093dc162e0" // Scaled up replica set sleeper-6b9c87548b from 0 to 2
+	const lastCreate = 0x18ecc60941814642      // Created pod: sleeper-6b9c87548b-ghwzl
+	late := fmt.Sprintf("sleeper.%x", int64(lastCreate+5*time.Millisecond))
+	move := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(scaling), []byte(late)) }
+	dir := captures.Copy(t, "run8-slow-pull-watch", map[string]func([]byte) []byte{
+		"events.core.v1.json": move, "events.events.k8s.io.v1.json": move,
+		"watch.events.core.v1.jsonl": move, "watch.events.events.k8s.io.v1.jsonl": move,
+	})
+	traces := replayDir(t, dir)
+	if len(traces) != 2 {
+		t.Fatalf("%d traces, want the Deployment's 2 Pods", len(traces))
+	}
+	for _, tr := range traces {
+		checkAttrs(t, tr.Pod.Name, tr.Root(), map[string]any{phases.AttrRoot: "deployment", phases.AttrClient: "curl"})
 	}
 }
