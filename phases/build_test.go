@@ -364,6 +364,21 @@ func BenchmarkBuild(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 }
 
+// BenchmarkBuildChain is BenchmarkBuild for a Deployment's Pod: two workloads in its chain, each
+// drawn as a step and named on the root by names derived from its kind.
+func BenchmarkBuildChain(b *testing.B) {
+	p := minimal()
+	p.Root = RootOf("Deployment")
+	p.Controllers = []Controller{{Kind: "Deployment", Name: "web"},
+		{Kind: "ReplicaSet", Name: "web-7d4b9", Reached: p.Created, ReachedBy: "scaled up"}}
+	p.RootPersisted = p.Created
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Build(p, Options{})
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+}
+
 // TestSpanNotes: a span without events or links reads none, adding makes room once, and a copy
 // given DropNotes gets its own instead of adding to the original's.
 func TestSpanNotes(t *testing.T) {

@@ -2,6 +2,8 @@ package phases
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,7 +35,7 @@ const (
 
 // RootOf is the Root of a chain that a workload of the kind started: "deployment" for a
 // Deployment's change, "replicaset" for a ReplicaSet that (re)created the Pod without one…
-func RootOf(kind string) Root { return Root(strings.ToLower(kind)) }
+func RootOf(kind string) Root { return namesOf(kind).root }
 
 // Controller is one workload of the chain of controllers that created a Pod, as data: every
 // kind's step is drawn the same way (build_controllers.go), as the span ControllerStep(Kind)
@@ -49,11 +51,39 @@ type Controller struct {
 }
 
 // ControllerStep is the span of a workload controller's step: controllers.<kind>.
-func ControllerStep(kind string) string { return "controllers." + strings.ToLower(kind) }
+func ControllerStep(kind string) string { return namesOf(kind).step }
 
 // ControllerAttr is the attribute that names the Pod's workload of the kind: k8s.<kind>.name,
 // as the OpenTelemetry semantic conventions name the built-in ones.
-func ControllerAttr(kind string) string { return "k8s." + strings.ToLower(kind) + ".name" }
+func ControllerAttr(kind string) string { return namesOf(kind).attr }
+
+// kindNames are a workload kind's names in a trace. Build draws every Pod's chain by them, a
+// few times each, so they are derived once per kind rather than each time (each derivation
+// allocates). The memo keeps at most maxKindNames kinds: the kinds come from a registry, and
+// past it a name is derived without being kept.
+type kindNames struct {
+	root       Root
+	step, attr string
+}
+
+const maxKindNames = 64
+
+var (
+	kindNamesMemo  sync.Map // kind → kindNames
+	kindNamesCount atomic.Int32
+)
+
+func namesOf(kind string) kindNames {
+	if n, ok := kindNamesMemo.Load(kind); ok {
+		return n.(kindNames)
+	}
+	lower := strings.ToLower(kind)
+	n := kindNames{root: Root(lower), step: "controllers." + lower, attr: "k8s." + lower + ".name"}
+	if kindNamesCount.Add(1) <= maxKindNames {
+		kindNamesMemo.Store(kind, n)
+	}
+	return n
+}
 
 // Cause is what gave a workload controller reason to create a Pod.
 type Cause string
