@@ -15,6 +15,8 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/readyspan/readyspan/safetext"
 )
 
 // A custom resource's objects are read into readyspan's own types, which hold only the fields
@@ -101,7 +103,7 @@ func (d *eventDecoder) Decode() (apiwatch.EventType, runtime.Object, error) {
 	case apiwatch.Error:
 		obj = &metav1.Status{}
 	default:
-		return "", nil, fmt.Errorf("watch %s: unknown event type %q", d.resource, safeType(e.Type))
+		return "", nil, fmt.Errorf("watch %s: unknown event type \"%s\"", d.resource, safetext.Cut(e.Type, 32))
 	}
 	if err := json.Unmarshal(e.Object.Raw, obj); err != nil {
 		return "", nil, fmt.Errorf("watch %s: decode %s event: %w", d.resource, t, err)
@@ -133,14 +135,6 @@ func (l *limitedPerEvent) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
-}
-
-// safeType bounds an unknown event type for an error message.
-func safeType(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "…"
-	}
-	return s
 }
 
 // served tells whether the API serves gvr, from discovery: an Optional kind is watched only

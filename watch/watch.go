@@ -94,6 +94,7 @@ func NewWatcher(client kubernetes.Interface, kinds *Registry, cfg Config, errs E
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
+	unserved := w.unserved(client, kinds.kinds)
 	for i, ns := range namespaces {
 		for _, k := range kinds.kinds {
 			if k.ListWatch == nil {
@@ -102,7 +103,7 @@ func NewWatcher(client kubernetes.Interface, kinds *Registry, cfg Config, errs E
 			if k.ClusterScoped && (i > 0 || ns != metav1.NamespaceAll) {
 				continue // once, and only cluster-wide (kind.clusterScoped)
 			}
-			if k.Optional && !w.serves(client, k, i == 0) {
+			if unserved[k] {
 				continue
 			}
 			c := cfg.clientFor(k, client)
@@ -113,18 +114,27 @@ func NewWatcher(client kubernetes.Interface, kinds *Registry, cfg Config, errs E
 	return w
 }
 
-// serves tells whether the apiserver serves an Optional kind, and logs the answer once (first).
-func (w *Watcher) serves(client kubernetes.Interface, k *Kind, first bool) bool {
-	ok, err := served(client, k.GVR)
-	switch {
-	case err != nil && first:
-		w.log.Warn("not watching an optional resource: discovery failed", "resource", k.GVR.GroupResource().String(), "err", err)
-	case !ok && first:
-		w.log.Info("not watching an optional resource: the API does not serve it (its CRD is not installed)", "resource", k.GVR.GroupResource().String())
-	case ok && first:
-		w.log.Info("watching an optional resource", "resource", k.GVR.GroupResource().String())
+// unserved are the registry's Optional kinds the apiserver does not serve, asked of discovery
+// once (not once per namespace), each answer logged.
+func (w *Watcher) unserved(client kubernetes.Interface, kinds []*Kind) map[*Kind]bool {
+	out := map[*Kind]bool{}
+	for _, k := range kinds {
+		if !k.Optional || k.ListWatch == nil {
+			continue
+		}
+		ok, err := served(client, k.GVR)
+		res := k.GVR.GroupResource().String()
+		switch {
+		case err != nil:
+			w.log.Warn("not watching an optional resource: discovery failed", "resource", res, "err", err)
+		case !ok:
+			w.log.Info("not watching an optional resource: the API does not serve it (its CRD is not installed)", "resource", res)
+		default:
+			w.log.Info("watching an optional resource", "resource", res)
+		}
+		out[k] = !ok
 	}
-	return ok
+	return out
 }
 
 func (w *Watcher) add(client kubernetes.Interface, k *Kind, list ListFunc, watchFn WatchFunc) {
