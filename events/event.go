@@ -4,8 +4,10 @@
 package events
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -195,4 +197,20 @@ func (e *Event) Occurrence() phases.Occurrence {
 		o.Last = e.Last.Time()
 	}
 	return o
+}
+
+// VersionLess orders resourceVersions: etcd revisions, compared as numbers when both are.
+func VersionLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// CompareVersions is VersionLess as a comparison, for sorting.
+func CompareVersions(a, b string) int {
+	if len(a) != len(b) {
+		return cmp.Compare(len(a), len(b))
+	}
+	return strings.Compare(a, b)
 }

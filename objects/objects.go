@@ -74,7 +74,10 @@ func Condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 }
 
 // IsReady reports whether the Pod's Ready condition is True.
-func IsReady(p *corev1.Pod) bool {
-	c := Condition(p, corev1.PodReady)
+func IsReady(p *corev1.Pod) bool { return ConditionTrue(p, corev1.PodReady) }
+
+// ConditionTrue reports whether the Pod's condition of type t is True.
+func ConditionTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
+	c := Condition(p, t)
 	return c != nil && c.Status == corev1.ConditionTrue
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/rollout/tracker"
+	"github.com/readyspan/readyspan/tracer/pod"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -114,10 +115,10 @@ type Correlator struct {
 	stats Stats
 	log   *slog.Logger
 
-	pods map[types.UID]*podState
+	pods map[types.UID]*tracked
 	// ready are the Pods of pods whose last version is Ready: those a change of the Services
 	// may finish (Tick), without a walk of every Pod's conditions.
-	ready       map[types.UID]*podState
+	ready       map[types.UID]*tracked
 	done        map[types.UID]struct{} // exported or ignored; forgotten when the Pod is deleted
 	replicaSets map[types.UID]*replicaSet
 	services    map[string]map[string]labels.Selector // namespace → Service name → its selector
@@ -167,8 +168,8 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 	}
 	c := &Correlator{
 		cfg: cfg, sink: sink, stats: stats, log: log,
-		pods:          map[types.UID]*podState{},
-		ready:         map[types.UID]*podState{},
+		pods:          map[types.UID]*tracked{},
+		ready:         map[types.UID]*tracked{},
 		done:          map[types.UID]struct{}{},
 		replicaSets:   map[types.UID]*replicaSet{},
 		services:      map[string]map[string]labels.Selector{},
@@ -205,7 +206,7 @@ func (c *Correlator) resumes(p *corev1.Pod) bool {
 // endpoints: readyspan is stopping, and a later run will not trace what is Ready already.
 func (c *Correlator) Drain() {
 	for _, ps := range c.sortedPods() {
-		if objects.IsReady(ps.pod) {
+		if objects.IsReady(ps.Pod()) {
 			c.finish(ps, phases.OutcomeReady, "", time.Time{})
 		}
 	}
@@ -254,7 +255,7 @@ func (c *Correlator) Handle(d watch.Delta) {
 func (c *Correlator) lastState(o runtime.Object) runtime.Object {
 	if p, ok := o.(*corev1.Pod); ok {
 		if ps := c.pods[p.UID]; ps != nil {
-			return ps.pod
+			return ps.Pod()
 		}
 	}
 	return o
@@ -290,42 +291,21 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		}
 		ps = c.startPod(d, p)
 	}
-	ps.update(p, d.WatchTime())
+	ps.Apply(d, p)
 	if objects.IsReady(p) {
 		c.ready[p.UID] = ps
 	} else {
 		delete(c.ready, p.UID)
 	}
 	c.countPhase(ps)
-	if phases.IsVolumeFailure(ps.failureReason) && condTrue(p, corev1.PodReadyToStartContainers) {
-		// The volumes mounted: the sandbox is made only once they are. A container's failure
-		// shown in the same version starts its own clock below.
-		ps.firstFailure, ps.failureReason = time.Time{}, ""
-	}
-	if f := failure(p); f != "" {
-		if ps.failureReason == "" {
-			ps.firstFailure, ps.failureReason = d.Recv, f
-		}
-	} else if ps.failureReason != "" && objects.IsReady(p) {
-		ps.firstFailure, ps.failureReason = time.Time{}, ""
-	}
-	if objects.IsReady(p) && ps.readyAt.IsZero() {
-		ps.readyAt = d.Recv
-	}
 	if d.Type == watch.Deleted || p.DeletionTimestamp != nil {
 		ps.gone = ps.gone || d.Type == watch.Deleted
-		if ps.deletedAt.IsZero() {
-			ps.deletedAt = d.Recv
-			if d.Recv.IsZero() && p.DeletionTimestamp != nil {
-				ps.deletedAt = p.DeletionTimestamp.Time
-			}
-		}
 		if !objects.IsReady(p) {
-			if ps.awaitsPreempted() && !d.Recv.IsZero() {
+			if ps.AwaitsPreempted() && !d.Recv.IsZero() {
 				c.check(ps, d.Recv) // the scheduler's event naming the preemptor follows the delete
 				return
 			}
-			c.finish(ps, phases.OutcomeDeleted, "", ps.deletedAt)
+			c.finish(ps, phases.OutcomeDeleted, "", ps.DeletedAt())
 			return
 		}
 	}
@@ -334,21 +314,17 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 
 // startPod begins tracking a Pod first seen: its state, its name, the controller's creation
 // event and the events that came before it.
-func (c *Correlator) startPod(d *watch.Delta, p *corev1.Pod) *podState {
-	ps := newPodState(p)
-	if d.Type == watch.Added {
-		ps.created.Add(d.WatchTime(), phases.SourceWatch)
-	}
+func (c *Correlator) startPod(d *watch.Delta, p *corev1.Pod) *tracked {
+	ps := &tracked{State: pod.New(d, p), dueIndex: -1}
 	c.pods[p.UID] = ps
 	key := objectName{p.Namespace, p.Name}
 	c.byName[key] = p.UID
 	if e := c.createdBy[key]; e != nil {
-		ps.createdEvent = e
+		ps.CreatedBy(e)
 		delete(c.createdBy, key)
 	}
 	for _, e := range c.pendingEvents[p.UID] {
-		ps.addEvent(e)
-		ps.noteVolumeFailure(e, e.Recv.Time())
+		ps.AddEvent(e, e.Recv.Time())
 	}
 	c.pendingCount -= len(c.pendingEvents[p.UID])
 	delete(c.pendingEvents, p.UID)
@@ -364,7 +340,7 @@ func (c *Correlator) eventVersion(d *watch.Delta, uid types.UID, version string)
 		delete(c.seenEvents, uid)
 		return seen, false
 	}
-	if seen && !rvLess(rv, version) && version != "" {
+	if seen && !events.VersionLess(rv, version) && version != "" {
 		return seen, false
 	}
 	c.seenEvents[uid] = version
@@ -403,8 +379,7 @@ func (c *Correlator) handleEvent(d *watch.Delta, e *events.Event, seen bool) {
 		return
 	}
 	if ps := c.pods[uid]; ps != nil {
-		ps.addEvent(e)
-		ps.noteVolumeFailure(e, d.Recv)
+		ps.AddEvent(e, d.Recv)
 		c.check(ps, d.Recv)
 		return
 	}
@@ -450,27 +425,27 @@ func (c *Correlator) retryPendingScale() {
 // hasService reports whether a Service selects the Pod, so its address in an EndpointSlice is
 // part of it serving. The answer is kept until the Pod or a Service changes: it is asked on
 // every deadline tick while a Ready Pod settles, and a cluster has thousands of Services.
-func (c *Correlator) hasService(ps *podState) bool {
-	if c.inSlice[ps.pod.UID] {
+func (c *Correlator) hasService(ps *tracked) bool {
+	if c.inSlice[ps.Pod().UID] {
 		return true
 	}
-	if ps.service.pod == ps.pod && ps.service.services == c.servicesChanged {
+	if ps.service.pod == ps.Pod() && ps.service.services == c.servicesChanged {
 		return ps.service.selected
 	}
-	set := labels.Set(ps.pod.Labels)
+	set := labels.Set(ps.Pod().Labels)
 	selected := false
-	for _, sel := range c.services[ps.pod.Namespace] {
+	for _, sel := range c.services[ps.Pod().Namespace] {
 		if sel.Matches(set) {
 			selected = true
 			break
 		}
 	}
-	ps.service = serviceAnswer{pod: ps.pod, services: c.servicesChanged, selected: selected}
+	ps.service = serviceAnswer{pod: ps.Pod(), services: c.servicesChanged, selected: selected}
 	return selected
 }
 
 // serviceAnswer is hasService's last answer for a Pod, and what it was given; none while pod is
-// nil (a podState always has its Pod).
+// nil (a tracked Pod always has its Pod).
 type serviceAnswer struct {
 	pod      *corev1.Pod // the version of the Pod asked about
 	services uint64      // Correlator.servicesChanged then
@@ -479,19 +454,19 @@ type serviceAnswer struct {
 
 // check exports the Pod's trace if it is complete, and otherwise files it under the next
 // moment the clock alone could finish it.
-func (c *Correlator) check(ps *podState, now time.Time) {
+func (c *Correlator) check(ps *tracked, now time.Time) {
 	c.checkNow(ps, now)
 	c.schedule(ps)
 }
 
 // checkNow exports the Pod's trace if it is complete at now. dueTime follows its branches.
-func (c *Correlator) checkNow(ps *podState, now time.Time) {
-	p := ps.pod
-	if !ps.deletedAt.IsZero() && !objects.IsReady(p) {
+func (c *Correlator) checkNow(ps *tracked, now time.Time) {
+	p := ps.Pod()
+	if !ps.DeletedAt().IsZero() && !objects.IsReady(p) {
 		// Deleted before Ready, held for the Preempted event: finished once it is in, or
 		// after preemptedWait without it.
-		if !ps.awaitsPreempted() || now.IsZero() || now.Sub(ps.deletedAt) >= preemptedWait {
-			c.finish(ps, phases.OutcomeDeleted, "", ps.deletedAt)
+		if !ps.AwaitsPreempted() || now.IsZero() || now.Sub(ps.DeletedAt()) >= preemptedWait {
+			c.finish(ps, phases.OutcomeDeleted, "", ps.DeletedAt())
 		}
 		return
 	}
@@ -509,7 +484,7 @@ func (c *Correlator) checkNow(ps *podState, now time.Time) {
 			c.finish(ps, phases.OutcomeReady, "", time.Time{})
 			return
 		}
-		if !now.IsZero() && !ps.readyAt.IsZero() && now.Sub(ps.readyAt) >= c.cfg.EndpointsWait {
+		if !now.IsZero() && !ps.ReadyAt().IsZero() && now.Sub(ps.ReadyAt()) >= c.cfg.EndpointsWait {
 			c.inSlice[p.UID] = false
 			c.log.Info("Pod Ready but its address never turned ready in an EndpointSlice", "pod", p.Namespace+"/"+p.Name, "waited", c.cfg.EndpointsWait)
 			c.finishNoEndpoints(ps)
@@ -537,19 +512,19 @@ func (c *Correlator) checkNow(ps *podState, now time.Time) {
 	if now.IsZero() {
 		return
 	}
-	if ps.failureReason != "" && !ps.firstFailure.IsZero() && now.Sub(ps.firstFailure) >= c.cfg.FailAfter {
-		c.finish(ps, phases.OutcomeFailed, ps.failureReason, now)
+	if reason, since := ps.Failure(); reason != "" && !since.IsZero() && now.Sub(since) >= c.cfg.FailAfter {
+		c.finish(ps, phases.OutcomeFailed, reason, now)
 		return
 	}
-	created, _ := ps.created.Earliest()
+	created, _ := ps.Created().Earliest()
 	if !created.Time().IsZero() && now.Sub(created.Time()) >= c.cfg.StuckAfter {
-		c.finish(ps, phases.OutcomeStuck, stuckReason(ps), now)
+		c.finish(ps, phases.OutcomeStuck, ps.StuckReason(), now)
 	}
 }
 
 // finishNoEndpoints exports a Ready Pod whose endpoints never turned ready: the trace ends at
 // Ready and says the endpoints were not seen.
-func (c *Correlator) finishNoEndpoints(ps *podState) {
+func (c *Correlator) finishNoEndpoints(ps *tracked) {
 	obs := c.observe(ps)
 	obs.HasService = false
 	c.export(ps, obs, phases.OutcomeReady)
@@ -621,18 +596,19 @@ func (c *Correlator) prune(now time.Time) {
 // end of a replay), ending at the latest time seen.
 func (c *Correlator) Flush(outcome phases.Outcome) {
 	for _, ps := range c.sortedPods() {
-		c.finish(ps, outcome, ps.failureReason, c.now)
+		reason, _ := ps.Failure()
+		c.finish(ps, outcome, reason, c.now)
 	}
 	c.rollouts.Flush(c.now)
 }
 
-func (c *Correlator) sortedPods() []*podState {
-	out := make([]*podState, 0, len(c.pods))
+func (c *Correlator) sortedPods() []*tracked {
+	out := make([]*tracked, 0, len(c.pods))
 	for _, ps := range c.pods {
 		out = append(out, ps)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].pod, out[j].pod
+		a, b := out[i].Pod(), out[j].Pod()
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
@@ -646,15 +622,15 @@ func currentPhase(p *corev1.Pod) string {
 	switch {
 	case p.Spec.NodeName == "":
 		return phases.PhaseScheduling
-	case !condTrue(p, corev1.ContainersReady):
+	case !objects.ConditionTrue(p, corev1.ContainersReady):
 		return phases.PhaseKubelet
 	}
 	return phases.PhaseStatus
 }
 
 // countPhase moves the Pod to its current phase in the in-flight counts.
-func (c *Correlator) countPhase(ps *podState) {
-	ph := currentPhase(ps.pod)
+func (c *Correlator) countPhase(ps *tracked) {
+	ph := currentPhase(ps.Pod())
 	if ph == ps.phase {
 		return
 	}
@@ -665,26 +641,21 @@ func (c *Correlator) countPhase(ps *podState) {
 	ps.phase = ph
 }
 
-func condTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
-	c := objects.Condition(p, t)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-func (c *Correlator) finish(ps *podState, outcome phases.Outcome, reason string, end time.Time) {
+func (c *Correlator) finish(ps *tracked, outcome phases.Outcome, reason string, end time.Time) {
 	obs := c.observe(ps)
 	obs.FailureReason = reason
 	if outcome != phases.OutcomeReady {
 		obs.End = end
 		if outcome == phases.OutcomeStuck || outcome == phases.OutcomeInProgress {
-			obs.StuckPhase = currentPhase(ps.pod)
+			obs.StuckPhase = currentPhase(ps.Pod())
 		}
 	}
 	c.export(ps, obs, outcome)
 }
 
-func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcome) {
+func (c *Correlator) export(ps *tracked, obs *phases.Pod, outcome phases.Outcome) {
 	obs.Outcome = outcome
-	uid := ps.pod.UID
+	uid := ps.Pod().UID
 	delete(c.pods, uid)
 	delete(c.ready, uid)
 	ps.exported = true
@@ -695,13 +666,13 @@ func (c *Correlator) export(ps *podState, obs *phases.Pod, outcome phases.Outcom
 		c.inPhase[ps.phase]--
 		ps.phase = ""
 	}
-	delete(c.byName, objectName{ps.pod.Namespace, ps.pod.Name})
+	delete(c.byName, objectName{ps.Pod().Namespace, ps.Pod().Name})
 	delete(c.endpointReady, uid)
 	delete(c.inSlice, uid)
 	if !ps.gone { // the Pod's deletion, still to come, forgets it
 		c.done[uid] = struct{}{}
 	}
-	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.pod)})
+	tr := phases.Build(obs, phases.Options{Stateful: stateful(ps.Pod())})
 	c.warnInconsistent(tr)
 	c.rollouts.PodTrace(tr)
 	c.sink.Export(tr)

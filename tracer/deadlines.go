@@ -17,10 +17,10 @@ import (
 // dueTime is the next moment at which check could finish the Pod without a new watch event,
 // zero when there is none (check never finishes it on the clock alone). It follows check
 // branch by branch.
-func (c *Correlator) dueTime(ps *podState) time.Time {
-	p := ps.pod
-	if !ps.deletedAt.IsZero() && !objects.IsReady(p) && ps.awaitsPreempted() {
-		return ps.deletedAt.Add(preemptedWait)
+func (c *Correlator) dueTime(ps *tracked) time.Time {
+	p := ps.Pod()
+	if !ps.DeletedAt().IsZero() && !objects.IsReady(p) && ps.AwaitsPreempted() {
+		return ps.DeletedAt().Add(preemptedWait)
 	}
 	if objects.IsReady(p) {
 		if _, served := c.endpointReady[p.UID]; served || !c.hasService(ps) {
@@ -29,16 +29,16 @@ func (c *Correlator) dueTime(ps *podState) time.Time {
 			}
 			return time.Time{}
 		}
-		if !ps.readyAt.IsZero() {
-			return ps.readyAt.Add(c.cfg.EndpointsWait)
+		if !ps.ReadyAt().IsZero() {
+			return ps.ReadyAt().Add(c.cfg.EndpointsWait)
 		}
 		return time.Time{}
 	}
 	var due time.Time
-	if ps.failureReason != "" && !ps.firstFailure.IsZero() {
-		due = ps.firstFailure.Add(c.cfg.FailAfter)
+	if reason, since := ps.Failure(); reason != "" && !since.IsZero() {
+		due = since.Add(c.cfg.FailAfter)
 	}
-	if created, _ := ps.created.Earliest(); !created.Time().IsZero() {
+	if created, _ := ps.Created().Earliest(); !created.Time().IsZero() {
 		if stuck := created.Time().Add(c.cfg.StuckAfter); due.IsZero() || stuck.Before(due) {
 			due = stuck
 		}
@@ -48,7 +48,7 @@ func (c *Correlator) dueTime(ps *podState) time.Time {
 
 // schedule files the Pod under its due time, or takes it out of the heap when it has none or
 // is no longer in flight.
-func (c *Correlator) schedule(ps *podState) {
+func (c *Correlator) schedule(ps *tracked) {
 	due := time.Time{}
 	if !ps.exported {
 		due = c.dueTime(ps)
@@ -76,9 +76,9 @@ func (c *Correlator) runDue(now time.Time) {
 	}
 }
 
-// dueHeap orders in-flight Pods by due time; each knows its index (podState.dueIndex, -1
+// dueHeap orders in-flight Pods by due time; each knows its index (tracked.dueIndex, -1
 // when not in the heap) so a Pod's time can move or the Pod leave in O(log n).
-type dueHeap []*podState
+type dueHeap []*tracked
 
 func (h dueHeap) Len() int           { return len(h) }
 func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
@@ -88,7 +88,7 @@ func (h dueHeap) Swap(i, j int) {
 }
 
 func (h *dueHeap) Push(x any) {
-	ps := x.(*podState)
+	ps := x.(*tracked)
 	ps.dueIndex = len(*h)
 	*h = append(*h, ps)
 }

@@ -148,7 +148,7 @@ func TestInPhaseCounts(t *testing.T) {
 				c.Tick(at)
 				want := map[string]int{}
 				for _, ps := range c.pods {
-					want[currentPhase(ps.pod)]++
+					want[currentPhase(ps.Pod())]++
 				}
 				for _, ph := range []string{phases.PhaseScheduling, phases.PhaseKubelet, phases.PhaseStatus} {
 					if stats.last[ph] != want[ph] {

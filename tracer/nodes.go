@@ -67,8 +67,8 @@ func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 // newNode is the Node the Pod was bound to when it was created after the Pod (so the Pod waited
 // for it), nil otherwise. Both creationTimestamps are the apiserver's, in whole seconds: a Node
 // created in the Pod's second counts when the watch saw it added after the Pod.
-func (c *Correlator) newNode(ps *podState) *phases.NodeSeen {
-	name := ps.pod.Spec.NodeName
+func (c *Correlator) newNode(ps *tracked) *phases.NodeSeen {
+	name := ps.Pod().Spec.NodeName
 	if name == "" {
 		return nil
 	}
@@ -76,12 +76,12 @@ func (c *Correlator) newNode(ps *podState) *phases.NodeSeen {
 	if n == nil {
 		return nil
 	}
-	nodeMeta, podMeta := stampOf(n.created, phases.SourceMetadata), stampOf(ps.created, phases.SourceMetadata)
+	nodeMeta, podMeta := stampOf(n.created, phases.SourceMetadata), stampOf(ps.Created(), phases.SourceMetadata)
 	if nodeMeta == 0 || podMeta == 0 || nodeMeta < podMeta {
 		return nil
 	}
 	if nodeMeta == podMeta {
-		nodeWatch, podWatch := stampOf(n.created, phases.SourceWatch), stampOf(ps.created, phases.SourceWatch)
+		nodeWatch, podWatch := stampOf(n.created, phases.SourceWatch), stampOf(ps.Created(), phases.SourceWatch)
 		if nodeWatch == 0 || podWatch == 0 || nodeWatch < podWatch {
 			return nil
 		}

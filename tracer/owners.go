@@ -158,19 +158,19 @@ const scaleEventSlack = 2 * time.Second
 // rootOf fills the chain's start for a Pod from its owners: the Deployment change that led to
 // the ReplicaSet scale-up that created the Pod, or, when the ReplicaSet replaced a Pod with no
 // scale-up (self-healing), the ReplicaSet itself.
-func (c *Correlator) rootOf(ps *podState, obs *phases.Pod) {
-	owner := objects.ControllerOf(&ps.pod.ObjectMeta)
+func (c *Correlator) rootOf(ps *tracked, obs *phases.Pod) {
+	owner := objects.ControllerOf(&ps.Pod().ObjectMeta)
 	switch {
 	case owner == nil:
 		obs.Root = phases.RootBarePod
-		obs.Client = ps.creator
-		created, _ := ps.created.Earliest()
-		applyAudit(obs, c.auditFor("pods", ps.pod.Namespace, ps.pod.Name, created.Time()))
+		obs.Client = ps.Creator()
+		created, _ := ps.Created().Earliest()
+		applyAudit(obs, c.auditFor("pods", ps.Pod().Namespace, ps.Pod().Name, created.Time()))
 		return
 	case owner.Kind != "ReplicaSet":
 		obs.Root = phases.RootController
 		if k := kindNamed(owner.APIVersion, owner.Kind); k != nil && k.root != nil {
-			k.root(c, owner, obs, ps.pod) // the controller's registry entry may know the request behind it
+			k.root(c, owner, obs, ps.Pod()) // the controller's registry entry may know the request behind it
 		}
 		return
 	}
@@ -258,7 +258,7 @@ func (c *Correlator) handleCreatedEvent(e *events.Event) bool {
 	}
 	key := objectName{e.Namespace, name}
 	if ps := c.pods[c.byName[key]]; ps != nil {
-		ps.createdEvent = e
+		ps.CreatedBy(e)
 		return true
 	}
 	if len(c.createdBy) >= maxPendingEvents {
