@@ -45,6 +45,9 @@ components=(
   "jaeger|tools/jaeger|github.com/jaegertracing/jaeger/cmd/jaeger|v1.76.0|"
   "kwok|tools/kwok|sigs.k8s.io/kwok/cmd/kwok|v0.8.0|"
   "helm|tools/helm|helm.sh/helm/v4/cmd/helm|v4.3.2|"
+  # Karpenter with its KWOK provider (scripts/karpenter.sh): upstream's binary is "kwok", a name
+  # bin/ already uses for kwok itself.
+  "karpenter|tools/karpenter|sigs.k8s.io/karpenter/kwok|v1.15.0|"
 )
 
 # Built only when named (build.sh kubelet-1.34): older kubelets for the version matrix
@@ -103,6 +106,9 @@ for entry in "${components[@]}"; do
     tools/helm) flags+=(-ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$version") ;;
     # argo-rollouts reports its version (--version, its start-up log) from variables its Makefile sets.
     tools/argo-rollouts) flags+=(-ldflags "-s -w -X github.com/argoproj/argo-rollouts/utils/version.version=${version#v} -X github.com/argoproj/argo-rollouts/utils/version.gitTreeState=clean") ;;
+    # Karpenter reports its version (the karpenter/VERSION user agent, karpenter_build_info) from
+    # a variable its release builds set.
+    tools/karpenter) flags+=(-ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$version") ;;
     *) if [ "$extra" = k8s ]; then flags+=(-ldflags "$(k8s_ldflags_for "$version")"); else flags+=(-ldflags "-s -w"); fi ;;
   esac
   [ "$extra" = tags ] && flags+=(-tags "no_btrfs,no_devmapper,no_zfs")
