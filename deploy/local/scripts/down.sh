@@ -13,10 +13,13 @@ log "local cluster: tearing it down"
 step "readyspan, prometheus, captures"
 stop readyspan 15
 stop prometheus 15
-# What an interrupted capture-rollout.sh may have left running.
+# What an interrupted capture-rollout.sh, or karpenter.sh, may have left running (the cluster's
+# data goes, so Karpenter need not clean up its Nodes).
 stop capture-record 10
 stop capture-rollouts-watch 5
 stop rollouts-controller 10
+stop karpenter 10
+stop karpenter-kwok 10
 
 step "kube-proxy and its rules"
 stop kube-proxy 10
