@@ -13,10 +13,15 @@ log "local cluster: tearing it down"
 step "readyspan, prometheus, captures"
 stop readyspan 15
 stop prometheus 15
-# What an interrupted capture-rollout.sh, or karpenter.sh, may have left running (the cluster's
-# data goes, so Karpenter need not clean up its Nodes).
+# What an interrupted capture-rollout.sh or capture-karpenter.sh, or karpenter.sh, may have left
+# running (the cluster's data goes, so Karpenter need not clean up its Nodes).
 stop capture-record 10
-stop capture-rollouts-watch 5
+stop capture-record-all 10
+for f in "$RUN"/capture-*-watch.pid; do
+  [ -e "$f" ] || continue
+  f=${f##*/}
+  stop "${f%.pid}" 5
+done
 stop rollouts-controller 10
 stop karpenter 10
 stop karpenter-kwok 10
