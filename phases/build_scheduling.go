@@ -106,12 +106,12 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 	for _, o := range p.Autoscaler {
 		switch o.Reason {
 		case "TriggeredScaleUp":
-			autoscaler, triggered = "cluster-autoscaler", true
+			autoscaler, triggered = ServiceClusterAutoscaler, true
 		case "Nominated":
-			autoscaler, triggered = "karpenter", true
+			autoscaler, triggered = ServiceKarpenter, true
 		case "NotTriggerScaleUp":
 			if autoscaler == "" {
-				autoscaler = "cluster-autoscaler"
+				autoscaler = ServiceClusterAutoscaler
 			}
 		}
 	}
@@ -145,6 +145,19 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 		if ready.observed {
 			end = ready
 		}
+		// The scheduler binds to a Node once it is Ready, its network up and its startup
+		// taints gone (Karpenter's registration removes its own): the wait ends at the last of
+		// them that came before the bind.
+		bind := resolve(p.Scheduled)
+		var registered Times
+		if n.Claim != nil {
+			registered = n.Claim.Registered
+		}
+		for _, t := range [...]Times{n.NetworkReady, n.TaintsRemoved, registered} {
+			if at := resolve(t); ready.observed && at.observed && at.t > end.t && (!bind.observed || at.t <= bind.t) {
+				end = at
+			}
+		}
 	}
 	service := ServiceScheduler
 	if autoscaler != "" {
@@ -161,6 +174,12 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 		if ready.observed {
 			sp.Attrs = append(sp.Attrs, Attr{AttrNodeReady, ready.t.Time().UTC().Format(time.RFC3339Nano)})
 		}
+		if c := n.Claim; c != nil {
+			sp.Attrs = append(sp.Attrs, Attr{AttrNodeClaimName, c.Name})
+			if c.NodePool != "" {
+				sp.Attrs = append(sp.Attrs, Attr{AttrNodePool, c.NodePool})
+			}
+		}
 	}
 	if autoscaler != "" {
 		sp.Attrs = append(sp.Attrs, Attr{AttrAutoscaler, autoscaler})
@@ -169,5 +188,63 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 		sp.AddEvent(occurrenceEvent(o.Reason, o))
 	}
 	sortEvents(sp.Events())
+	if n := p.NewNode; n != nil {
+		b.nodeSteps(i, n, drawn, service)
+	}
 	return true
+}
+
+// nodeStep is one step of a new Node's startup a Pod waited through, ending at its boundary.
+type nodeStep struct {
+	name string
+	end  Times
+}
+
+// nodeSteps draws the steps of the new Node's startup inside the Pod's wait for it, one after
+// the other in the order the documented chain runs them: with a Karpenter NodeClaim, its
+// decision (the NodeClaim created), the launch (Launched), the instance (the Node created), the
+// registration (Registered); without one, the provisioning up to the Node created; then the
+// kubelet's Ready, the network and the startup taints. Each runs from where the last one drawn
+// ended to its boundary, so they cover the wait with no gap or overlap; a boundary not observed,
+// or stamped at or before the previous one (a Node's Ready stated in whole seconds, in the
+// second it was created), adds no step, its time within the one before.
+func (b *builder) nodeSteps(parent int, n *NodeSeen, wait interval, provisioner string) {
+	var steps [7]nodeStep
+	k := 0
+	if c := n.Claim; c != nil {
+		steps[0], steps[1], steps[2], steps[3] = nodeStep{SpanNodeDecision, c.Created}, nodeStep{SpanNodeLaunch, c.Launched},
+			nodeStep{SpanNodeInstance, n.Created}, nodeStep{SpanNodeRegistration, c.Registered}
+		k = 4
+	} else {
+		steps[0], k = nodeStep{SpanNodeProvisioning, n.Created}, 1
+	}
+	steps[k], steps[k+1], steps[k+2] = nodeStep{SpanNodeKubeletReady, n.Ready}, nodeStep{SpanNodeNetwork, n.NetworkReady},
+		nodeStep{SpanNodeStartupTaints, n.TaintsRemoved}
+	from := wait.start
+	for _, s := range steps[:k+3] {
+		to := resolve(s.end)
+		if !to.observed || to.t <= from.t || to.t > wait.end.t {
+			continue
+		}
+		b.add(spanHead{Name: s.name, Path: SpanSchedulingWaitingForNode + "/" + s.name, Service: nodeStepService(s.name, provisioner)}, parent, from, to)
+		from = to
+	}
+}
+
+// nodeStepService is the component a step of a new Node's startup waits on; provisioner is the
+// wait's (the autoscaler whose events the Pod carries, else the scheduler).
+func nodeStepService(step, provisioner string) string {
+	switch step {
+	case SpanNodeDecision, SpanNodeLaunch, SpanNodeRegistration:
+		return ServiceKarpenter
+	case SpanNodeProvisioning:
+		return provisioner
+	case SpanNodeInstance:
+		return ServiceCloudProvider
+	case SpanNodeKubeletReady:
+		return ServiceKubelet
+	case SpanNodeNetwork:
+		return ServiceCNI
+	}
+	return ServiceNodeAgents
 }

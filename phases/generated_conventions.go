@@ -43,8 +43,28 @@ const (
 	// was not allowed to place it.
 	SpanSchedulingGated = "scheduling.gated"
 	// The Pod found no node (or an autoscaler said it would add one) → the new Node it was bound to
-	// turned Ready.
+	// could take it: Ready, its network up and its startup taints gone, whichever came last before
+	// the bind. Its steps below (scheduling.node.*) cover it one after the other.
 	SpanSchedulingWaitingForNode = "scheduling.waiting_for_node"
+	// The wait's start → Karpenter's NodeClaim created (its batching and decision).
+	SpanNodeDecision = "scheduling.node.decision"
+	// The wait's start → the Node created, where no NodeClaim tells the autoscaler's decision apart
+	// from the instance's start (cluster-autoscaler, or anyone).
+	SpanNodeProvisioning = "scheduling.node.provisioning"
+	// The NodeClaim created → Launched (the cloud provider's create returned).
+	SpanNodeLaunch = "scheduling.node.launch"
+	// Launched → the Node created (the instance booted and its kubelet registered).
+	SpanNodeInstance = "scheduling.node.instance"
+	// The Node created → the NodeClaim Registered (Karpenter synced its labels and taints and
+	// removed karpenter.sh/unregistered).
+	SpanNodeRegistration = "scheduling.node.registration"
+	// The step before → the Node's Ready condition True (its kubelet's clock).
+	SpanNodeKubeletReady = "scheduling.node.kubelet_ready"
+	// The step before → NetworkUnavailable False, where the Node reports it after Ready.
+	SpanNodeNetwork = "scheduling.node.network"
+	// The step before → the first version of the Node without its startup taints (the watch's
+	// receive time: a taint has no time of its own).
+	SpanNodeStartupTaints = "scheduling.node.startup_taints"
 	// The Pod on its node → its sandbox ready (volumes, CNI).
 	SpanKubeletSandbox = "kubelet.sandbox"
 	// The part of the sandbox step the kubelet spent waiting for the Pod's volumes to attach and
@@ -243,6 +263,10 @@ const (
 	AttrNodeCreated = "readyspan.node.created"
 	// On scheduling.waiting_for_node: the new Node's Ready time (RFC 3339, UTC).
 	AttrNodeReady = "readyspan.node.ready"
+	// On scheduling.waiting_for_node: the Karpenter NodeClaim that made the new Node.
+	AttrNodeClaimName = "readyspan.karpenter.nodeclaim"
+	// On scheduling.waiting_for_node: the Karpenter NodePool of the new Node's NodeClaim.
+	AttrNodePool = "readyspan.karpenter.nodepool"
 	// On scheduling.waiting_for_node: the autoscaler whose events the Pod carries
 	// (cluster-autoscaler, karpenter).
 	AttrAutoscaler = "readyspan.autoscaler"
@@ -289,6 +313,14 @@ var Catalogue = []SpanInfo{
 	{Name: SpanSchedulingVolumeBinding, Phase: PhaseScheduling},
 	{Name: SpanSchedulingGated, Phase: PhaseScheduling},
 	{Name: SpanSchedulingWaitingForNode, Phase: PhaseScheduling},
+	{Name: SpanNodeDecision, Phase: PhaseScheduling},
+	{Name: SpanNodeProvisioning, Phase: PhaseScheduling},
+	{Name: SpanNodeLaunch, Phase: PhaseScheduling},
+	{Name: SpanNodeInstance, Phase: PhaseScheduling},
+	{Name: SpanNodeRegistration, Phase: PhaseScheduling},
+	{Name: SpanNodeKubeletReady, Phase: PhaseScheduling},
+	{Name: SpanNodeNetwork, Phase: PhaseScheduling},
+	{Name: SpanNodeStartupTaints, Phase: PhaseScheduling},
 	{Name: SpanKubeletSandbox, Phase: PhaseKubelet},
 	{Name: SpanKubeletVolumes, Phase: PhaseKubelet, Category: CategoryVolumes},
 	{Name: SpanContainerInit, Phase: PhaseKubelet, Container: true},

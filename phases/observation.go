@@ -252,11 +252,31 @@ type PodRef struct {
 	Namespace, Name, UID string
 }
 
-// NodeSeen is what was observed of a Node: its creation and its Ready condition turning True.
+// NodeSeen is what was observed of a Node added for a Pod: its creation, its Ready condition
+// turning True, its network and startup taints, and the provisioner's record of it.
 type NodeSeen struct {
 	Name    string
 	Created Times // creationTimestamp, and the receive time of the watch event that added it
 	Ready   Times // Ready's lastTransitionTime (the kubelet's clock), and the watch receive time
+	// NetworkReady is NetworkUnavailable turning False (its lastTransitionTime and the receive
+	// time), where the Node reports that condition (a cloud's route controller, some CNIs).
+	NetworkReady Times
+	// TaintsRemoved is the receive time of the first version of the Node without the startup
+	// taints it was seen with (StartupTaints): a taint has no time of its own.
+	TaintsRemoved Times
+	// Claim is Karpenter's NodeClaim for the Node, nil where no NodeClaim made it.
+	Claim *NodeClaimSeen
+}
+
+// NodeClaimSeen is what was observed of a Karpenter NodeClaim: its creation (the provisioner's
+// decision) and its conditions turning True, each the lastTransitionTime Karpenter wrote (its
+// clock, 1 s) and the receive time of the version that first showed it.
+type NodeClaimSeen struct {
+	Name, UID, NodePool string
+	Created             Times // creationTimestamp, and the receive time of its creation
+	Launched            Times // the cloud provider's create returned
+	Registered          Times // a Node with its provider ID joined; Karpenter synced it
+	Initialized         Times // the Node Ready, without startup taints, its resources registered
 }
 
 // Container is what was observed about one container, init containers and sidecars included.

@@ -20,6 +20,13 @@ const (
 	ServiceScheduler  = "kube-scheduler"
 	ServiceKubelet    = "kubelet"
 	ServiceClient     = "kubectl"
+	// A new node's startup: the node autoscalers, the cloud that boots the instance, the CNI
+	// that brings its network up, the agents that remove its startup taints.
+	ServiceKarpenter         = "karpenter"
+	ServiceClusterAutoscaler = "cluster-autoscaler"
+	ServiceCloudProvider     = "cloud-provider"
+	ServiceCNI               = "cni"
+	ServiceNodeAgents        = "node-agents"
 )
 
 // TraceID is a 16-byte trace ID; SpanID an 8-byte span ID.

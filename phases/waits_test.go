@@ -1,6 +1,7 @@
 package phases
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -99,5 +100,113 @@ func TestGateRemovalUnobserved(t *testing.T) {
 	}
 	if len(tr.Summary.SchedulingWaits) != 0 {
 		t.Errorf("an unobserved gate was measured: %v", tr.Summary.SchedulingWaits)
+	}
+}
+
+// karpenterNodePod is waitingPod bound to a Node Karpenter made for it: its NodeClaim created at
+// 1.9 s, Launched at 2 s, the Node created at 7 s (the instance's boot), Registered at 8 s, Ready
+// at 9.4 s (the watch; the kubelet's second is 9 s), the network up at 11.2 s and the startup
+// taint gone at 12.5 s; the Pod bound at 12.6 s.
+func karpenterNodePod() *Pod {
+	p := waitingPod()
+	p.Autoscaler = []Occurrence{{Time: StampOf(ms(2_000), SourceEventSeconds), Reason: "Nominated", Message: "Pod should schedule on: nodeclaim/default-x7k2q", Count: 1}}
+	n := &NodeSeen{Name: "kwok-default-x7k2q", Claim: &NodeClaimSeen{Name: "default-x7k2q", NodePool: "default"}}
+	n.Claim.Created.Add(ms(1_000), SourceMetadata)
+	n.Claim.Created.Add(ms(1_900), SourceWatch)
+	n.Claim.Launched.Add(ms(2_000), SourceStatus)
+	n.Claim.Registered.Add(ms(8_000), SourceStatus)
+	n.Claim.Initialized.Add(ms(13_000), SourceStatus)
+	n.Created.Add(ms(7_000), SourceMetadata)
+	n.Ready.Add(ms(9_000), SourceStatus)
+	n.Ready.Add(ms(9_400), SourceWatch)
+	n.NetworkReady.Add(ms(11_200), SourceWatch)
+	n.TaintsRemoved.Add(ms(12_500), SourceWatch)
+	p.NewNode, p.Node = n, n.Name
+	p.Scheduled.Add(ms(12_600), SourceEventTime)
+	p.Ready.Add(ms(15_000), SourceWatch)
+	return p
+}
+
+// TestNodeStepsCoverTheWait: the new Node's steps lie inside the Pod's wait one after the other,
+// each ending at its own boundary, the first at the wait's start and the last at its end: no
+// gap, no overlap. The wait ends at the last of Ready, network and taints before the bind.
+func TestNodeStepsCoverTheWait(t *testing.T) {
+	tr := Build(karpenterNodePod(), Options{})
+	w := tr.Find(SpanSchedulingWaitingForNode)
+	if w == nil {
+		t.Fatal("no waiting_for_node span")
+	}
+	if !w.End.Equal(ms(12_500)) {
+		t.Errorf("wait ends at %s, want the startup taint gone (12.5 s)", w.End.Format(time.StampMilli))
+	}
+	if w.Attr(AttrNodeClaimName) != "default-x7k2q" || w.Attr(AttrNodePool) != "default" {
+		t.Errorf("nodeclaim %v, nodepool %v", w.Attr(AttrNodeClaimName), w.Attr(AttrNodePool))
+	}
+	want := []struct {
+		name    string
+		end     time.Time
+		service string
+	}{
+		{SpanNodeDecision, ms(1_900), ServiceKarpenter},
+		{SpanNodeLaunch, ms(2_000), ServiceKarpenter},
+		{SpanNodeInstance, ms(7_000), ServiceCloudProvider},
+		{SpanNodeRegistration, ms(8_000), ServiceKarpenter},
+		{SpanNodeKubeletReady, ms(9_400), ServiceKubelet},
+		{SpanNodeNetwork, ms(11_200), ServiceCNI},
+		{SpanNodeStartupTaints, ms(12_500), ServiceNodeAgents},
+	}
+	var steps []Span
+	for _, s := range tr.Spans {
+		if s.ParentSpanID == w.SpanID {
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) != len(want) {
+		t.Fatalf("%d steps under the wait, want %d", len(steps), len(want))
+	}
+	at := w.Start
+	for i, s := range steps {
+		if s.Name != want[i].name || !s.Start.Equal(at) || !s.End.Equal(want[i].end) || s.Service != want[i].service {
+			t.Errorf("step %d: %s %s → %s (%s), want %s %s → %s (%s)", i, s.Name, s.Start.Format(time.StampMilli), s.End.Format(time.StampMilli), s.Service,
+				want[i].name, at.Format(time.StampMilli), want[i].end.Format(time.StampMilli), want[i].service)
+		}
+		at = s.End
+	}
+	if !at.Equal(w.End) {
+		t.Errorf("the steps end at %s, the wait at %s", at.Format(time.StampMilli), w.End.Format(time.StampMilli))
+	}
+}
+
+// TestNodeStepsOutOfOrder: a KWOK node states Ready in the second it was created, before its
+// NodeClaim is Registered: Ready adds no step of its own (its time lies in the registration),
+// and a taint removed after the bind is not part of the wait.
+func TestNodeStepsOutOfOrder(t *testing.T) {
+	p := karpenterNodePod()
+	n := p.NewNode
+	n.Ready = nil
+	n.Ready.Add(ms(7_000), SourceStatus)
+	n.NetworkReady = nil
+	n.TaintsRemoved = nil
+	n.TaintsRemoved.Add(ms(20_000), SourceWatch)
+	p.Scheduled = nil
+	p.Scheduled.Add(ms(8_100), SourceEventTime)
+	tr := Build(p, Options{})
+	w := tr.Find(SpanSchedulingWaitingForNode)
+	if w == nil {
+		t.Fatal("no waiting_for_node span")
+	}
+	var names []string
+	end := w.Start
+	for _, s := range tr.Spans {
+		if s.ParentSpanID == w.SpanID {
+			names = append(names, s.Name)
+			end = s.End
+		}
+	}
+	if got, want := strings.Join(names, " "), strings.Join([]string{SpanNodeDecision, SpanNodeLaunch, SpanNodeInstance, SpanNodeRegistration}, " "); got != want {
+		t.Errorf("steps %s, want %s", got, want)
+	}
+	if !end.Equal(ms(8_000)) || !w.End.After(end) && !w.End.Equal(end) {
+		t.Errorf("the steps end at %s, the wait at %s", end.Format(time.StampMilli), w.End.Format(time.StampMilli))
 	}
 }

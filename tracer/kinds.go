@@ -82,6 +82,7 @@ var kinds = []*kind{
 	jobKind,
 	cronJobKind,
 	nodeKind,
+	nodeClaimKind,
 	argoRolloutKind,
 }
 

@@ -1,6 +1,9 @@
 package tracer
 
 import (
+	"slices"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,11 +21,18 @@ const (
 	StreamNodes   watch.Stream   = "nodes"
 )
 
-// nodeSeen is what readyspan keeps of a Node: its creation and when it first turned Ready. A few
-// dozen bytes and its name, whatever the Node's labels, images and conditions (slimNode).
+// nodeSeen is what readyspan keeps of a Node: its creation, when it first turned Ready and its
+// network came up, and the startup taints it was seen with until the last went. A few dozen
+// bytes and its name, whatever the Node's labels, images and conditions (slimNode).
 type nodeSeen struct {
-	created phases.Times // creationTimestamp (1 s) and, seen added, the watch receive time
-	ready   phases.Times // Ready's lastTransitionTime (the kubelet's clock) and the receive time
+	created      phases.Times // creationTimestamp (1 s) and, seen added, the watch receive time
+	ready        phases.Times // Ready's lastTransitionTime (the kubelet's clock) and the receive time
+	networkReady phases.Times // NetworkUnavailable turned False: its lastTransitionTime and the receive time
+	// startupTaints are the keys of the NoSchedule and NoExecute taints of its first version
+	// seen added, still on it; taintsRemoved is the receive time of the version that removed
+	// the last of them.
+	startupTaints []string
+	taintsRemoved phases.Times
 }
 
 type nodes = map[string]*nodeSeen
@@ -50,17 +60,45 @@ func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 		cur.created.Add(n.CreationTimestamp.Time, phases.SourceMetadata)
 		if d.Type == watch.Added {
 			cur.created.Add(d.WatchTime(), phases.SourceWatch)
+			// A Node just added carries the taints it registered with, Karpenter's and the
+			// node's agents' among them: what is removed of them is its startup.
+			for _, t := range n.Spec.Taints {
+				cur.startupTaints = append(cur.startupTaints, t.Key)
+			}
 		}
 		all[n.Name] = cur
 	}
-	if cur.ready.Known() {
-		return // its first Ready is the one a Pod waited for
-	}
+	cur.untainted(n, d.WatchTime())
+	// Its first Ready and network are the ones a Pod waited for.
 	for i := range n.Status.Conditions {
-		if cond := &n.Status.Conditions[i]; cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+		cond := &n.Status.Conditions[i]
+		switch {
+		case cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue && !cur.ready.Known():
 			cur.ready.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
 			cur.ready.Add(d.WatchTime(), phases.SourceWatch)
+		case cond.Type == corev1.NodeNetworkUnavailable && cond.Status == corev1.ConditionFalse && !cur.networkReady.Known():
+			cur.networkReady.Add(cond.LastTransitionTime.Time, phases.SourceStatus)
+			cur.networkReady.Add(d.WatchTime(), phases.SourceWatch)
 		}
+	}
+}
+
+// untainted drops the startup taints this version of the Node no longer has, and dates the
+// removal of the last of them.
+func (n *nodeSeen) untainted(node *corev1.Node, recv time.Time) {
+	if len(n.startupTaints) == 0 {
+		return
+	}
+	left := n.startupTaints[:0]
+	for _, key := range n.startupTaints {
+		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key }) {
+			left = append(left, key)
+		}
+	}
+	n.startupTaints = left
+	if len(left) == 0 {
+		n.startupTaints = nil
+		n.taintsRemoved.Add(recv, phases.SourceWatch)
 	}
 }
 
@@ -86,7 +124,9 @@ func (c *Correlator) newNode(ps *tracked) *phases.NodeSeen {
 			return nil
 		}
 	}
-	return &phases.NodeSeen{Name: name, Created: append(phases.Times(nil), n.created...), Ready: append(phases.Times(nil), n.ready...)}
+	return &phases.NodeSeen{Name: name, Created: append(phases.Times(nil), n.created...), Ready: append(phases.Times(nil), n.ready...),
+		NetworkReady: append(phases.Times(nil), n.networkReady...), TaintsRemoved: append(phases.Times(nil), n.taintsRemoved...),
+		Claim: c.claimOf(name)}
 }
 
 // stampOf is the time a source observed, 0 for none.
@@ -99,20 +139,35 @@ func stampOf(t phases.Times, src phases.Source) phases.Instant {
 	return 0
 }
 
-// slimNode keeps of a Node its identity, its creation and its Ready condition: a Node's status
-// holds its images (up to 50 names each) and its labels and annotations run to kilobytes.
+// slimNode keeps of a Node its identity, its creation, its Ready and NetworkUnavailable
+// conditions and the keys of its NoSchedule and NoExecute taints (at most maxTaints): a Node's
+// status holds its images (up to 50 names each) and its labels and annotations run to
+// kilobytes.
 func slimNode(n *corev1.Node) {
 	n.ObjectMeta = metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
 		CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp}
-	n.Spec = corev1.NodeSpec{}
-	var ready []corev1.NodeCondition
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			ready = []corev1.NodeCondition{{Type: cond.Type, Status: cond.Status, LastTransitionTime: cond.LastTransitionTime}}
+	var taints []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && len(taints) < maxTaints {
+			taints = append(taints, corev1.Taint{Key: t.Key[:min(len(t.Key), maxTaintKey)], Effect: t.Effect})
 		}
 	}
-	n.Status = corev1.NodeStatus{Conditions: ready}
+	n.Spec = corev1.NodeSpec{Taints: taints}
+	var kept []corev1.NodeCondition
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady || cond.Type == corev1.NodeNetworkUnavailable {
+			kept = append(kept, corev1.NodeCondition{Type: cond.Type, Status: cond.Status, LastTransitionTime: cond.LastTransitionTime})
+		}
+	}
+	n.Status = corev1.NodeStatus{Conditions: kept}
 }
+
+// maxTaints bounds the taints kept of a Node (a new one has a few), and maxTaintKey a key (the
+// API's bound: a 253-byte prefix, a slash and a 63-byte name).
+const (
+	maxTaints   = 16
+	maxTaintKey = 317
+)
 
 // nodeKind is the registry entry of Nodes: a Pod that waited for a node to be added waited
 // for its creation and Ready.

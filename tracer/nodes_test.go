@@ -13,8 +13,9 @@ import (
 	"github.com/readyspan/readyspan/watch"
 )
 
-// TestNodeTransform: what the watch keeps of a Node is its identity, creation and Ready
-// condition, whatever its labels, images and other conditions weigh.
+// TestNodeTransform: what the watch keeps of a Node is its identity, creation, Ready and
+// NetworkUnavailable conditions and the keys of its NoSchedule and NoExecute taints, whatever its
+// labels, images and other conditions weigh.
 func TestNodeTransform(t *testing.T) {
 	created := metav1.NewTime(time.Date(2026, 12, 2, 18, 54, 38, 0, time.UTC))
 	n := &corev1.Node{
@@ -22,12 +23,17 @@ func TestNodeTransform(t *testing.T) {
 			Labels:        map[string]string{"big": strings.Repeat("x", 60)},
 			Annotations:   map[string]string{"node.alpha.kubernetes.io/ttl": "0", "huge": strings.Repeat("y", 4000)},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: "Update"}}},
-		Spec: corev1.NodeSpec{PodCIDR: "10.0.0.0/24", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+		Spec: corev1.NodeSpec{PodCIDR: "10.0.0.0/24", Taints: []corev1.Taint{
+			{Key: "k", Value: strings.Repeat("v", 60), Effect: corev1.TaintEffectNoSchedule},
+			{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule},
+			{Key: strings.Repeat("t", 1000), Effect: corev1.TaintEffectNoExecute},
+		}},
 		Status: corev1.NodeStatus{
 			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
 			Conditions: []corev1.NodeCondition{
 				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Message: strings.Repeat("m", 200)},
 				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastTransitionTime: created},
+				{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, Reason: "RouteCreated", Message: strings.Repeat("n", 200), LastTransitionTime: created},
 			},
 		},
 	}
@@ -41,7 +47,13 @@ func TestNodeTransform(t *testing.T) {
 	got := out.(*corev1.Node)
 	want := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-1-23", UID: "u1", ResourceVersion: "9", CreationTimestamp: created},
-		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: created}}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: "k", Effect: corev1.TaintEffectNoSchedule}, {Key: strings.Repeat("t", maxTaintKey), Effect: corev1.TaintEffectNoExecute},
+		}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: created},
+			{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, LastTransitionTime: created},
+		}},
 	}
 	if got.String() != want.String() {
 		t.Errorf("kept %s\nwant %s", got.String(), want.String())
