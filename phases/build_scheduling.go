@@ -174,6 +174,9 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 		if ready.observed {
 			sp.Attrs = append(sp.Attrs, Attr{AttrNodeReady, ready.t.Time().UTC().Format(time.RFC3339Nano)})
 		}
+		if key := n.startupKey(); n.Traced && key != "" {
+			sp.AddLink(Link{TraceID: TraceIDFor(key), SpanID: SpanIDFor(key, NodeRootSpanName), Attrs: []Attr{{AttrLinkRelation, LinkNodeStartup}}})
+		}
 		if c := n.Claim; c != nil {
 			sp.Attrs = append(sp.Attrs, Attr{AttrNodeClaimName, c.Name})
 			if c.NodePool != "" {

@@ -270,6 +270,10 @@ const (
 	// On scheduling.waiting_for_node: the autoscaler whose events the Pod carries
 	// (cluster-autoscaler, karpenter).
 	AttrAutoscaler = "readyspan.autoscaler"
+	// On node.startup: ready, stuck, deleted or in-progress.
+	AttrNodeOutcome = "readyspan.node.outcome"
+	// On node.startup: why the node's startup ended as it did, when not ready.
+	AttrNodeReason = "readyspan.node.reason"
 	// On the root of a Pod the scheduler preempted: the preemptor as namespace/name, when known.
 	AttrPreemptedBy = "readyspan.preempted_by"
 	// On the same root: the preemptor's UID.

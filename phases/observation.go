@@ -255,7 +255,10 @@ type PodRef struct {
 // NodeSeen is what was observed of a Node added for a Pod: its creation, its Ready condition
 // turning True, its network and startup taints, and the provisioner's record of it.
 type NodeSeen struct {
-	Name    string
+	Name, UID string
+	// Traced says the Node's startup has a trace of its own (package node), which the Pod's
+	// wait links to.
+	Traced  bool
 	Created Times // creationTimestamp, and the receive time of the watch event that added it
 	Ready   Times // Ready's lastTransitionTime (the kubelet's clock), and the watch receive time
 	// NetworkReady is NetworkUnavailable turning False (its lastTransitionTime and the receive
@@ -266,6 +269,32 @@ type NodeSeen struct {
 	TaintsRemoved Times
 	// Claim is Karpenter's NodeClaim for the Node, nil where no NodeClaim made it.
 	Claim *NodeClaimSeen
+}
+
+// NodeRootSpanName is the root span of a node's startup trace (package node), which a Pod's wait
+// for the node links to, as LinkNodeStartup.
+const (
+	NodeRootSpanName = "node.startup"
+	LinkNodeStartup  = "node_startup"
+)
+
+// NodeStartupKey is what a node's startup trace is keyed by, its trace and span IDs derived
+// from: its NodeClaim's UID where Karpenter made it (the claim exists before the Node), else the
+// Node's.
+func NodeStartupKey(claimUID, nodeUID string) string {
+	if claimUID != "" {
+		return claimUID
+	}
+	return nodeUID
+}
+
+// startupKey is NodeStartupKey of the Node.
+func (n *NodeSeen) startupKey() string {
+	var claim string
+	if n.Claim != nil {
+		claim = n.Claim.UID
+	}
+	return NodeStartupKey(claim, n.UID)
 }
 
 // NodeClaimSeen is what was observed of a Karpenter NodeClaim: its creation (the provisioner's

@@ -257,6 +257,19 @@ type Bound struct {
 // Uncertainty is the width of the window the observed time lies in; 0 states none.
 func (b Bound) Uncertainty() time.Duration { return time.Duration(b.uncertainty) }
 
+// BoundFrom is what a span end at a resolved stamp states, for a trace drawn outside Build (a
+// node's): observed unless the stamp is none or derived, with a whole-second stamp's window.
+func BoundFrom(s Stamp) Bound {
+	if s.At == 0 || s.Source == 0 || s.Source == SourceDerived {
+		return Bound{Source: SourceDerived}
+	}
+	b := Bound{Source: s.Source, Observed: true}
+	if s.Source.Precision() == time.Second {
+		b.uncertainty = int32(time.Second)
+	}
+	return b
+}
+
 // maxUncertainty is the widest uncertainty a Bound holds: 2.1 s, beyond the second the widest
 // window (a whole-second stamp's) spans.
 const maxUncertainty = math.MaxInt32 * time.Nanosecond

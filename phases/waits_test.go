@@ -110,7 +110,7 @@ func TestGateRemovalUnobserved(t *testing.T) {
 func karpenterNodePod() *Pod {
 	p := waitingPod()
 	p.Autoscaler = []Occurrence{{Time: StampOf(ms(2_000), SourceEventSeconds), Reason: "Nominated", Message: "Pod should schedule on: nodeclaim/default-x7k2q", Count: 1}}
-	n := &NodeSeen{Name: "kwok-default-x7k2q", Claim: &NodeClaimSeen{Name: "default-x7k2q", NodePool: "default"}}
+	n := &NodeSeen{Name: "kwok-default-x7k2q", Traced: true, Claim: &NodeClaimSeen{Name: "default-x7k2q", UID: "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", NodePool: "default"}}
 	n.Claim.Created.Add(ms(1_000), SourceMetadata)
 	n.Claim.Created.Add(ms(1_900), SourceWatch)
 	n.Claim.Launched.Add(ms(2_000), SourceStatus)
@@ -141,6 +141,10 @@ func TestNodeStepsCoverTheWait(t *testing.T) {
 	}
 	if w.Attr(AttrNodeClaimName) != "default-x7k2q" || w.Attr(AttrNodePool) != "default" {
 		t.Errorf("nodeclaim %v, nodepool %v", w.Attr(AttrNodeClaimName), w.Attr(AttrNodePool))
+	}
+	claim := "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+	if l := w.Links(); len(l) != 1 || l[0].TraceID != TraceIDFor(claim) || l[0].SpanID != SpanIDFor(claim, NodeRootSpanName) {
+		t.Errorf("links %v, want the node's trace, keyed by its NodeClaim's UID", l)
 	}
 	want := []struct {
 		name    string

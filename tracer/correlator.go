@@ -56,6 +56,9 @@ type Config struct {
 	// asynchronously; they can arrive after the status that completes the trace). Zero
 	// exports at once, as replay and explain do.
 	Settle time.Duration
+	// Nodes takes the startup trace of each Node added while readyspan runs (nil: none is
+	// traced).
+	Nodes NodeSink
 	// Rollouts, RolloutStuckAfter and RolloutBlockedAfter are the rollout tracker's Sink,
 	// StuckAfter and BlockedAfter (tracker.Config).
 	Rollouts            tracker.Sink
@@ -155,6 +158,8 @@ type Correlator struct {
 	// owners holds what the controllers of Pods (of every kind) show of their Pods' causes:
 	// changes, Pods that went, Ready times (controllers.go).
 	owners map[types.UID]*owner
+	// nodeStartups are the Nodes whose startup is traced, by name (nodestartups.go).
+	nodeStartups map[string]*nodeSeen
 }
 
 // New returns a Correlator exporting to sink.
@@ -263,6 +268,9 @@ func (c *Correlator) lastState(o runtime.Object) runtime.Object {
 
 func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 	c.notePod(d, p)
+	if len(c.nodeStartups) > 0 && p.Spec.NodeName != "" {
+		c.noteNodePod(d, p)
+	}
 	if _, done := c.done[p.UID]; done {
 		if d.Type == watch.Deleted {
 			delete(c.done, p.UID)
@@ -545,6 +553,7 @@ func (c *Correlator) Tick(now time.Time) {
 	c.stats.InPhase(c.inPhase)
 	c.prune(now)
 	c.rollouts.Tick(now)
+	c.tickNodeStartups(now)
 }
 
 // orphanAfter is how long events about a Pod readyspan never sees (another namespace's, one the
@@ -600,6 +609,7 @@ func (c *Correlator) Flush(outcome phases.Outcome) {
 		c.finish(ps, outcome, reason, c.now)
 	}
 	c.rollouts.Flush(c.now)
+	c.flushNodeStartups()
 }
 
 func (c *Correlator) sortedPods() []*tracked {

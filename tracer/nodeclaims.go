@@ -169,6 +169,9 @@ func (c *Correlator) handleNodeClaim(d *watch.Delta, n *nodeClaim) {
 			t.Add(d.WatchTime(), phases.SourceWatch)
 		}
 	}
+	if st := c.nodeStartups[cur.node]; st != nil {
+		c.checkNodeStartup(cur.node, st, d.Recv)
+	}
 }
 
 // claimOf is what was seen of the NodeClaim that made the Node, nil for none.

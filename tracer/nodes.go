@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -25,6 +26,7 @@ const (
 // network came up, and the startup taints it was seen with until the last went. A few dozen
 // bytes and its name, whatever the Node's labels, images and conditions (slimNode).
 type nodeSeen struct {
+	uid          string
 	created      phases.Times // creationTimestamp (1 s) and, seen added, the watch receive time
 	ready        phases.Times // Ready's lastTransitionTime (the kubelet's clock) and the receive time
 	networkReady phases.Times // NetworkUnavailable turned False: its lastTransitionTime and the receive time
@@ -33,6 +35,10 @@ type nodeSeen struct {
 	// the last of them.
 	startupTaints []string
 	taintsRemoved phases.Times
+	// startup is its startup while it is traced (nodestartups.go), nil otherwise; traced says
+	// it was (its trace exists, or will).
+	startup *nodeStartup
+	traced  bool
 }
 
 type nodes = map[string]*nodeSeen
@@ -47,6 +53,9 @@ func (c *Correlator) nodes() nodes { return stateOf(c, ResourceNodes, func() nod
 func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 	all := c.nodes()
 	if d.Type == watch.Deleted {
+		if cur := all[n.Name]; cur != nil && cur.startup != nil {
+			c.exportNodeStartup(n.Name, cur, node.OutcomeDeleted, "Node deleted", d.Recv)
+		}
 		delete(all, n.Name)
 		return
 	}
@@ -56,7 +65,7 @@ func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 			c.stats.Dropped("nodes_cap")
 			return
 		}
-		cur = &nodeSeen{}
+		cur = &nodeSeen{uid: string(n.UID)}
 		cur.created.Add(n.CreationTimestamp.Time, phases.SourceMetadata)
 		if d.Type == watch.Added {
 			cur.created.Add(d.WatchTime(), phases.SourceWatch)
@@ -67,6 +76,7 @@ func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 			}
 		}
 		all[n.Name] = cur
+		c.startNodeStartup(d, n.Name, cur)
 	}
 	cur.untainted(n, d.WatchTime())
 	// Its first Ready and network are the ones a Pod waited for.
@@ -81,6 +91,7 @@ func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 			cur.networkReady.Add(d.WatchTime(), phases.SourceWatch)
 		}
 	}
+	c.checkNodeStartup(n.Name, cur, d.Recv)
 }
 
 // untainted drops the startup taints this version of the Node no longer has, and dates the
@@ -124,7 +135,7 @@ func (c *Correlator) newNode(ps *tracked) *phases.NodeSeen {
 			return nil
 		}
 	}
-	return &phases.NodeSeen{Name: name, Created: append(phases.Times(nil), n.created...), Ready: append(phases.Times(nil), n.ready...),
+	return &phases.NodeSeen{Name: name, UID: n.uid, Traced: n.traced, Created: append(phases.Times(nil), n.created...), Ready: append(phases.Times(nil), n.ready...),
 		NetworkReady: append(phases.Times(nil), n.networkReady...), TaintsRemoved: append(phases.Times(nil), n.taintsRemoved...),
 		Claim: c.claimOf(name)}
 }

@@ -70,7 +70,7 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 			notes = append(notes, "node "+safetext.Field(v))
 		}
 		for _, l := range s.Links() {
-			if rel, ok := linkAttr(l, phases.AttrLinkRelation); ok && rel != "pod_trace" && rel != "rollout" && rel != phases.LinkComponentSpan {
+			if rel, ok := linkAttr(l, phases.AttrLinkRelation); ok && rel != "pod_trace" && rel != "rollout" && rel != phases.LinkComponentSpan && rel != phases.LinkNodeStartup {
 				who, _ := linkAttr(l, phases.AttrPodName)
 				if ns, ok := linkAttr(l, phases.AttrNamespace); ok {
 					who = ns + "/" + who
