@@ -19,6 +19,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/leader"
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/pipeline"
@@ -111,9 +112,9 @@ func New(ctx context.Context, o Options, client kubernetes.Interface, host strin
 // rest through the leader gate.
 func (d *Daemon) newRouter(ui *web.Ring) *router {
 	r := &router{leaderOnly: []Exporter{
-		exportFuncs{pod: d.metrics.Export, rollout: d.metrics.ExportRollout},
-		exportFuncs{pod: d.exp.Export, rollout: d.exp.ExportRollout},
-		exportFuncs{pod: d.logPod, rollout: d.logRollout},
+		exportFuncs{pod: d.metrics.Export, rollout: d.metrics.ExportRollout, node: d.metrics.ExportNode},
+		exportFuncs{pod: d.exp.Export, rollout: d.exp.ExportRollout, node: d.exp.ExportNode},
+		exportFuncs{pod: d.logPod, rollout: d.logRollout, node: d.logNode},
 	}}
 	if ui != nil {
 		r.everyReplica = append(r.everyReplica, exportFuncs{pod: ui.AddPod, rollout: ui.AddRollout})
@@ -140,7 +141,11 @@ func (d *Daemon) buildPipeline(r *router, reg *prometheus.Registry) error {
 	if o.Leader.Elect {
 		cfg.ResumeAfter = d.gate.ResumeAfter() // a replica that may take over traces what turned Ready recently
 	}
-	sink, rollouts := r.sinks()
+	sink, rollouts, nodes := r.sinks()
+	if o.Shard.Index > 0 {
+		// Every shard sees every Node: the first alone traces their startups.
+		nodes = nil
+	}
 	if o.Receive.Addr != "" {
 		store := otlpin.NewStore(o.Receive.Hold, o.Receive.MaxBytes, reg)
 		if d.recv, err = otlpin.Listen(o.Receive.Config, store, d.client, d.log); err != nil {
@@ -161,7 +166,7 @@ func (d *Daemon) buildPipeline(r *router, reg *prometheus.Registry) error {
 	live := pipeline.NewLive(po, pipeline.Env{
 		Client: d.client, Host: d.host, Metrics: d.metrics, Log: d.log,
 		AuditFailed: func(err error) { d.log.Error("Not reading the audit log", "err", err) },
-	}, pipeline.Sinks{Pods: sink, Rollouts: rollouts})
+	}, pipeline.Sinks{Pods: sink, Rollouts: rollouts, Nodes: nodes})
 	d.live, d.corr, d.source = live, live.Correlator, live.Source
 	if d.recv != nil {
 		d.metrics.SetWebhooks(d.source.Webhooks())
@@ -206,6 +211,10 @@ func (d *Daemon) serve(reg *prometheus.Registry, ui *web.Ring) (*http.Server, er
 
 func (d *Daemon) logPod(t *phases.Trace) {
 	d.log.Debug("Trace complete", "pod", t.Pod.Namespace+"/"+t.Pod.Name, "outcome", t.Summary.Outcome, "traceID", t.TraceID.String())
+}
+
+func (d *Daemon) logNode(t *node.Trace) {
+	d.log.Debug("Node startup complete", "node", t.Startup.Name, "outcome", t.Summary.Outcome, "duration", t.Summary.Duration, "traceID", t.TraceID.String())
 }
 
 func (d *Daemon) logRollout(t *rollout.Trace) {

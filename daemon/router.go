@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"github.com/readyspan/readyspan/leader"
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/rollout/tracker"
@@ -13,6 +14,7 @@ import (
 type Exporter interface {
 	ExportPod(*phases.Trace)
 	ExportRollout(*rollout.Trace)
+	ExportNode(*node.Trace)
 }
 
 // router hands every finished trace to the exporters in one way for Pods and rollouts: to the
@@ -57,8 +59,21 @@ func (r *router) rollout(t *rollout.Trace) {
 	}
 }
 
-func (r *router) sinks() (tracer.Sink, tracker.Sink) {
-	return tracer.SinkFunc(r.pod), tracker.SinkFunc(r.rollout)
+// node routes a finished node startup trace, as rollout does (its ID is deterministic too).
+func (r *router) node(t *node.Trace) {
+	for _, e := range r.everyReplica {
+		e.ExportNode(t)
+	}
+	if !r.gate.Leading() {
+		return
+	}
+	for _, e := range r.leaderOnly {
+		e.ExportNode(t)
+	}
+}
+
+func (r *router) sinks() (tracer.Sink, tracker.Sink, tracer.NodeSink) {
+	return tracer.SinkFunc(r.pod), tracker.SinkFunc(r.rollout), tracer.NodeSinkFunc(r.node)
 }
 
 // The exporters, as the router sees them.
@@ -67,8 +82,14 @@ type (
 	exportFuncs struct {
 		pod     func(*phases.Trace)
 		rollout func(*rollout.Trace)
+		node    func(*node.Trace) // nil: the exporter takes no node traces
 	}
 )
 
 func (e exportFuncs) ExportPod(t *phases.Trace)      { e.pod(t) }
 func (e exportFuncs) ExportRollout(t *rollout.Trace) { e.rollout(t) }
+func (e exportFuncs) ExportNode(t *node.Trace) {
+	if e.node != nil {
+		e.node(t)
+	}
+}

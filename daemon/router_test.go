@@ -10,6 +10,7 @@ import (
 	"github.com/readyspan/readyspan/exporters/otlp"
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/leader"
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -18,24 +19,26 @@ import (
 )
 
 // counting is an exporter that counts what reaches it.
-type counting struct{ pods, rollouts int }
+type counting struct{ pods, rollouts, nodes int }
 
 func (c *counting) ExportPod(*phases.Trace)      { c.pods++ }
 func (c *counting) ExportRollout(*rollout.Trace) { c.rollouts++ }
+func (c *counting) ExportNode(*node.Trace)       { c.nodes++ }
 
 type noMetrics struct{}
 
 func (noMetrics) SetLeader(bool) {}
 func (noMetrics) Dropped(string) {}
 
-// Pod and rollout traces take one road: every replica's exporters (the UI) get both, and only
-// a leader's get either; a standby's leader-only exporters get neither.
+// Pod, rollout and node traces take one road: every replica's exporters (the UI) get each, and
+// only a leader's get any; a standby's leader-only exporters get none.
 func TestRouterGatesPodsAndRolloutsAlike(t *testing.T) {
 	p := &phases.Pod{UID: "9cade20b-81ea-4be9-bdc9-d3f2d8d8b69f", Name: "web-1", Namespace: "default", Root: phases.RootBarePod}
 	p.Created.Add(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), phases.SourceWatch)
 	p.Ready.Add(time.Date(2026, 11, 30, 8, 0, 3, 0, time.UTC), phases.SourceWatch)
 	pod := phases.Build(p, phases.Options{})
 	ro := rollout.Build(&rollout.Rollout{Workload: rollout.Workload{Kind: rollout.Deployment, Name: "web", Namespace: "default", UID: "uid-web"}, Generation: 1})
+	nd := node.Build(&node.Startup{Name: "n1", UID: "uid-n1", Outcome: node.OutcomeReady})
 	for _, tc := range []struct {
 		name    string
 		elected bool // with leader election and no Lease taken: a standby
@@ -49,18 +52,19 @@ func TestRouterGatesPodsAndRolloutsAlike(t *testing.T) {
 			r := &router{leaderOnly: []Exporter{out}, everyReplica: []Exporter{ui}}
 			r.gate = leader.New(leader.Config{Elected: tc.elected, Leases: fake.NewClientset().CoordinationV1().Leases("default"),
 				Lease: "readyspan", Sink: tracer.SinkFunc(r.exportPod), Metrics: noMetrics{}})
-			sink, rollouts := r.sinks()
+			sink, rollouts, nodes := r.sinks()
 			sink.Export(pod)
 			rollouts.ExportRollout(ro)
-			if ui.pods != 1 || ui.rollouts != 1 {
-				t.Errorf("every replica's exporter got %d Pods and %d rollouts, want 1 and 1", ui.pods, ui.rollouts)
+			nodes.ExportNode(nd)
+			if ui.pods != 1 || ui.rollouts != 1 || ui.nodes != 1 {
+				t.Errorf("every replica's exporter got %d Pods, %d rollouts and %d nodes, want 1 of each", ui.pods, ui.rollouts, ui.nodes)
 			}
 			want := 0
 			if tc.leading {
 				want = 1
 			}
-			if out.pods != want || out.rollouts != want {
-				t.Errorf("the leader's exporter got %d Pods and %d rollouts, want %d and %d", out.pods, out.rollouts, want, want)
+			if out.pods != want || out.rollouts != want || out.nodes != want {
+				t.Errorf("the leader's exporter got %d Pods, %d rollouts and %d nodes, want %d of each", out.pods, out.rollouts, out.nodes, want)
 			}
 		})
 	}

@@ -80,6 +80,8 @@ type Sinks struct {
 	Pods tracer.Sink
 	// Rollouts takes each finished rollout trace.
 	Rollouts tracker.Sink
+	// Nodes takes each finished node startup trace (nil: Node startups are not traced).
+	Nodes tracer.NodeSink
 	// Deltas sees each delta of a live pipeline before the correlator does (a recording). A
 	// live pipeline with Deltas alone builds no correlator.
 	Deltas func(watch.Delta)
@@ -88,11 +90,11 @@ type Sinks struct {
 // correlator is the one place a pipeline's correlator is built: o.Trace feeding the sinks. It
 // is nil when no sink takes traces.
 func correlator(o Options, env Env, s Sinks) *tracer.Correlator {
-	if s.Pods == nil && s.Rollouts == nil {
+	if s.Pods == nil && s.Rollouts == nil && s.Nodes == nil {
 		return nil
 	}
 	cfg := o.Trace
-	cfg.Rollouts = s.Rollouts
+	cfg.Rollouts, cfg.Nodes = s.Rollouts, s.Nodes
 	pods := s.Pods
 	if pods == nil {
 		pods = tracer.SinkFunc(func(*phases.Trace) {})

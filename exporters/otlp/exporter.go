@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/safetext"
@@ -235,6 +236,9 @@ func (e *Exporter) Export(t *phases.Trace) { e.enqueue(traceSpans{t.TraceID, t.S
 
 // ExportRollout queues a rollout's trace, like Export.
 func (e *Exporter) ExportRollout(t *rollout.Trace) { e.enqueue(traceSpans{t.TraceID, t.Spans}) }
+
+// ExportNode queues a node startup's trace, like Export.
+func (e *Exporter) ExportNode(t *node.Trace) { e.enqueue(traceSpans{t.TraceID, t.Spans}) }
 
 func (e *Exporter) enqueue(t traceSpans) {
 	q := &queued{trace: t, bytes: queueBytes(t.spans), at: time.Now()}

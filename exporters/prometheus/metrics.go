@@ -50,6 +50,7 @@ type Metrics struct {
 	buildInfo     *prometheus.GaugeVec
 	inFlight      prometheus.Gauge
 	rollouts      rolloutMetrics
+	nodes         nodeMetrics
 	components    *componentMetrics
 }
 
@@ -115,14 +116,17 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "readyspan_pods_in_flight",
 			Help: "Pods being traced right now."}),
 		rollouts:   newRolloutMetrics(workloads),
+		nodes:      newNodeMetrics(),
 		components: newComponentMetrics(overflow),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.labelOverflow, m.imagePull, m.imagePulls, m.schedAttempts, m.schedWaits,
 		m.podsInPhase, m.podsStuck, m.podsFailed, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	reg.MustRegister(m.rollouts.collectors()...)
+	reg.MustRegister(m.nodes.collectors()...)
 	reg.MustRegister(m.components.collectors()...)
 	m.rollouts.init()
+	m.nodes.init()
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.initSeries()
 	return m
