@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/readyspan/readyspan/exporters/otlp"
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 )
@@ -17,9 +18,9 @@ const exportWait = time.Minute
 
 // ExportOTLP sends the traces a replay rebuilt over OTLP once, and waits for the backend to
 // take them, for at most a minute. It returns how many were exported; any dropped is an error.
-func ExportOTLP(ctx context.Context, cfg otlp.Config, pods []*phases.Trace, rollouts []*rollout.Trace) (int, error) {
+func ExportOTLP(ctx context.Context, cfg otlp.Config, pods []*phases.Trace, rollouts []*rollout.Trace, nodes []*node.Trace) (int, error) {
 	// The queue holds every trace of the batch until the backend takes it or the wait ends.
-	cfg.QueueTraces, cfg.QueueBytes = len(pods)+len(rollouts)+1, math.MaxInt64
+	cfg.QueueTraces, cfg.QueueBytes = len(pods)+len(rollouts)+len(nodes)+1, math.MaxInt64
 	st := &batchStats{}
 	exp, err := otlp.New(ctx, cfg, st, nil)
 	if err != nil {
@@ -31,6 +32,9 @@ func ExportOTLP(ctx context.Context, cfg otlp.Config, pods []*phases.Trace, roll
 	}
 	for _, t := range rollouts {
 		exp.ExportRollout(t)
+	}
+	for _, t := range nodes {
+		exp.ExportNode(t)
 	}
 	sctx, cancel := context.WithTimeout(ctx, exportWait)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/internal/captures"
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -107,8 +108,9 @@ func TestExportOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = backend.Shutdown(context.Background()) }()
-	n, err := ExportOTLP(t.Context(), otlp.Config{Endpoint: backend.Addr().String(), Insecure: true, Protocol: "grpc"}, pods, rollouts)
-	if err != nil || n != len(pods)+len(rollouts) {
-		t.Errorf("ExportOTLP = %d, %v; want %d traces exported", n, err, len(pods)+len(rollouts))
+	nodes := []*node.Trace{node.Build(&node.Startup{Name: "n1", UID: "0000000d-0000-4000-8000-000000000001", Outcome: node.OutcomeReady})}
+	n, err := ExportOTLP(t.Context(), otlp.Config{Endpoint: backend.Addr().String(), Insecure: true, Protocol: "grpc"}, pods, rollouts, nodes)
+	if err != nil || n != len(pods)+len(rollouts)+len(nodes) {
+		t.Errorf("ExportOTLP = %d, %v; want %d traces exported", n, err, len(pods)+len(rollouts)+len(nodes))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/readyspan/readyspan/daemon"
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/otlpin"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/pipeline"
@@ -66,7 +67,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		AuditFailed: func(err error) {
 			fmt.Fprintf(stderr, "%s: not reading the audit log: %v\n", prog, err)
 		},
-	}, pipeline.Sinks{Pods: sink, Rollouts: tracker.SinkFunc(pr.rollout)})
+	}, pipeline.Sinks{Pods: sink, Rollouts: tracker.SinkFunc(pr.rollout), Nodes: tracer.NodeSinkFunc(pr.node)})
 	ctx, stop, err := p.Source.StartFor(ctx, *duration)
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := p.Source.Watcher().WaitForSync(syncCtx); err != nil {
 		return fmt.Errorf("watch %s: %w", restCfg.Host, err)
 	}
-	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck, and a Gantt chart as each rollout ends (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
+	fmt.Fprintf(stderr, "%s: watching %s; a waterfall is printed as each Pod becomes Ready, fails or gets stuck, and as each new Node finishes starting, and a Gantt chart as each rollout ends (Ctrl-C to stop)\n", prog, namespacesText(namespaces))
 	p.Run(ctx)
 	return pr.firstErr()
 }
@@ -103,6 +104,14 @@ func (p *printer) rollout(t *rollout.Trace) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.out.writeRollout(p.w, t); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *printer) node(t *node.Trace) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.out.writeNode(p.w, t); err != nil && p.err == nil {
 		p.err = err
 	}
 }
@@ -300,9 +309,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var traces []*phases.Trace
 	var rollouts []*rollout.Trace
+	var nodes []*node.Trace
 	for _, w := range pipeline.Replay(pipeline.Options{Trace: tf.config()}, deltas, pipeline.Sinks{
 		Pods:     tracer.SinkFunc(func(t *phases.Trace) { traces = append(traces, t) }),
 		Rollouts: tracker.SinkFunc(func(t *rollout.Trace) { rollouts = append(rollouts, t) }),
+		Nodes:    tracer.NodeSinkFunc(func(t *node.Trace) { nodes = append(nodes, t) }),
 	}) {
 		printWarning(stderr, w)
 	}
@@ -325,6 +336,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return err
 			}
 		}
+		for _, t := range nodes {
+			if err := out.writeNode(stdout, t); err != nil {
+				return err
+			}
+		}
 	}
 	if of.endpoint == "" {
 		return nil
@@ -333,7 +349,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	n, err := pipeline.ExportOTLP(ctx, ocfg, traces, rollouts)
+	n, err := pipeline.ExportOTLP(ctx, ocfg, traces, rollouts, nodes)
 	if err != nil {
 		return err
 	}

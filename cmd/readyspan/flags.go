@@ -20,6 +20,7 @@ import (
 
 	"github.com/readyspan/readyspan/exporters/otlp"
 	"github.com/readyspan/readyspan/exporters/terminal"
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/rollout/tracker"
@@ -299,6 +300,21 @@ func (o *outputFlag) writeRollout(out io.Writer, t *rollout.Trace) error {
 		return terminal.JSONRollout(w, t)
 	}
 	if err := terminal.Gantt(w, t); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// writeNode prints a node's startup trace: its waterfall, or its spans as JSON lines (see
+// writeRollout).
+func (o *outputFlag) writeNode(out io.Writer, t *node.Trace) error {
+	w := safetext.NewWriter(out)
+	defer w.Flush()
+	if o.format == "json" {
+		return terminal.JSONNode(w, t)
+	}
+	if err := terminal.NodeWaterfall(w, t); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(w)
