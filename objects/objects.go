@@ -81,3 +81,13 @@ func ConditionTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
 	c := Condition(p, t)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
+
+// NodeReady reports whether the Node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for i := range n.Status.Conditions {
+		if c := &n.Status.Conditions[i]; c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

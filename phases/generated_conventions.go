@@ -62,8 +62,9 @@ const (
 	SpanNodeKubeletReady = "scheduling.node.kubelet_ready"
 	// The step before → NetworkUnavailable False, where the Node reports it after Ready.
 	SpanNodeNetwork = "scheduling.node.network"
-	// The step before → the first version of the Node without its startup taints (the watch's
-	// receive time: a taint has no time of its own).
+	// The step before → the first version of the Node Ready without a startup taint (the node
+	// lifecycle controller's not-ready, Karpenter's unregistered, the NodeClaim's startupTaints),
+	// its receive time: a taint has no time of its own.
 	SpanNodeStartupTaints = "scheduling.node.startup_taints"
 	// The Pod on its node → its sandbox ready (volumes, CNI).
 	SpanKubeletSandbox = "kubelet.sandbox"

@@ -264,8 +264,9 @@ type NodeSeen struct {
 	// NetworkReady is NetworkUnavailable turning False (its lastTransitionTime and the receive
 	// time), where the Node reports that condition (a cloud's route controller, some CNIs).
 	NetworkReady Times
-	// TaintsRemoved is the receive time of the first version of the Node without the startup
-	// taints it was seen with (StartupTaints): a taint has no time of its own.
+	// TaintsRemoved is the receive time of the first version of the Node Ready without a startup
+	// taint, after one was seen (the node lifecycle controller's not-ready, Karpenter's
+	// unregistered, its NodeClaim's startupTaints): a taint has no time of its own.
 	TaintsRemoved Times
 	// Claim is Karpenter's NodeClaim for the Node, nil where no NodeClaim made it.
 	Claim *NodeClaimSeen

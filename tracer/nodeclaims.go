@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,7 +31,13 @@ const nodePoolLabel = "karpenter.sh/nodepool"
 type nodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              nodeClaimSpec   `json:"spec,omitempty"`
 	Status            nodeClaimStatus `json:"status,omitempty"`
+}
+
+// nodeClaimSpec holds the taints the Node starts with until a node agent removes them.
+type nodeClaimSpec struct {
+	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 }
 
 type nodeClaimStatus struct {
@@ -48,6 +55,7 @@ type nodeClaimCondition struct {
 
 func (n *nodeClaim) DeepCopyObject() runtime.Object {
 	out := &nodeClaim{TypeMeta: n.TypeMeta, Status: nodeClaimStatus{NodeName: n.Status.NodeName}}
+	out.Spec.StartupTaints = append([]corev1.Taint(nil), n.Spec.StartupTaints...)
 	n.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Status.Conditions = append([]nodeClaimCondition(nil), n.Status.Conditions...)
 	return out
@@ -86,6 +94,13 @@ func slimNodeClaim(n *nodeClaim) {
 		n.Labels = map[string]string{nodePoolLabel: pool[:min(len(pool), maxLabelValue)]}
 	}
 	n.Status.NodeName = n.Status.NodeName[:min(len(n.Status.NodeName), maxNodeName)]
+	var startup []corev1.Taint
+	for _, t := range n.Spec.StartupTaints {
+		if len(startup) < maxTaints {
+			startup = append(startup, corev1.Taint{Key: t.Key[:min(len(t.Key), maxTaintKey)], Effect: t.Effect})
+		}
+	}
+	n.Spec = nodeClaimSpec{StartupTaints: startup}
 	kept := n.Status.Conditions[:0]
 	for _, c := range n.Status.Conditions {
 		switch c.Type {
@@ -108,6 +123,7 @@ const (
 // seen True, and the Node it registered.
 type nodeClaimSeen struct {
 	uid, nodePool, node string
+	startupTaints       []string // the keys of its spec.startupTaints
 	created             phases.Times
 	launched            phases.Times
 	registered          phases.Times
@@ -144,6 +160,9 @@ func (c *Correlator) handleNodeClaim(d *watch.Delta, n *nodeClaim) {
 			return
 		}
 		cur = &nodeClaimSeen{uid: string(n.UID), nodePool: n.Labels[nodePoolLabel]}
+		for _, t := range n.Spec.StartupTaints {
+			cur.startupTaints = append(cur.startupTaints, t.Key)
+		}
 		cur.created.Add(n.CreationTimestamp.Time, phases.SourceMetadata)
 		if d.Type == watch.Added {
 			cur.created.Add(d.WatchTime(), phases.SourceWatch)

@@ -2,7 +2,7 @@ package tracer
 
 import (
 	"slices"
-	"time"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/node"
+	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -22,19 +23,19 @@ const (
 	StreamNodes   watch.Stream   = "nodes"
 )
 
-// nodeSeen is what readyspan keeps of a Node: its creation, when it first turned Ready and its
-// network came up, and the startup taints it was seen with until the last went. A few dozen
-// bytes and its name, whatever the Node's labels, images and conditions (slimNode).
+// nodeSeen is what readyspan keeps of a Node: its creation, when it first turned Ready, its
+// network came up and it was first Ready without a startup taint. A few dozen bytes and its
+// name, whatever the Node's labels, images and conditions (slimNode).
 type nodeSeen struct {
 	uid          string
 	created      phases.Times // creationTimestamp (1 s) and, seen added, the watch receive time
 	ready        phases.Times // Ready's lastTransitionTime (the kubelet's clock) and the receive time
 	networkReady phases.Times // NetworkUnavailable turned False: its lastTransitionTime and the receive time
-	// startupTaints are the keys of the NoSchedule and NoExecute taints of its first version
-	// seen added, still on it; taintsRemoved is the receive time of the version that removed
-	// the last of them.
-	startupTaints []string
-	taintsRemoved phases.Times
+	// tainted: a version had a startup taint (startupTaint), and the last one has; untainted:
+	// some version had one. taintsRemoved is the receive time of the first version Ready without
+	// one, after one was seen: when the Node could take Pods.
+	tainted, untaintedSince bool
+	taintsRemoved           phases.Times
 	// startup is its startup while it is traced (nodestartups.go), nil otherwise; traced says
 	// it was (its trace exists, or will).
 	startup *nodeStartup
@@ -69,17 +70,11 @@ func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 		cur.created.Add(n.CreationTimestamp.Time, phases.SourceMetadata)
 		if d.Type == watch.Added {
 			cur.created.Add(d.WatchTime(), phases.SourceWatch)
-			// A Node just added carries the taints it registered with, Karpenter's and the
-			// node's agents' among them: what is removed of them is its startup.
-			for _, t := range n.Spec.Taints {
-				cur.startupTaints = append(cur.startupTaints, t.Key)
-			}
 		}
 		all[n.Name] = cur
 		c.startNodeStartup(d, n.Name, cur)
 	}
-	cur.untainted(n, d.WatchTime())
-	// Its first Ready and network are the ones a Pod waited for.
+	// Its first Ready, network and Ready without startup taints are the ones a Pod waited for.
 	for i := range n.Status.Conditions {
 		cond := &n.Status.Conditions[i]
 		switch {
@@ -91,26 +86,48 @@ func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 			cur.networkReady.Add(d.WatchTime(), phases.SourceWatch)
 		}
 	}
+	cur.tainted = c.hasStartupTaint(n)
+	if cur.tainted {
+		cur.untaintedSince = true
+	} else if cur.untaintedSince && !cur.taintsRemoved.Known() && objects.NodeReady(n) {
+		cur.taintsRemoved.Add(d.WatchTime(), phases.SourceWatch)
+	}
 	c.checkNodeStartup(n.Name, cur, d.Recv)
 }
 
-// untainted drops the startup taints this version of the Node no longer has, and dates the
-// removal of the last of them.
-func (n *nodeSeen) untainted(node *corev1.Node, recv time.Time) {
-	if len(n.startupTaints) == 0 {
-		return
+// ephemeralTaints are the taints a starting Node carries until it can take Pods, whoever made
+// it: the node lifecycle controller's, the cloud controller manager's, Karpenter's (its known
+// ephemeral taints, pkg/scheduling/taints.go). A NodeClaim's startupTaints are added to them.
+var ephemeralTaints = map[string]bool{
+	corev1.TaintNodeNotReady: true, corev1.TaintNodeUnreachable: true, corev1.TaintNodeNetworkUnavailable: true,
+	"node.cloudprovider.kubernetes.io/uninitialized": true, "karpenter.sh/unregistered": true,
+}
+
+// hasStartupTaint reports whether the Node carries a taint of its startup: an ephemeral one, one
+// of the readiness.k8s.io/ gates, or one its NodeClaim lists as a startup taint (a node agent's,
+// which the agent removes once it runs).
+func (c *Correlator) hasStartupTaint(n *corev1.Node) bool {
+	var claim *nodeClaimSeen
+	if name := claimOwnerOf(n); name != "" {
+		claim = c.nodeClaims().byName[name]
 	}
-	left := n.startupTaints[:0]
-	for _, key := range n.startupTaints {
-		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key }) {
-			left = append(left, key)
+	for _, t := range n.Spec.Taints {
+		if ephemeralTaints[t.Key] || strings.HasPrefix(t.Key, "readiness.k8s.io/") || claim != nil && slices.Contains(claim.startupTaints, t.Key) {
+			return true
 		}
 	}
-	n.startupTaints = left
-	if len(left) == 0 {
-		n.startupTaints = nil
-		n.taintsRemoved.Add(recv, phases.SourceWatch)
+	return false
+}
+
+// claimOwnerOf is the name of the NodeClaim that owns the Node (Karpenter sets it at
+// registration), "" for none.
+func claimOwnerOf(n *corev1.Node) string {
+	for _, r := range n.OwnerReferences {
+		if r.Kind == "NodeClaim" && strings.HasPrefix(r.APIVersion, "karpenter.sh/") {
+			return r.Name
+		}
 	}
+	return ""
 }
 
 // newNode is the Node the Pod was bound to when it was created after the Pod (so the Pod waited
@@ -150,13 +167,17 @@ func stampOf(t phases.Times, src phases.Source) phases.Instant {
 	return 0
 }
 
-// slimNode keeps of a Node its identity, its creation, its Ready and NetworkUnavailable
-// conditions and the keys of its NoSchedule and NoExecute taints (at most maxTaints): a Node's
-// status holds its images (up to 50 names each) and its labels and annotations run to
-// kilobytes.
+// slimNode keeps of a Node its identity, its NodeClaim, its creation, its Ready and
+// NetworkUnavailable conditions and the keys of its NoSchedule and NoExecute taints (at most
+// maxTaints): a Node's status holds its images (up to 50 names each) and its labels and
+// annotations run to kilobytes.
 func slimNode(n *corev1.Node) {
+	var owners []metav1.OwnerReference
+	if name := claimOwnerOf(n); name != "" {
+		owners = []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: name[:min(len(name), maxNodeName)]}}
+	}
 	n.ObjectMeta = metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
-		CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp}
+		CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp, OwnerReferences: owners}
 	var taints []corev1.Taint
 	for _, t := range n.Spec.Taints {
 		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && len(taints) < maxTaints {

@@ -131,7 +131,7 @@ func (c *Correlator) nodeNotDone(name string, n *nodeSeen) string {
 	switch {
 	case !n.ready.Known():
 		return "not Ready"
-	case len(n.startupTaints) > 0:
+	case n.tainted:
 		return "startup taints not removed"
 	}
 	if cl := c.nodeClaims().byName[c.nodeClaims().byNode[name]]; cl != nil && !cl.initialized.Known() {

@@ -124,8 +124,8 @@ func TestNodeStartupLifecycle(t *testing.T) {
 		node.SpanKubeletReady: b.at(9_400), node.SpanNetwork: b.at(11_200),
 		node.SpanInitialization: b.at(13_100), node.SpanDaemonSets: b.at(14_100),
 	}
-	// The unregistered taint went with the registration (8.1 s), before the step before it
-	// ended: no startup_taints step of its own.
+	// The unregistered taint went with the registration (8.1 s): the first version Ready (9.4 s)
+	// had no startup taint, so the taints add no step of their own.
 	drawn := 0
 	for _, sp := range tr.Spans[1:] {
 		w, ok := want[sp.Name]
