@@ -250,6 +250,34 @@ func ParsePreemptedMessage(msg string) (uid string, ok bool) {
 	return uid, true
 }
 
+// Disruption is who evicted a Pod to take its node away, and why, as an Event about the Pod says.
+type Disruption struct {
+	By, Cause string
+}
+
+// ParseDisruption reads a node autoscaler's Event about a Pod it evicted to remove its node:
+// Karpenter's `Evicted` (v1.15, pkg/controllers/node/termination/terminator/events):
+// `Evicted pod: <reason>`, the reason its NodeClaim's DisruptionReason (Underutilized, Empty,
+// Drifted, Unhealthy) or `Forceful Termination`; cluster-autoscaler's `ScaleDown`: `deleting pod
+// for node scale down`. ok is false for another reason or wording (the kubelet's own Evicted, for
+// node pressure, is not a node going away).
+func ParseDisruption(reason, msg string) (d Disruption, ok bool) {
+	switch {
+	case reason == "Evicted":
+		cause, found := strings.CutPrefix(msg, "Evicted pod: ")
+		if !found || cause == "" || len(cause) > maxCause || strings.ContainsAny(cause, "\n\t") {
+			return Disruption{}, false
+		}
+		return Disruption{By: "karpenter", Cause: cause}, true
+	case reason == "ScaleDown" && msg == "deleting pod for node scale down":
+		return Disruption{By: "cluster-autoscaler", Cause: "ScaleDown"}, true
+	}
+	return Disruption{}, false
+}
+
+// maxCause bounds a disruption's cause read from a message (Karpenter's are a word or two).
+const maxCause = 64
+
 // MaxUID bounds a UID read from a message: a UUID is 36 bytes.
 const MaxUID = 64
 

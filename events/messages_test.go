@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -166,6 +167,32 @@ func TestMessageShape(t *testing.T) {
 	} {
 		if got := MessageShape(msg); got != want {
 			t.Errorf("MessageShape(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+// TestParseDisruption: Karpenter's and cluster-autoscaler's Events about a Pod they evicted to
+// take its node away, as their code writes them (Karpenter v1.15 terminator/events; the messages
+// of a real capture), and what is not one.
+func TestParseDisruption(t *testing.T) {
+	for _, tc := range []struct {
+		reason, msg string
+		want        Disruption
+		ok          bool
+	}{
+		{"Evicted", "Evicted pod: Underutilized", Disruption{"karpenter", "Underutilized"}, true},
+		{"Evicted", "Evicted pod: Forceful Termination", Disruption{"karpenter", "Forceful Termination"}, true},
+		{"ScaleDown", "deleting pod for node scale down", Disruption{"cluster-autoscaler", "ScaleDown"}, true},
+		// The kubelet's node-pressure eviction: the node stays.
+		{"Evicted", "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi.", Disruption{}, false},
+		{"Evicted", "Evicted pod: ", Disruption{}, false},
+		{"Evicted", "Evicted pod: " + strings.Repeat("x", 65), Disruption{}, false},
+		{"Evicted", "Evicted pod: a\nb", Disruption{}, false},
+		{"ScaleDown", "marked the node as toBeDeleted/unschedulable", Disruption{}, false},
+	} {
+		got, ok := ParseDisruption(tc.reason, tc.msg)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseDisruption(%q, %q) = %+v, %v; want %+v, %v", tc.reason, tc.msg, got, ok, tc.want, tc.ok)
 		}
 	}
 }

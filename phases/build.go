@@ -357,6 +357,11 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	if r := p.Replaces; r != nil && r.UID != "" {
 		// The Pod this one replaces: its own trace, whose root span this one's follows from.
 		b.trace.Spans[rootIdx].AddLink(podLink(PodRef{Namespace: p.Namespace, Name: r.Name, UID: r.UID}, "replaces"))
+		if r.NodeTrace != "" {
+			// The node taken away from under it, whose startup trace says when it came.
+			b.trace.Spans[rootIdx].AddLink(Link{TraceID: TraceIDFor(r.NodeTrace), SpanID: SpanIDFor(r.NodeTrace, NodeRootSpanName),
+				Attrs: []Attr{{AttrLinkRelation, LinkDisruptedNode}}})
+		}
 	}
 	// Each phase is drawn and then its steps, depth first: the order the trace lists its spans
 	// in (finish), so that most traces need no reordering.
@@ -693,6 +698,9 @@ func (b *builder) podAttrs(as []Attr, skew clockSkew) []Attr {
 	}
 	if r := p.Replaces; r != nil {
 		as = append(as, Attr{AttrReplacesPod, r.Name}, Attr{AttrReplacesWhy, r.Why})
+		if r.Disruption != "" {
+			as = append(as, Attr{AttrReplacesDisruption, r.Disruption}, Attr{AttrReplacesDisruptedBy, r.DisruptedBy}, Attr{AttrReplacesNode, r.Node})
+		}
 	}
 	if p.Client != "" {
 		as = append(as, Attr{AttrClient, p.Client})

@@ -184,6 +184,14 @@ const (
 	AttrReplacesPod = "readyspan.replaces.pod"
 	// On the same root: why the replaced Pod went (deleted, evicted, preempted, failed: …).
 	AttrReplacesWhy = "readyspan.replaces.why"
+	// On the same root, when a node autoscaler evicted the replaced Pod to take its node away: why
+	// (Karpenter's Underutilized, Empty, Drifted…; cluster-autoscaler's ScaleDown).
+	AttrReplacesDisruption = "readyspan.replaces.disruption"
+	// With readyspan.replaces.disruption: the autoscaler (karpenter, cluster-autoscaler).
+	AttrReplacesDisruptedBy = "readyspan.replaces.disrupted_by"
+	// With readyspan.replaces.disruption: the node taken away; the root links to its startup trace
+	// when it was traced (readyspan.link=disrupted_node).
+	AttrReplacesNode = "readyspan.replaces.node"
 	// On a link, what it points to: replaces, preemption_victim, preempted_by, component-span,
 	// rollout (a Pod to its rollout), and the rollout's relations (pod_trace, resumes_blocked,
 	// superseded_by).

@@ -107,6 +107,11 @@ type Replaced struct {
 	UID, Name string
 	// Why is "deleted", "evicted" or "failed" (with the reason the status gives, when it does).
 	Why string
+	// Node is the node it ran on. DisruptedBy and Disruption say who evicted it to take that node
+	// away, and why (Karpenter: Underutilized, Empty, Drifted…; cluster-autoscaler: ScaleDown),
+	// when an Event about it said so; NodeTrace is the key of that node's startup trace
+	// (NodeStartupKey) when it was traced.
+	Node, DisruptedBy, Disruption, NodeTrace string
 }
 
 // Occurrence is one failure or warning seen on a step (FailedScheduling, ErrImagePull, Unhealthy…).
@@ -275,8 +280,9 @@ type NodeSeen struct {
 // NodeRootSpanName is the root span of a node's startup trace (package node), which a Pod's wait
 // for the node links to, as LinkNodeStartup.
 const (
-	NodeRootSpanName = "node.startup"
-	LinkNodeStartup  = "node_startup"
+	NodeRootSpanName  = "node.startup"
+	LinkNodeStartup   = "node_startup"
+	LinkDisruptedNode = "disrupted_node"
 )
 
 // NodeStartupKey is what a node's startup trace is keyed by, its trace and span IDs derived

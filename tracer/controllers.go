@@ -312,7 +312,7 @@ func replaces(obs *phases.Pod, e *endedPod, trigger phases.Times) {
 	obs.Cause, obs.CauseObject = phases.CauseReplacement, e.name
 	obs.Trigger = trigger
 	obs.RootPersisted = trigger // the going is where the replacement's chain starts
-	obs.Replaces = &phases.Replaced{UID: string(e.uid), Name: e.name, Why: e.why}
+	obs.Replaces = &phases.Replaced{UID: string(e.uid), Name: e.name, Why: e.why, Node: e.node}
 	obs.Client = ""
 }
 

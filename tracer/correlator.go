@@ -160,6 +160,8 @@ type Correlator struct {
 	owners map[types.UID]*owner
 	// nodeStartups are the Nodes whose startup is traced, by name (nodestartups.go).
 	nodeStartups map[string]*nodeSeen
+	// disruptions are the Pods a node autoscaler evicted, by UID (disruptions.go).
+	disruptions map[types.UID]disruption
 }
 
 // New returns a Correlator exporting to sink.
@@ -382,6 +384,9 @@ func (c *Correlator) handleEvent(d *watch.Delta, e *events.Event, seen bool) {
 	if e.Reason == "Preempted" {
 		c.preempted(e) // the preemptor's trace links to the victim, whatever the victim's state
 	}
+	if dis, ok := events.ParseDisruption(e.Reason, e.Message); ok {
+		c.noteDisruption(e, dis) // for the Pod that replaces it, whatever the victim's state
+	}
 	uid := e.Regarding.UID
 	if _, done := c.done[uid]; done {
 		return
@@ -599,6 +604,7 @@ func (c *Correlator) prune(now time.Time) {
 			delete(c.createdBy, key)
 		}
 	}
+	c.pruneDisruptions(now)
 }
 
 // Flush exports every in-flight Pod as it stands, with the given outcome (for explain, and the

@@ -143,7 +143,7 @@ func (c *Correlator) jobRoot(owner *metav1.OwnerReference, obs *phases.Pod) {
 		obs.Cause, obs.CauseObject, obs.Trigger = phases.CauseNextCompletion, went.name, went.at
 		if !went.succeeded {
 			obs.Cause = phases.CauseReplacement
-			obs.Replaces = &phases.Replaced{UID: string(went.uid), Name: went.name, Why: went.why}
+			obs.Replaces = &phases.Replaced{UID: string(went.uid), Name: went.name, Why: went.why, Node: went.node}
 		}
 	}
 	if j.cronJob == "" {

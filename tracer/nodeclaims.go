@@ -193,6 +193,15 @@ func (c *Correlator) handleNodeClaim(d *watch.Delta, n *nodeClaim) {
 	}
 }
 
+// claimUIDOf is the UID of the NodeClaim that made the Node, "" for none.
+func (c *Correlator) claimUIDOf(node string) string {
+	all := c.nodeClaims()
+	if cl := all.byName[all.byNode[node]]; cl != nil {
+		return cl.uid
+	}
+	return ""
+}
+
 // claimOf is what was seen of the NodeClaim that made the Node, nil for none.
 func (c *Correlator) claimOf(node string) *phases.NodeClaimSeen {
 	all := c.nodeClaims()

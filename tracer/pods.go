@@ -58,6 +58,9 @@ func (c *Correlator) observe(ps *tracked) *phases.Pod {
 		obs.RootPersisted = obs.Created
 	}
 	obs.Workload = workloadOf(&p.ObjectMeta, obs.Controllers)
+	if obs.Replaces != nil {
+		c.disrupted(obs.Replaces)
+	}
 	obs.NewNode = c.newNode(ps)
 	if obs.PreemptedBy != nil {
 		c.preemptorOf(obs.PreemptedBy)

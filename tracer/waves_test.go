@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -144,5 +147,65 @@ func TestReplacementNotFromTheScaleUp(t *testing.T) {
 	if deleted := simAt(60_000).Add(s.watchLag); !sp.Start.Equal(deleted) || sp.Attr(phases.AttrCause) != "replacement" {
 		t.Errorf("controllers.replicaset starts at %s (cause %v), want the deletion seen at %s (replacement)",
 			sp.Start.UTC().Format(time.StampMilli), sp.Attr(phases.AttrCause), deleted.UTC().Format(time.StampMilli))
+	}
+}
+
+// TestReplacementOfADisruptedPod: Karpenter evicts a Pod to consolidate its node away
+// (`Evicted pod: Underutilized`, its Event about the Pod, which may come before or after the
+// Pod's deletion is seen); the Pod the ReplicaSet makes in its place names the cause, the
+// autoscaler and the node, and links to that node's startup trace, which readyspan traced.
+func TestReplacementOfADisruptedPod(t *testing.T) {
+	for _, eventFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("event first %v", eventFirst), func(t *testing.T) {
+			s := newSim(t, "default")
+			n1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: s.node, UID: "11111111-2222-4333-8444-555555555555", CreationTimestamp: secs(s.at(1))},
+				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: secs(s.at(1))}}}}
+			s.emit(ResourceNodes, watch.Added, n1, s.at(2))
+			dep := s.deploymentOf("web", 1, 0)
+			rs := s.replicaSet(dep, "new", 5)
+			start := func(name string, at int) {
+				s.pod(name, rs, nil, []container{{name: "web", image: "busybox:1"}}, at)
+				s.bind(name, at+15)
+				s.kubeletStart(name, at+30, at+300)
+				st := s.run(name, "web", false, false, 0, at+320)
+				s.running(name, "web", false, st, st+10, true)
+				s.ready(name, st+20)
+			}
+			start("web-new-a", 40)
+			evicted := func() {
+				s.coreEvent(s.podRef("web-new-a", ""), "karpenter", "", corev1.EventTypeNormal, "Evicted", "Evicted pod: Underutilized", 60_001)
+			}
+			if eventFirst {
+				evicted()
+			}
+			s.delete("web-new-a", 60_002)
+			if !eventFirst {
+				evicted()
+			}
+			start("web-new-b", 60_020)
+
+			traces := map[string]*phases.Trace{}
+			c := New(Config{Nodes: NodeSinkFunc(func(*node.Trace) {})}, SinkFunc(func(tr *phases.Trace) { traces[tr.Pod.Name] = tr }), nil, nil)
+			last := feed(c, s.deltas)
+			c.Tick(last.Add(time.Minute))
+			b := traces["web-new-b"]
+			if b == nil {
+				t.Fatalf("no trace of the replacement: %v", traces)
+			}
+			root := b.Root()
+			for key, want := range map[string]any{phases.AttrReplacesPod: "web-new-a", phases.AttrReplacesDisruption: "Underutilized",
+				phases.AttrReplacesDisruptedBy: "karpenter", phases.AttrReplacesNode: s.node} {
+				if got := root.Attr(key); got != want {
+					t.Errorf("%s = %v, want %v", key, got, want)
+				}
+			}
+			found := false
+			for _, l := range root.Links() {
+				found = found || l.TraceID == node.TraceIDFor("", string(n1.UID)) && len(l.Attrs) > 0 && l.Attrs[0].Value == phases.LinkDisruptedNode
+			}
+			if !found {
+				t.Errorf("no link to the node's startup trace in %v", root.Links())
+			}
+		})
 	}
 }
