@@ -138,27 +138,7 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 	if !start.observed {
 		start = from
 	}
-	end := derived(phase.end.t)
-	var ready, created point
-	if n := p.NewNode; n != nil {
-		created, ready = resolve(n.Created), resolve(n.Ready)
-		if ready.observed {
-			end = ready
-		}
-		// The scheduler binds to a Node once it is Ready, its network up and its startup
-		// taints gone (Karpenter's registration removes its own): the wait ends at the last of
-		// them that came before the bind.
-		bind := resolve(p.Scheduled)
-		var registered Times
-		if n.Claim != nil {
-			registered = n.Claim.Registered
-		}
-		for _, t := range [...]Times{n.NetworkReady, n.TaintsRemoved, registered} {
-			if at := resolve(t); ready.observed && at.observed && at.t > end.t && (!bind.observed || at.t <= bind.t) {
-				end = at
-			}
-		}
-	}
+	end, node := nodeWaitEnd(p, derived(phase.end.t))
 	service := ServiceScheduler
 	if autoscaler != "" {
 		service = autoscaler
@@ -166,23 +146,8 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 	i, drawn := b.draw(spanHead{Name: SpanSchedulingWaitingForNode, Path: SpanSchedulingWaitingForNode, Service: service}, parent, start, end)
 	b.waited(WaitNode, drawn)
 	sp := &b.trace.Spans[i]
-	if n := p.NewNode; n != nil {
-		sp.Attrs = append(sp.Attrs, Attr{AttrNodeName, n.Name})
-		if created.observed {
-			sp.Attrs = append(sp.Attrs, Attr{AttrNodeCreated, created.t.Time().UTC().Format(time.RFC3339Nano)})
-		}
-		if ready.observed {
-			sp.Attrs = append(sp.Attrs, Attr{AttrNodeReady, ready.t.Time().UTC().Format(time.RFC3339Nano)})
-		}
-		if key := n.startupKey(); n.Traced && key != "" {
-			sp.AddLink(Link{TraceID: TraceIDFor(key), SpanID: SpanIDFor(key, NodeRootSpanName), Attrs: []Attr{{AttrLinkRelation, LinkNodeStartup}}})
-		}
-		if c := n.Claim; c != nil {
-			sp.Attrs = append(sp.Attrs, Attr{AttrNodeClaimName, c.Name})
-			if c.NodePool != "" {
-				sp.Attrs = append(sp.Attrs, Attr{AttrNodePool, c.NodePool})
-			}
-		}
+	if node != nil {
+		nodeWaitAttrs(sp, node)
 	}
 	if autoscaler != "" {
 		sp.Attrs = append(sp.Attrs, Attr{AttrAutoscaler, autoscaler})
@@ -191,10 +156,74 @@ func (b *builder) waitingForNode(parent int, phase interval, from point) bool {
 		sp.AddEvent(occurrenceEvent(o.Reason, o))
 	}
 	sortEvents(sp.Events())
-	if n := p.NewNode; n != nil {
-		b.nodeSteps(i, n, drawn, service)
+	if node != nil {
+		b.nodeSteps(i, node, drawn, service)
 	}
 	return true
+}
+
+// nodeWaitEnd is where a Pod's wait for a new node ends, its phase's end (phaseEnd) where no
+// Ready of the Node it was bound to was observed, and that Node as the wait reads it. The
+// scheduler binds to a Node once it is Ready, its network up and its startup taints gone
+// (Karpenter's registration removes its own): the wait ends at the last of them that came before
+// the bind.
+func nodeWaitEnd(p *Pod, phaseEnd point) (point, *NodeSeen) {
+	n := p.NewNode
+	if n == nil {
+		return phaseEnd, nil
+	}
+	end, ready := phaseEnd, resolve(n.Ready)
+	if !ready.observed {
+		return end, n
+	}
+	end = ready
+	bind := resolve(p.Scheduled)
+	if untainted := resolve(n.TaintsRemoved); untainted.observed && bind.observed && untainted.t > bind.t &&
+		untainted.t.Sub(bind.t) <= consistencySlack && ready.t < bind.t {
+		// The watch showed the Node's last startup taint gone just after the scheduler bound
+		// the Pod to it, which it could not do before: the Node's event came later than the
+		// Pod's. The bind bounds the removal better. (Seen long after, the taint was one the
+		// Pod tolerates.)
+		n = nodeUntaintedAt(n, p.Scheduled)
+	}
+	var registered Times
+	if n.Claim != nil {
+		registered = n.Claim.Registered
+	}
+	for _, t := range [...]Times{n.NetworkReady, n.TaintsRemoved, registered} {
+		if at := resolve(t); at.observed && at.t > end.t && (!bind.observed || at.t <= bind.t) {
+			end = at
+		}
+	}
+	return end, n
+}
+
+// nodeWaitAttrs names on the wait the Node the Pod waited for, its creation and Ready, its
+// NodeClaim and NodePool, and links to its startup trace.
+func nodeWaitAttrs(sp *Span, n *NodeSeen) {
+	sp.Attrs = append(sp.Attrs, Attr{AttrNodeName, n.Name})
+	if created := resolve(n.Created); created.observed {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNodeCreated, created.t.Time().UTC().Format(time.RFC3339Nano)})
+	}
+	if ready := resolve(n.Ready); ready.observed {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNodeReady, ready.t.Time().UTC().Format(time.RFC3339Nano)})
+	}
+	if key := n.startupKey(); n.Traced && key != "" {
+		sp.AddLink(Link{TraceID: TraceIDFor(key), SpanID: SpanIDFor(key, NodeRootSpanName), Attrs: []Attr{{AttrLinkRelation, LinkNodeStartup}}})
+	}
+	if c := n.Claim; c != nil {
+		sp.Attrs = append(sp.Attrs, Attr{AttrNodeClaimName, c.Name})
+		if c.NodePool != "" {
+			sp.Attrs = append(sp.Attrs, Attr{AttrNodePool, c.NodePool})
+		}
+	}
+}
+
+// nodeUntaintedAt is the Node with its startup taints gone at the given time.
+func nodeUntaintedAt(n *NodeSeen, at Times) *NodeSeen {
+	c := *n
+	c.TaintsRemoved = at
+	return &c
 }
 
 // nodeStep is one step of a new Node's startup a Pod waited through, ending at its boundary.

@@ -214,3 +214,20 @@ func TestNodeStepsOutOfOrder(t *testing.T) {
 		t.Errorf("the steps end at %s, the wait at %s", end.Format(time.StampMilli), w.End.Format(time.StampMilli))
 	}
 }
+
+// TestNodeUntaintedAfterTheBind: the watch showed the startup taint gone 300 ms after the
+// scheduler's bind (the Node's event came later than the Pod's); the scheduler could not bind
+// before it, so the wait and its last step end at the bind.
+func TestNodeUntaintedAfterTheBind(t *testing.T) {
+	p := karpenterNodePod()
+	p.NewNode.TaintsRemoved = Times{{At: InstantOf(ms(12_900)), Source: SourceWatch}}
+	tr := Build(p, Options{})
+	w := tr.Find(SpanSchedulingWaitingForNode)
+	if w == nil {
+		t.Fatal("no waiting_for_node span")
+	}
+	last := tr.Find(SpanSchedulingWaitingForNode + "/" + SpanNodeStartupTaints)
+	if !w.End.Equal(ms(12_600)) || last == nil || !last.End.Equal(ms(12_600)) || last.EndBound.Source != SourceEventTime {
+		t.Errorf("wait ends at %s, its startup_taints step %v; want both at the bind (12.6 s, event-time)", w.End.Format(time.StampMilli), last)
+	}
+}

@@ -70,7 +70,7 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 			notes = append(notes, "node "+safetext.Field(v))
 		}
 		for _, l := range s.Links() {
-			if rel, ok := linkAttr(l, phases.AttrLinkRelation); ok && rel != "pod_trace" && rel != "rollout" && rel != phases.LinkComponentSpan && rel != phases.LinkNodeStartup {
+			if rel, ok := linkAttr(l, phases.AttrLinkRelation); ok && rel != "pod_trace" && rel != "rollout" && rel != phases.LinkComponentSpan && rel != phases.LinkNodeStartup && rel != phases.LinkDisruptedNode {
 				who, _ := linkAttr(l, phases.AttrPodName)
 				if ns, ok := linkAttr(l, phases.AttrNamespace); ok {
 					who = ns + "/" + who
@@ -79,6 +79,11 @@ func Waterfall(w io.Writer, t *phases.Trace) error {
 				}
 				notes = append(notes, safetext.Field(strings.ReplaceAll(rel, "_", " ")+" "+who))
 			}
+		}
+		if v, ok := s.Attr(phases.AttrReplacesDisruption).(string); ok {
+			by, _ := s.Attr(phases.AttrReplacesDisruptedBy).(string)
+			node, _ := s.Attr(phases.AttrReplacesNode).(string)
+			notes = append(notes, safetext.Field("evicted by "+by+" ("+v+") from node "+node))
 		}
 		for _, e := range s.Events() {
 			notes = append(notes, safetext.Field(e.Name))
