@@ -1,10 +1,10 @@
 //go:build e2e
 
 // Waits in the scheduling phase that are not the scheduler's (issue 26 §4): a scheduling gate the
-// test removes, a node KWOK adds while the test posts cluster-autoscaler's TriggeredScaleUp, and a
-// preemption on the real node. Each span is judged against what the API states independently: the
-// test's own clock around its write, the Pod's managedFields, the new Node's creationTimestamp
-// and Ready condition, and the scheduler's Scheduled and Preempted events.
+// test removes and a preemption on the real node (the wait for a node a real autoscaler adds is
+// autoscaler_test.go's). Each span is judged against what the API states independently: the
+// test's own clock around its write, the Pod's managedFields, and the scheduler's Scheduled and
+// Preempted events.
 package e2e
 
 import (
@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,9 +21,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 )
 
 // watchLatency bounds how long after a write readyspan's watch receives it on the local cluster.
@@ -177,132 +173,6 @@ func (e *Env) startKWOK(t *testing.T) {
 		}
 		logf.Close()
 	})
-}
-
-// TestWaitingForNode: a Pod whose nodeSelector no node matches fails to schedule; the test posts
-// cluster-autoscaler's TriggeredScaleUp about it, as the autoscaler's recorder does, then adds the
-// matching Node, which KWOK brings Ready and on which KWOK starts the Pod. The trace holds
-// scheduling.waiting_for_node from the first failed attempt to the Node's Ready, named with the
-// Node, and the bind after it.
-func TestWaitingForNode(t *testing.T) {
-	e := Setup(t)
-	ns := e.Namespace(t, "e2e-nodewait")
-	e.startKWOK(t)
-	ctx := context.Background()
-	poolKey := "readyspan.dev/pool"
-	p := sleeper("waiter", BusyboxImage)
-	p.Spec.NodeSelector = map[string]string{poolKey: ns}
-	p.Spec.Tolerations = []corev1.Toleration{{Key: poolKey, Operator: corev1.TolerationOpEqual, Value: ns, Effect: corev1.TaintEffectNoSchedule}}
-	e.createService(t, ns, service("waiter"))
-	pod := e.createPod(t, ns, p)
-
-	var firstFailed time.Time
-	Eventually(t, time.Minute, "a FailedScheduling event", func() (bool, error) {
-		for _, ev := range e.PodEvents(t, ns, pod.Name) {
-			if ev.Reason == "FailedScheduling" {
-				firstFailed = EventTime(&ev)
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-
-	// cluster-autoscaler's recorder: client-go's record package, component cluster-autoscaler,
-	// core/v1 Events (its processors/status/eventing_scale_up_processor.go).
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.Kube.CoreV1().Events("")})
-	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "cluster-autoscaler"})
-	rec.Eventf(pod, corev1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: %v", "[{kwok-pool 0->1 (max: 3)}]")
-	// The recorder writes from its own goroutine, and Shutdown does not wait for a write still
-	// queued: wait until the apiserver has the Event, then stop the broadcaster.
-	Eventually(t, 30*time.Second, "the TriggeredScaleUp event in the apiserver", func() (bool, error) {
-		for _, ev := range e.PodEvents(t, ns, pod.Name) {
-			if ev.Reason == "TriggeredScaleUp" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	b.Shutdown()
-	time.Sleep(2 * time.Second)
-
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        "kwok-" + ns,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-			Labels:      map[string]string{poolKey: ns, "type": "kwok", "kubernetes.io/hostname": "kwok-" + ns},
-		},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: poolKey, Value: ns, Effect: corev1.TaintEffectNoSchedule}}},
-	}
-	created, err := e.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create Node: %v", err)
-	}
-	t.Cleanup(func() { _ = e.Kube.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
-	e.WaitPodsReady(t, ns, "app=waiter", 1, 2*time.Minute)
-
-	n, err := e.Kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodeReady time.Time
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			nodeReady = c.LastTransitionTime.Time
-		}
-	}
-	if nodeReady.IsZero() {
-		t.Fatalf("node %s has no Ready=True condition", node.Name)
-	}
-
-	tr := e.WaitTrace(t, string(pod.UID), 2*time.Minute, complete)
-	checkStartupTraceOn(t, tr, pod, node.Name, "ready", true)
-	sched := tr.Find("scheduling")
-	wait := tr.Find("scheduling.waiting_for_node")
-	if wait == nil {
-		t.Fatalf("no scheduling.waiting_for_node span (%s)", tr.Summary())
-	}
-	if p := tr.Parent(wait); p == nil || p.SpanID != sched.SpanID {
-		t.Errorf("scheduling.waiting_for_node is not a child of scheduling")
-	}
-	t.Logf("waiting_for_node %s → %s (%s), end from %s; first FailedScheduling %s, Node created %s, Ready %s",
-		wait.StartTime().Format(time.StampMicro), wait.EndTime().Format(time.StampMicro), wait.Duration(), wait.StrTag("readyspan.time.source.end"),
-		firstFailed.Format(time.StampMicro), created.CreationTimestamp.Format(time.RFC3339), nodeReady.Format(time.RFC3339))
-	if got := wait.StrTag("k8s.node.name"); got != node.Name {
-		t.Errorf("waiting_for_node k8s.node.name=%q, want %q", got, node.Name)
-	}
-	if got := wait.StrTag("readyspan.autoscaler"); got != "cluster-autoscaler" {
-		t.Errorf("waiting_for_node readyspan.autoscaler=%q, want cluster-autoscaler", got)
-	}
-	if logs := wait.Log("TriggeredScaleUp"); len(logs) != 1 {
-		t.Errorf("waiting_for_node has %d TriggeredScaleUp events, want 1", len(logs))
-	}
-	// It starts at the scheduler's first failed attempt (eventTime, µs).
-	if !near(wait.StartTime(), firstFailed) {
-		t.Errorf("waiting_for_node starts at %s, the first FailedScheduling is at %s", wait.StartTime().Format(time.StampMicro), firstFailed.Format(time.StampMicro))
-	}
-	// It ends at the Node's Ready: the condition's second (KWOK stamps it), or the watch just after.
-	if end := wait.EndTime(); end.Before(nodeReady) || end.After(nodeReady.Add(time.Second+watchLatency)) {
-		t.Errorf("waiting_for_node ends at %s, not in the Node's Ready second %s (+%s)", end.Format(time.StampMicro), nodeReady.Format(time.RFC3339), watchLatency)
-	}
-	for key, want := range map[string]time.Time{"readyspan.node.created": created.CreationTimestamp.Time, "readyspan.node.ready": nodeReady} {
-		got, err := time.Parse(time.RFC3339Nano, wait.StrTag(key))
-		if err != nil || got.Before(want) || got.After(want.Add(time.Second+watchLatency)) {
-			t.Errorf("%s=%q, want within a second after %s", key, wait.StrTag(key), want.Format(time.RFC3339))
-		}
-	}
-	// The bind follows the Node's Ready.
-	for _, ev := range e.PodEvents(t, ns, pod.Name) {
-		if ev.Reason == "Scheduled" {
-			if ev.EventTime.Time.Before(wait.EndTime().Add(-boundaryTolerance)) {
-				t.Errorf("Scheduled at %s, before waiting_for_node ends at %s", ev.EventTime.Format(time.StampMicro), wait.EndTime().Format(time.StampMicro))
-			}
-			if !strings.HasSuffix(ev.Note, " to "+node.Name) {
-				t.Errorf("Scheduled %q does not name the new node", ev.Note)
-			}
-		}
-	}
-	e.checkScheduledAt(t, tr, pod)
 }
 
 // TestPreemption: a low-priority Pod that never turns Ready takes the real node's free CPU; a
