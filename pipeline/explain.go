@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/rollout/tracker"
@@ -36,6 +37,9 @@ type Target struct {
 func Explain(ctx context.Context, env Env, target Target, s Sinks) error {
 	if err := watch.Reachable(ctx, env.Client, env.Host); err != nil {
 		return err
+	}
+	if target.Kind == "Node" {
+		return explainNode(ctx, env.Client, target.Name, s)
 	}
 	deltas, chosen, err := explainObjects(ctx, env.Client, target)
 	if err != nil {
@@ -131,4 +135,39 @@ func apiErr(action, ns string, err error) error {
 		return fmt.Errorf("%s in %s: forbidden: %s", action, ns, safetext.OneLine(err))
 	}
 	return fmt.Errorf("%s in %s: %s", action, ns, safetext.OneLine(err))
+}
+
+// explainNode rebuilds a Node's startup from what the API holds: the Node, its NodeClaim, and the
+// Pods bound to it (its DaemonSet Pods, those that waited for it), listed cluster-wide once.
+// Only the Node's trace reaches the sinks.
+func explainNode(ctx context.Context, c kubernetes.Interface, name string, s Sinks) error {
+	if s.Nodes == nil {
+		return nil
+	}
+	if _, err := tracer.Kinds.GetObject(ctx, c, "Node", "", name); apierrors.IsNotFound(err) {
+		return fmt.Errorf("node %s not found", name)
+	} else if err != nil {
+		return apiErr("get node", "the cluster", err)
+	}
+	all, err := tracer.Kinds.Snapshot(ctx, c, metav1.NamespaceAll)
+	var le *watch.ListError
+	if errors.As(err, &le) {
+		return apiErr("list "+string(le.Resource), "every namespace", le.Err)
+	} else if err != nil {
+		return err
+	}
+	deltas := all[:0]
+	for _, d := range all {
+		if p, ok := d.Object.(*corev1.Pod); ok && p.Spec.NodeName != name {
+			continue
+		}
+		deltas = append(deltas, d)
+	}
+	only := tracer.NodeSinkFunc(func(t *node.Trace) {
+		if t.Startup.Name == name {
+			s.Nodes.ExportNode(t)
+		}
+	})
+	Replay(Options{Trace: tracer.Config{TraceNode: name}}, deltas, Sinks{Nodes: only})
+	return nil
 }

@@ -59,6 +59,9 @@ type Config struct {
 	// Nodes takes the startup trace of each Node added while readyspan runs (nil: none is
 	// traced).
 	Nodes NodeSink
+	// TraceNode is a Node whose startup is traced even when first seen in a list, from what
+	// the API holds of it (explain node/NAME).
+	TraceNode string
 	// Rollouts, RolloutStuckAfter and RolloutBlockedAfter are the rollout tracker's Sink,
 	// StuckAfter and BlockedAfter (tracker.Config).
 	Rollouts            tracker.Sink

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -216,6 +217,10 @@ var nodeKind = &kind{
 		Transform:     func(o runtime.Object) { slimNode(o.(*corev1.Node)) },
 		ClusterScoped: true, KeepsIdentity: true,
 		Snapshot: watch.SnapshotNodes, Verbs: watch.ReadVerbs,
+		Explain: []string{"node", "nodes", "no"},
+		Get: func(ctx context.Context, c kubernetes.Interface, _, name string) (metav1.Object, error) {
+			return c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		},
 	},
 	handle: func(c *Correlator, d watch.Delta) { c.handleNode(&d, d.Object.(*corev1.Node)) },
 }

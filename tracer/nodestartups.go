@@ -43,7 +43,8 @@ const maxNodeStartups = 2000
 
 // startNodeStartup begins tracing the startup of a Node the watch saw added.
 func (c *Correlator) startNodeStartup(d *watch.Delta, name string, n *nodeSeen) {
-	if c.cfg.Nodes == nil || d.Type != watch.Added || d.Initial || d.Recv.IsZero() {
+	listed := name != "" && name == c.cfg.TraceNode
+	if c.cfg.Nodes == nil || d.Type != watch.Added || !listed && (d.Initial || d.Recv.IsZero()) {
 		return
 	}
 	if len(c.nodeStartups) >= maxNodeStartups {
@@ -51,6 +52,9 @@ func (c *Correlator) startNodeStartup(d *watch.Delta, name string, n *nodeSeen) 
 		return
 	}
 	n.startup, n.traced = &nodeStartup{started: d.Recv}, true
+	if d.Recv.IsZero() {
+		n.startup.started = stampOf(n.created, phases.SourceMetadata).Time()
+	}
 	if c.nodeStartups == nil {
 		c.nodeStartups = map[string]*nodeSeen{}
 	}
@@ -172,11 +176,15 @@ func (c *Correlator) tickNodeStartups(now time.Time) {
 }
 
 // flushNodeStartups exports every startup still traced as it stands (the end of a replay, an
-// explain).
+// explain): ready when nothing is left to wait for, in progress otherwise.
 func (c *Correlator) flushNodeStartups() {
 	for _, name := range c.sortedNodeStartups() {
 		n := c.nodeStartups[name]
-		c.exportNodeStartup(name, n, node.OutcomeInProgress, c.nodeNotDone(name, n), c.now)
+		if why := c.nodeNotDone(name, n); why != "" {
+			c.exportNodeStartup(name, n, node.OutcomeInProgress, why, c.now)
+		} else {
+			c.exportNodeStartup(name, n, node.OutcomeReady, "", time.Time{})
+		}
 	}
 }
 

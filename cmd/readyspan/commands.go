@@ -21,6 +21,7 @@ import (
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
+	"k8s.io/client-go/kubernetes"
 )
 
 // runWatch is `readyspan watch`: a live waterfall for each Pod as its startup completes.
@@ -169,6 +170,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if kind == "Node" {
+		return explainNode(ctx, client, restCfg.Host, name, &out, stdout)
+	}
 	var traces []*phases.Trace
 	var rollouts []*rollout.Trace
 	err = pipeline.Explain(ctx, pipeline.Env{Client: client, Host: restCfg.Host}, pipeline.Target{Kind: kind, Namespace: namespace, Name: name}, pipeline.Sinks{
@@ -204,6 +208,25 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	return nil
+}
+
+// explainNode is `readyspan explain node/NAME`: the Node's startup, from what the API holds of it
+// (its creation, conditions, NodeClaim, DaemonSet Pods; no watch times, so each boundary is the
+// API's own stamp).
+func explainNode(ctx context.Context, client kubernetes.Interface, host, name string, out *outputFlag, stdout io.Writer) error {
+	if out.format == "html" {
+		return errors.New("-o html shows Pods and rollouts: explain node/NAME prints a waterfall or JSON")
+	}
+	var nodes []*node.Trace
+	err := pipeline.Explain(ctx, pipeline.Env{Client: client, Host: host}, pipeline.Target{Kind: "Node", Name: name},
+		pipeline.Sinks{Nodes: tracer.NodeSinkFunc(func(t *node.Trace) { nodes = append(nodes, t) })})
+	if err != nil {
+		return err
+	}
+	if len(nodes) == 0 {
+		return fmt.Errorf("node %s: nothing to rebuild its startup from", name)
+	}
+	return out.writeNode(stdout, nodes[0])
 }
 
 // explainKinds maps what explain accepts (kubectl's names and short names) to a kind, from the

@@ -159,6 +159,7 @@ func TestKarpenterNodes(t *testing.T) {
 	}
 	for node, c := range claims {
 		e.checkNodeTrace(t, node, c)
+		e.checkExplainNode(t, node, c)
 	}
 	Eventually(t, time.Minute, "the node startups counted", func() (bool, error) {
 		return e.promValue(t, `sum(readyspan_node_startup_duration_seconds_count{provisioner="karpenter",outcome="ready"})`)-before >= float64(len(claims)), nil
@@ -316,4 +317,50 @@ func (e *Env) promValue(t *testing.T, q string) float64 {
 		t.Fatalf("query %s: %v", q, err)
 	}
 	return v
+}
+
+// checkExplainNode runs `readyspan explain node/NAME -o json`: the Node's startup rebuilt from the
+// API alone, keyed by its NodeClaim's UID, each step ending at the stamp the API states.
+func (e *Env) checkExplainNode(t *testing.T, name string, c *nodeClaim) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(e.Root, "bin", "readyspan"), "explain", "node/"+name, "-o", "json", "--kubeconfig", e.Kubeconfig)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("readyspan explain node/%s: %v", name, err)
+	}
+	ends := map[string]time.Time{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var sp struct {
+			TraceID string    `json:"trace_id"`
+			Name    string    `json:"name"`
+			End     time.Time `json:"end"`
+		}
+		if err := json.Unmarshal([]byte(line), &sp); err != nil {
+			t.Fatalf("explain node/%s: %v: %s", name, err, line)
+		}
+		if sp.TraceID != TraceID(c.Metadata.UID) {
+			t.Errorf("explain node/%s: trace %s, want its NodeClaim's UID", name, sp.TraceID)
+		}
+		ends[sp.Name] = sp.End
+	}
+	node, err := e.Kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the API alone each boundary is its whole-second stamp; a step whose stamp is the
+	// second of the one before is not drawn.
+	want := map[string]time.Time{"node.launch": c.condition("Launched"), "node.instance": node.CreationTimestamp.Time,
+		"node.registration": c.condition("Registered"), "node.kubelet_ready": nodeReadyAt(node), "node.initialization": c.condition("Initialized")}
+	last := c.Metadata.CreationTimestamp
+	for step, w := range want {
+		if got, ok := ends[step]; ok && !got.Equal(w) {
+			t.Errorf("explain node/%s: %s ends at %s, the API states %s", name, step, got.Format(time.RFC3339Nano), w.Format(time.RFC3339))
+		}
+		if w.After(last) {
+			last = w
+		}
+	}
+	if got := ends["node.startup"]; !got.Equal(last) || len(ends) < 3 {
+		t.Errorf("explain node/%s: ends at %s with %d spans, the API's last stamp is %s", name, got.Format(time.RFC3339Nano), len(ends), last.Format(time.RFC3339))
+	}
 }
