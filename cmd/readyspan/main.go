@@ -54,10 +54,10 @@ Usage:
   PROG explain  (EXPLAINKINDS)/NAME [-n NS] [flags]
                                     reconstruct from the objects and events still in the API:
                                     a Pod's waterfall, a workload's latest rollout as a Gantt chart,
-                                    a Job's or CronJob's Pods as waterfalls
+                                    a Job's or CronJob's Pods as waterfalls, a Node's startup
   PROG watch    [-n NS | -A] [flags]
-                                    print a waterfall for each Pod as its startup completes, and a
-                                    Gantt chart for each rollout
+                                    print a waterfall for each Pod as its startup completes (and,
+                                    with -A, each new Node), and a Gantt chart for each rollout
   PROG record   DIR [-n NS | -A] [flags]
                                     record the watch streams readyspan consumes into DIR
   PROG replay   DIR [flags]         rebuild the traces of a recording, offline

@@ -48,7 +48,7 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"replay"}, "replay needs one argument"},
 		{[]string{"replay", "/nonexistent-dir"}, "no such file or directory"},
-		{[]string{"explain", "pod"}, "want pod/NAME, deployment/NAME, statefulset/NAME, daemonset/NAME, job/NAME, cronjob/NAME or rollout/NAME"},
+		{[]string{"explain", "pod"}, "want pod/NAME, deployment/NAME, statefulset/NAME, daemonset/NAME, job/NAME, cronjob/NAME, node/NAME or rollout/NAME"},
 		{[]string{"run", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent"},
 		{[]string{"watch", "-o", "yaml", "--kubeconfig", "/nonexistent"}, `unknown output "yaml"`},
 		{[]string{"explain", "pod/web", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent"},
@@ -76,12 +76,12 @@ func TestHelpNamesThePlugin(t *testing.T) {
 	if err := run(context.Background(), []string{"help"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "kubectl readyspan explain  (pod|deployment|statefulset|daemonset|job|cronjob|rollout)/NAME") || strings.Contains(out.String(), "\n  readyspan ") {
+	if !strings.Contains(out.String(), "kubectl readyspan explain  (pod|deployment|statefulset|daemonset|job|cronjob|node|rollout)/NAME") || strings.Contains(out.String(), "\n  readyspan ") {
 		t.Errorf("help does not name the plugin:\n%s", out.String())
 	}
 	out.Reset()
 	err := run(context.Background(), []string{"explain", "-h"}, &out, &out)
-	if err == nil || !strings.Contains(out.String(), "Usage:\n  kubectl readyspan explain (pod|deployment|statefulset|daemonset|job|cronjob|rollout)/NAME") || !strings.Contains(out.String(), "--context string") {
+	if err == nil || !strings.Contains(out.String(), "Usage:\n  kubectl readyspan explain (pod|deployment|statefulset|daemonset|job|cronjob|node|rollout)/NAME") || !strings.Contains(out.String(), "--context string") {
 		t.Errorf("explain -h (error %v) does not name the plugin or lacks kubectl's flags:\n%s", err, out.String())
 	}
 	out.Reset()
