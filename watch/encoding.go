@@ -62,11 +62,12 @@ func (e Encoding) RESTConfig(cfg *rest.Config) *rest.Config {
 
 // NewClients makes, from cfg, the client that asks for e and the one kinds with no protobuf
 // encoding are read through (Config.JSONClient): the same client when e is JSON. The protobuf
-// client's watch streams come without the managedFields' field sets (strip.go).
+// client's watch streams come without the managedFields' field sets, and their Pods without
+// what Transform drops (strip.go).
 func NewClients(cfg *rest.Config, e Encoding) (client, jsonClient kubernetes.Interface, err error) {
 	ecfg := e.RESTConfig(cfg)
 	if e != EncodingJSON {
-		ecfg.Wrap(stripFieldSets)
+		ecfg.Wrap(stripUnread)
 	}
 	if client, err = kubernetes.NewForConfig(ecfg); err != nil {
 		return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)

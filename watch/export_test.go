@@ -150,8 +150,8 @@ func (w *Watcher) Process(k *Kind, known cache.Store, deltas cache.Deltas) error
 	return w.process(k, known, deltas, false)
 }
 
-// StripFieldSets and StripFrame drop the managedFields' field sets from protobuf watch streams.
+// StripUnread and StripFrame drop what nothing reads from protobuf watch streams.
 var (
-	StripFieldSets = stripFieldSets
-	StripFrame     = stripFrame
+	StripUnread = stripUnread
+	StripFrame  = stripFrame
 )

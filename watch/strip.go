@@ -3,16 +3,20 @@ package watch
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -21,18 +25,20 @@ import (
 // watch event twice before decoding it (the WatchEvent's RawExtension, then the Unknown
 // envelope) and copies each field set once more while decoding, so dropping them from the
 // protobuf stream before client-go reads it saves those copies, their garbage and their
-// decoding. Only that one field is dropped, and only where the path to it is what the
-// protobuf encoding of the API says; anything else passes through byte for byte.
+// decoding. Of a Pod, the most frequent and largest object watched, what Transform drops of its
+// spec and status (env, ports, resources, volume contents, tolerations, ...) is dropped as
+// well. Only where each field is what the protobuf encoding of the API says; anything else
+// passes through byte for byte.
 
-// stripFieldSets wraps a transport so that the protobuf watch streams it returns come without
-// the managedFields' field sets.
-func stripFieldSets(rt http.RoundTripper) http.RoundTripper {
+// stripUnread wraps a transport so that the protobuf watch streams it returns come without
+// the managedFields' field sets and, of Pods, without what their Transform drops.
+func stripUnread(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		if err != nil || !isProtobufWatch(req, resp) {
 			return resp, err
 		}
-		resp.Body = &fieldSetStripper{in: resp.Body}
+		resp.Body = &frameStripper{in: resp.Body}
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 		return resp, nil
@@ -67,9 +73,9 @@ func isProtobufWatch(req *http.Request, resp *http.Response) bool {
 // 16 MiB anyway) passes through as it came, without being held whole.
 const maxStrippedFrame = 4 << 20
 
-// fieldSetStripper reads a protobuf watch stream (each frame a 4-byte big-endian length and a
-// WatchEvent) and hands on each frame without its objects' field sets.
-type fieldSetStripper struct {
+// frameStripper reads a protobuf watch stream (each frame a 4-byte big-endian length and a
+// WatchEvent) and hands on each frame without what nothing reads of its object.
+type frameStripper struct {
 	in   io.ReadCloser
 	buf  []byte // the frame read, reused
 	out  []byte // what is left to hand on of the frame rewritten
@@ -77,7 +83,7 @@ type fieldSetStripper struct {
 	w    []byte // the rewritten frame, reused
 }
 
-func (s *fieldSetStripper) Read(p []byte) (int, error) {
+func (s *frameStripper) Read(p []byte) (int, error) {
 	if len(s.out) == 0 && s.pass > 0 {
 		if int64(len(p)) > s.pass {
 			p = p[:s.pass]
@@ -100,7 +106,7 @@ func (s *fieldSetStripper) Read(p []byte) (int, error) {
 }
 
 // next reads one frame and readies its rewriting (or its passing through) to be handed on.
-func (s *fieldSetStripper) next() error {
+func (s *frameStripper) next() error {
 	var head [4]byte
 	if _, err := io.ReadFull(s.in, head[:]); err != nil {
 		return err
@@ -126,43 +132,69 @@ func (s *fieldSetStripper) next() error {
 	return nil
 }
 
-func (s *fieldSetStripper) Close() error { return s.in.Close() }
+func (s *frameStripper) Close() error { return s.in.Close() }
 
-// stripFrame appends to dst the frame (its 4-byte length and the WatchEvent) without its
-// object's field sets, or unchanged when its object is not one whose encoding is known.
+// stripFrame appends to dst the frame (its 4-byte length and the WatchEvent) without what its
+// object's shape drops, or unchanged when its object is not one whose encoding is known.
 func stripFrame(dst, event []byte) []byte {
-	size, ok := watchEventPath.size(event)
+	var r rewriter
+	size, ok := r.size(watchEvent, event)
 	if !ok || size == len(event) {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(event)))
 		return append(dst, event...)
 	}
 	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
-	return watchEventPath.write(dst, event)
+	return r.write(dst, watchEvent, event)
 }
 
-// level is one message on the path from a WatchEvent down to the field sets: the field that
-// holds the next message (with a prefix before it, the protobuf envelope's magic number), or
-// the field dropped at the end. check, when set, says whether the message's next level is
-// known to be what the path expects.
-type level struct {
-	field  protowire.Number
+// action is what becomes of one field of a message.
+type action uint8
+
+const (
+	unlisted action = iota // in a shape's rules: what its others say
+	keep
+	drop    // left out
+	empty   // kept, its message emptied: what is read of it is that it is there
+	rewrite // its message rewritten by its own shape
+)
+
+// shape says what becomes of each field of one message, by field number: its rules, and others
+// for the numbers they do not list. prefix is what the message's bytes start with inside its
+// field (the protobuf envelope's magic number); pick, when set, chooses the shape by the
+// message itself (nil: the message passes as it came).
+type shape struct {
+	rules  []rule // by field number
+	others action // keep or drop
 	prefix []byte
-	next   *level
-	drop   protowire.Number
-	check  func(msg []byte) bool
+	pick   func(msg []byte) *shape
 }
 
-// The path: WatchEvent.object (2) → RawExtension.raw (1) → "k8s\x00" + Unknown.raw (2) → the
-// object's metadata (1) → ObjectMeta.managedFields (17, each entry) → fieldsV1 (7), dropped.
-// TestStripPathMatchesTypes holds the numbers to the API's Go types.
-var watchEventPath = &level{field: 2, next: &level{field: 1, prefix: []byte("k8s\x00"), next: &level{
-	field: 2, check: objectMetaFirst, next: &level{field: 1, next: &level{field: 17, next: &level{drop: 7}}}}}}
+type rule struct {
+	act action
+	sub *shape // the shape of a field rewritten
+}
 
-// size is the length of msg rewritten; false when msg is not a valid encoding of what the path
-// expects, which then passes through as it came.
-func (l *level) size(msg []byte) (int, bool) {
-	if l.check != nil && !l.check(msg) {
-		return len(msg), true
+func (s *shape) rule(n protowire.Number) rule {
+	if int(n) < len(s.rules) && s.rules[n].act != unlisted {
+		return s.rules[n]
+	}
+	return rule{act: s.others}
+}
+
+// rewriter rewrites one frame in two walks: size finds the length of every message rewritten,
+// in the order write needs them, so that neither walk sizes a message twice.
+type rewriter struct {
+	sizes []int
+	next  int
+}
+
+// size is the length of msg rewritten by sh; false when msg is not a valid encoding of what sh
+// expects, and the frame then passes through as it came.
+func (r *rewriter) size(sh *shape, msg []byte) (int, bool) {
+	if sh.pick != nil {
+		if sh = sh.pick(msg); sh == nil {
+			return len(msg), true
+		}
 	}
 	n := 0
 	for b := msg; len(b) > 0; {
@@ -174,65 +206,184 @@ func (l *level) size(msg []byte) (int, bool) {
 		if vn < 0 {
 			return 0, false
 		}
-		switch {
-		case num == l.drop && l.drop != 0:
-		case num == l.field && l.next != nil && typ == protowire.BytesType:
+		switch ru := sh.rule(num); ru.act {
+		case keep:
+			n += tn + vn
+		case drop:
+		default:
+			if typ != protowire.BytesType {
+				return 0, false // a message field that holds no message: the decoder says so
+			}
+			if ru.act == empty {
+				n += tn + 1
+				break
+			}
 			v, _ := protowire.ConsumeBytes(b[tn:])
-			if !bytes.HasPrefix(v, l.prefix) {
+			if !bytes.HasPrefix(v, ru.sub.prefix) {
 				return 0, false
 			}
-			child, ok := l.next.size(v[len(l.prefix):])
+			i := len(r.sizes)
+			r.sizes = append(r.sizes, 0)
+			child, ok := r.size(ru.sub, v[len(ru.sub.prefix):])
 			if !ok {
 				return 0, false
 			}
-			inner := len(l.prefix) + child
-			n += tn + protowire.SizeVarint(uint64(inner)) + inner
-		default:
-			n += tn + vn
+			child += len(ru.sub.prefix)
+			r.sizes[i] = child
+			n += tn + protowire.SizeVarint(uint64(child)) + child
 		}
 		b = b[tn+vn:]
 	}
 	return n, true
 }
 
-// write appends msg rewritten to dst; msg is one size found valid.
-func (l *level) write(dst, msg []byte) []byte {
-	if l.check != nil && !l.check(msg) {
-		return append(dst, msg...)
+// write appends msg rewritten by sh to dst; msg is one size found valid.
+func (r *rewriter) write(dst []byte, sh *shape, msg []byte) []byte {
+	if sh.pick != nil {
+		if sh = sh.pick(msg); sh == nil {
+			return append(dst, msg...)
+		}
 	}
 	for b := msg; len(b) > 0; {
 		num, typ, tn := protowire.ConsumeTag(b)
 		vn := protowire.ConsumeFieldValue(num, typ, b[tn:])
-		switch {
-		case num == l.drop && l.drop != 0:
-		case num == l.field && l.next != nil && typ == protowire.BytesType:
-			v, _ := protowire.ConsumeBytes(b[tn:])
-			child, _ := l.next.size(v[len(l.prefix):])
-			dst = append(dst, b[:tn]...)
-			dst = protowire.AppendVarint(dst, uint64(len(l.prefix)+child))
-			dst = append(dst, l.prefix...)
-			dst = l.next.write(dst, v[len(l.prefix):])
-		default:
+		switch ru := sh.rule(num); ru.act {
+		case keep:
 			dst = append(dst, b[:tn+vn]...)
+		case empty:
+			dst = append(append(dst, b[:tn]...), 0)
+		case rewrite:
+			v, _ := protowire.ConsumeBytes(b[tn:])
+			child := r.sizes[r.next]
+			r.next++
+			dst = protowire.AppendVarint(append(dst, b[:tn]...), uint64(child))
+			dst = r.write(append(dst, ru.sub.prefix...), ru.sub, v[len(ru.sub.prefix):])
 		}
 		b = b[tn+vn:]
 	}
 	return dst
 }
 
-// objectMetaFirst tells whether an Unknown envelope holds, in protobuf, an object of a type
-// whose field 1 is its ObjectMeta: a Status (an ERROR event), a list or an encoding other than
-// plain protobuf passes through.
-func objectMetaFirst(unknown []byte) bool {
+// The shapes: WatchEvent.object of an ADDED, MODIFIED or DELETED event → RawExtension.raw → "k8s\x00" + Unknown, whose kind picks the
+// shape of Unknown.raw, the object. Of any object whose field 1 is its ObjectMeta, the
+// managedFields' field sets are dropped; of a Pod also what slimPod (package tracer, the Pods'
+// Transform) drops, so that the Pod decoded from the frame rewritten is, once through
+// Transform, the Pod decoded from the frame as sent (TestStripRealObjects, FuzzStripPod). The
+// field numbers are read from the protobuf tags of the API's Go types, by field name.
+var (
+	watchEvent   = &shape{pick: objectEvent}
+	objectEvents = shapeOf[metav1.WatchEvent](keep, rules{"Object": {rewrite, rawExtension}})
+	rawExtension = shapeOf[runtime.RawExtension](keep, rules{"Raw": {rewrite, envelope}})
+	envelope     = &shape{prefix: []byte("k8s\x00"), pick: objectShape}
+
+	objectMeta   = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {rewrite, managedField}})
+	managedField = shapeOf[metav1.ManagedFieldsEntry](keep, rules{"FieldsV1": {act: drop}})
+	anyObject    = &shape{rules: []rule{1: {rewrite, objectMeta}}, others: keep} // metaFirstKinds: field 1
+
+	podObject = shapeOf[corev1.Pod](keep, rules{"ObjectMeta": {rewrite, podMeta}, "Spec": {rewrite, podSpec}, "Status": {rewrite, podStatus}})
+	podMeta   = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {rewrite, managedField}, "Annotations": {act: drop}})
+	podSpec   = shapeOf[corev1.PodSpec](keep, rules{"Volumes": {rewrite, volume}, "InitContainers": {rewrite, container},
+		"Containers": {rewrite, container}, "EphemeralContainers": {act: drop}, "Affinity": {act: drop}, "Tolerations": {act: drop},
+		"ImagePullSecrets": {act: drop}})
+	volume = shapeOf[corev1.Volume](keep, rules{"VolumeSource": {rewrite, volumeSource}})
+	// Of a volume, its kind is read (every source is a message) and a claim's name.
+	volumeSource = shapeOf[corev1.VolumeSource](empty, rules{"PersistentVolumeClaim": {act: keep}})
+	container    = shapeOf[corev1.Container](drop, rules{"Name": {act: keep}, "Image": {act: keep}, "RestartPolicy": {act: keep},
+		"Lifecycle": {act: keep}, "LivenessProbe": {act: empty}, "ReadinessProbe": {act: empty}, "StartupProbe": {act: empty}})
+	podStatus       = shapeOf[corev1.PodStatus](keep, rules{"InitContainerStatuses": {rewrite, containerStatus}, "ContainerStatuses": {rewrite, containerStatus}})
+	containerStatus = shapeOf[corev1.ContainerStatus](keep, rules{"VolumeMounts": {act: drop}, "Resources": {act: drop},
+		"AllocatedResources": {act: drop}, "User": {act: drop}})
+)
+
+// objectEvent is the shape of a WatchEvent whose object reaches the informers' Transform: an
+// ADDED, MODIFIED or DELETED one. A BOOKMARK passes as it came: its object is read as it is
+// (a Pod's annotation "k8s.io/initial-events-end" ends the initial list), never transformed.
+func objectEvent(event []byte) *shape {
+	var typ []byte
+	for b := event; len(b) > 0; {
+		num, wt, tn := protowire.ConsumeTag(b)
+		if tn < 0 {
+			return nil
+		}
+		vn := protowire.ConsumeFieldValue(num, wt, b[tn:])
+		if vn < 0 {
+			return nil
+		}
+		if num == eventType && wt == protowire.BytesType {
+			typ, _ = protowire.ConsumeBytes(b[tn:]) // the last one is the one decoded
+		}
+		b = b[tn+vn:]
+	}
+	switch string(typ) {
+	case string(apiwatch.Added), string(apiwatch.Modified), string(apiwatch.Deleted):
+		return objectEvents
+	}
+	return nil
+}
+
+var eventType = protowire.Number(protobufNumber(reflect.TypeFor[metav1.WatchEvent](), "Type"))
+
+// rules are what becomes of a message's fields, by their Go names.
+type rules map[string]rule
+
+// shapeOf is the shape of T's protobuf encoding: rs by the numbers of the fields they name,
+// others for the rest. A name T has not, or without a protobuf tag, is a mistake: it panics.
+func shapeOf[T any](others action, rs rules) *shape {
+	t := reflect.TypeFor[T]()
+	s := &shape{others: others}
+	for name, r := range rs {
+		n := protobufNumber(t, name)
+		if n <= 0 {
+			panic(fmt.Sprintf("watch: %s has no protobuf field %s", t, name))
+		}
+		for len(s.rules) <= n {
+			s.rules = append(s.rules, rule{})
+		}
+		s.rules[n] = r
+	}
+	return s
+}
+
+// protobufNumber is the field number of t's Go field name in its protobuf tag
+// (`protobuf:"bytes,2,opt,name=spec"`), or 0.
+func protobufNumber(t reflect.Type, name string) int {
+	f, ok := t.FieldByName(name)
+	if !ok || len(f.Index) != 1 {
+		return 0
+	}
+	parts := strings.Split(f.Tag.Get("protobuf"), ",")
+	if len(parts) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[1])
+	return n
+}
+
+// unknownShapes are the shapes of the Unknown envelope by the "apiVersion/Kind" it holds: its
+// raw bytes (the object) rewritten by the object's shape.
+var unknownShapes = sync.OnceValue(func() map[string]*shape {
+	out := map[string]*shape{}
+	anyKind := shapeOf[runtime.Unknown](keep, rules{"Raw": {rewrite, anyObject}})
+	for k := range metaFirstKinds() {
+		out[k] = anyKind
+	}
+	out["v1/Pod"] = shapeOf[runtime.Unknown](keep, rules{"Raw": {rewrite, podObject}})
+	return out
+})
+
+// objectShape is the shape of an Unknown envelope that holds, in protobuf, an object of a type
+// whose field 1 is its ObjectMeta; nil for a Status (an ERROR event), a list or an encoding
+// other than plain protobuf, which pass through as they came.
+func objectShape(unknown []byte) *shape {
 	var apiVersion, kind []byte
 	for b := unknown; len(b) > 0; {
 		num, typ, tn := protowire.ConsumeTag(b)
 		if tn < 0 {
-			return false
+			return nil
 		}
 		vn := protowire.ConsumeFieldValue(num, typ, b[tn:])
 		if vn < 0 {
-			return false
+			return nil
 		}
 		v, _ := protowire.ConsumeBytes(b[tn:])
 		switch {
@@ -240,13 +391,13 @@ func objectMetaFirst(unknown []byte) bool {
 		case num == 1: // typeMeta
 			apiVersion, kind = typeMeta(v)
 		case num == 3 && len(v) > 0: // contentEncoding
-			return false
+			return nil
 		case num == 4 && len(v) > 0 && string(v) != runtime.ContentTypeProtobuf: // contentType
-			return false
+			return nil
 		}
 		b = b[tn+vn:]
 	}
-	return metaFirstKinds()[string(apiVersion)+"/"+string(kind)]
+	return unknownShapes()[string(apiVersion)+"/"+string(kind)]
 }
 
 // typeMeta reads a TypeMeta's apiVersion (1) and kind (2).
@@ -275,7 +426,7 @@ func typeMeta(b []byte) (apiVersion, kind []byte) {
 }
 
 // metaFirstKinds are the "apiVersion/Kind"s of client-go's scheme whose Go type holds its
-// ObjectMeta as protobuf field 1, the path's next level.
+// ObjectMeta as protobuf field 1.
 var metaFirstKinds = sync.OnceValue(func() map[string]bool {
 	out := map[string]bool{}
 	objectMeta := reflect.TypeFor[metav1.ObjectMeta]()

@@ -8,11 +8,13 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -21,13 +23,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	restwatch "k8s.io/client-go/rest/watch"
+	"sigs.k8s.io/randfill"
 
+	"github.com/readyspan/readyspan/internal/captures"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -148,7 +153,7 @@ func withoutFieldSets(obj runtime.Object) runtime.Object {
 // stripped runs a watch stream through the transport wrapper, as the response to a watch.
 func stripped(t testing.TB, contentType string, stream []byte) io.ReadCloser {
 	t.Helper()
-	rt := watch.StripFieldSets(roundTrip(func(*http.Request) (*http.Response, error) {
+	rt := watch.StripUnread(roundTrip(func(*http.Request) (*http.Response, error) {
 		h := http.Header{}
 		h.Set("Content-Type", contentType)
 		return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(bytes.NewReader(stream))}, nil
@@ -164,24 +169,87 @@ type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestStripFieldSetsRealObjects runs every object of a real recording, in the protobuf the
+// realNodeObjects are the whole objects of the real node's captures (tracer/testdata/real-node/run*:
+// lists and, of one run, the watch streams, as kubectl and the apiserver gave them), each with
+// its kind set as the apiserver sends it.
+func realNodeObjects(t testing.TB) []runtime.Object {
+	t.Helper()
+	files, err := filepath.Glob(captures.Path("run*/*.json*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no real-node captures: %v", err)
+	}
+	var out []runtime.Object
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raws [][]byte
+		if strings.HasSuffix(f, ".jsonl") {
+			for line := range bytes.Lines(b) {
+				var l struct{ Object json.RawMessage }
+				if err := json.Unmarshal(line, &l); err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+				raws = append(raws, l.Object)
+			}
+		} else if filepath.Base(f) != "apiserver-version.json" {
+			raws = append(raws, b)
+		}
+		for _, raw := range raws {
+			out = append(out, decodeWhole(t, f, raw)...)
+		}
+	}
+	return out
+}
+
+// decodeWhole decodes an object, or a list's items, with each one's kind set.
+func decodeWhole(t testing.TB, file string, raw []byte) []runtime.Object {
+	t.Helper()
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	objs := []runtime.Object{obj}
+	if meta.IsListType(obj) {
+		if objs, err = meta.ExtractList(obj); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	for _, o := range objs {
+		gvks, _, err := scheme.Scheme.ObjectKinds(o)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		o.GetObjectKind().SetGroupVersionKind(gvks[0])
+	}
+	return objs
+}
+
+// TestStripRealObjects runs every whole object of the real captures, in the protobuf the
 // apiserver sends, through the stripping and client-go's watch decoder: each must decode to
-// the object without its field sets and nothing else changed, and to what Transform keeps of
-// the object as sent.
-func TestStripFieldSetsRealObjects(t *testing.T) {
+// what Transform keeps of the object as sent, exactly, and but for a Pod (whose unread spec
+// is dropped too) to the object without its field sets and nothing else changed.
+func TestStripRealObjects(t *testing.T) {
 	info := protobufInfo(t)
 	var stream []byte
 	var want []runtime.Object
 	for _, objs := range wholeObjects(t, 0) {
-		for _, o := range objs {
-			stream = append(stream, watchFrame(t, "MODIFIED", o)...)
-			want = append(want, o)
-		}
+		want = append(want, objs...)
 	}
-	// What must pass through as it came: an ERROR event's Status, a bookmark.
+	want = append(want, realNodeObjects(t)...)
+	for _, o := range want {
+		stream = append(stream, watchFrame(t, "MODIFIED", o)...)
+	}
+	// What must pass through as it came: an ERROR event's Status; a bookmark, whose annotation
+	// ends the initial list.
 	status := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}
 	stream = append(stream, watchFrame(t, "ERROR", status)...)
 	want = append(want, status)
+	bookmark := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	stream = append(stream, watchFrame(t, "BOOKMARK", bookmark)...)
+	want = append(want, bookmark)
 
 	got, err := decodeWatch(info, stripped(t, runtime.ContentTypeProtobuf+";stream=watch", stream))
 	if err != nil {
@@ -190,8 +258,9 @@ func TestStripFieldSetsRealObjects(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("decoded %d objects, want %d", len(got), len(want))
 	}
-	withFieldSets := 0
+	withFieldSets, pods, kinds := 0, 0, map[string]bool{}
 	for i := range want {
+		kinds[fmt.Sprintf("%T", want[i])] = true
 		if m, err := meta.Accessor(want[i]); err == nil {
 			for _, f := range m.GetManagedFields() {
 				if f.FieldsV1 != nil {
@@ -200,21 +269,28 @@ func TestStripFieldSetsRealObjects(t *testing.T) {
 				}
 			}
 		}
-		if !apiequality.Semantic.DeepEqual(got[i], withoutFieldSets(want[i])) {
+		if _, ok := want[i].(*corev1.Pod); ok && i < len(want)-1 {
+			pods++
+		} else if !apiequality.Semantic.DeepEqual(got[i], withoutFieldSets(want[i])) {
 			t.Fatalf("object %d (%T) differs once stripped:\nwant %s\ngot  %s", i, want[i], jsonText(withoutFieldSets(want[i])), jsonText(got[i]))
 		}
-		a, _ := tracer.Kinds.Transform(got[i])
+		a, _ := tracer.Kinds.Transform(got[i].DeepCopyObject())
 		b, _ := tracer.Kinds.Transform(want[i].DeepCopyObject())
-		if !apiequality.Semantic.DeepEqual(a, b) {
-			t.Fatalf("object %d (%T): Transform keeps something else once stripped", i, want[i])
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("object %d (%T): Transform keeps something else once stripped:\nwant %s\ngot  %s", i, want[i], jsonText(b.(runtime.Object)), jsonText(a.(runtime.Object)))
 		}
 	}
-	if withFieldSets < len(want)/2 {
-		t.Fatalf("only %d of %d objects had field sets: not the recording meant", withFieldSets, len(want))
+	if withFieldSets < len(want)/2 || pods < 1000 || len(kinds) < 8 {
+		t.Fatalf("%d of %d objects had field sets, %d Pods, %d kinds: not the captures meant", withFieldSets, len(want), pods, len(kinds))
+	}
+	t.Logf("%d objects (%d Pods) of %d kinds", len(want), pods, len(kinds))
+	if got := got[len(got)-1].(*corev1.Pod).Annotations; got[metav1.InitialEventsAnnotationKey] != "true" {
+		t.Errorf("the bookmark's annotations became %v", got)
 	}
 
-	// The bytes client-go reads shrink by the field sets.
+	// The bytes client-go reads shrink by the field sets and the unread parts of the Pods.
 	out, _ := io.ReadAll(stripped(t, runtime.ContentTypeProtobuf+";stream=watch", stream))
+	t.Logf("the stream's %d bytes stripped to %d", len(stream), len(out))
 	if len(out) > len(stream)*3/4 {
 		t.Errorf("stripped stream is %d bytes of %d", len(out), len(stream))
 	}
@@ -315,7 +391,7 @@ func TestNewClientsStripsFieldSets(t *testing.T) {
 
 // FuzzStripFrame feeds arbitrary bytes as a watch event: the stripping never panics, never
 // lengthens a frame, and an event it rewrites that client-go decodes as sent decodes the same
-// stripped, less the field sets. (An event it cannot follow, a group protobuf's own parser
+// stripped, less the field sets (a Pod: to what Transform keeps of it, exactly). (An event it cannot follow, a group protobuf's own parser
 // rejects say, passes through as it came.)
 func FuzzStripFrame(f *testing.F) {
 	now := metav1.Now()
@@ -326,6 +402,9 @@ func FuzzStripFrame(f *testing.F) {
 		Spec:       corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}}}})[4:])
 	f.Add(watchFrame(f, "MODIFIED", &corev1.Event{TypeMeta: metav1.TypeMeta{Kind: "Event", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", ManagedFields: managed}, Reason: "Pulled"})[4:])
+	f.Add(watchFrame(f, "MODIFIED", randomPod(randfill.NewWithSeed(1)))[4:])
+	f.Add(watchFrame(f, "BOOKMARK", &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})[4:])
 	f.Add(watchFrame(f, "ERROR", &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Code: 410})[4:])
 	info := protobufInfo(f)
 	f.Fuzz(func(t *testing.T, event []byte) {
@@ -345,9 +424,78 @@ func FuzzStripFrame(f *testing.F) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("decoded as sent, not once stripped: %v", err)
 		}
-		if !apiequality.Semantic.DeepEqual(got[0], withoutFieldSets(want[0])) {
+		if _, pod := want[0].(*corev1.Pod); !pod && !apiequality.Semantic.DeepEqual(got[0], withoutFieldSets(want[0])) {
 			t.Fatalf("stripped differs:\nwant %s\ngot  %s", jsonText(withoutFieldSets(want[0])), jsonText(got[0]))
 		}
+		a, _ := tracer.Kinds.Transform(got[0])
+		b, _ := tracer.Kinds.Transform(want[0])
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("Transform keeps something else once stripped:\nwant %s\ngot  %s", jsonText(b.(runtime.Object)), jsonText(a.(runtime.Object)))
+		}
+	})
+}
+
+// randomPod is a Pod with every field filled at random from the filler's source (nil now and
+// then), so that the stripping meets fields no capture holds.
+func randomPod(f *randfill.Filler) *corev1.Pod {
+	var pod corev1.Pod
+	f.NilChance(0.1).NumElements(1, 2).Funcs(
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = *resource.NewQuantity(c.Int63n(1<<20), resource.BinarySI)
+		},
+		func(tm *metav1.Time, c randfill.Continue) { *tm = metav1.Unix(c.Int63n(1<<32), 0) },
+	).Fill(&pod)
+	pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+	return &pod
+}
+
+// checkStrippedPod holds a Pod's frame stripped to what Transform keeps of it: decoded from the
+// frame as sent and from the frame stripped, both keep exactly the same.
+func checkStrippedPod(t *testing.T, info runtime.SerializerInfo, pod *corev1.Pod) (stripped bool) {
+	t.Helper()
+	frame := watchFrame(t, "MODIFIED", pod)
+	out := watch.StripFrame(nil, frame[4:])
+	want, err := decodeWatch(info, io.NopCloser(bytes.NewReader(frame)))
+	if err != nil || len(want) != 1 {
+		return false // the filler made what the decoder refuses: not the stripping's to judge
+	}
+	got, err := decodeWatch(info, io.NopCloser(bytes.NewReader(out)))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("decoded as sent, not once stripped: %v", err)
+	}
+	a, _ := tracer.Kinds.Transform(got[0])
+	b, _ := tracer.Kinds.Transform(want[0])
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("Transform keeps something else once stripped:\nwant %s\ngot  %s", jsonText(b.(runtime.Object)), jsonText(a.(runtime.Object)))
+	}
+	return len(out) < len(frame)
+}
+
+// TestStripRandomPods: Pods with every field filled, so that what Transform keeps of a Pod and
+// what the stripping drops cannot drift apart unseen in a field the captures lack.
+func TestStripRandomPods(t *testing.T) {
+	info := protobufInfo(t)
+	shorter := 0
+	const n = 300
+	for seed := range int64(n) {
+		if checkStrippedPod(t, info, randomPod(randfill.NewWithSeed(seed))) {
+			shorter++
+		}
+	}
+	if shorter < n*9/10 {
+		t.Errorf("only %d of %d random Pods were stripped", shorter, n)
+	}
+}
+
+// FuzzStripPod fills a Pod from the fuzzer's bytes: what Transform keeps of it is the same
+// decoded from its frame as sent and stripped.
+func FuzzStripPod(f *testing.F) {
+	for _, seed := range []string{"", "pod", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a"} {
+		f.Add([]byte(seed))
+	}
+	info := protobufInfo(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkStrippedPod(t, info, randomPod(randfill.NewFromGoFuzz(data)))
 	})
 }
 
