@@ -73,14 +73,22 @@ func isProtobufWatch(req *http.Request, resp *http.Response) bool {
 // 16 MiB anyway) passes through as it came, without being held whole.
 const maxStrippedFrame = 4 << 20
 
+// readAhead is the least the stripper asks of the stream at once. x/net's HTTP/2 client sends
+// a WINDOW_UPDATE (a TLS record and a write to the socket) once 4 KiB are read since the last:
+// reading what has arrived in one go, not each frame's length and then the frame, sends one
+// for many frames when they come faster than they are decoded.
+const readAhead = 32 << 10
+
 // frameStripper reads a protobuf watch stream (each frame a 4-byte big-endian length and a
 // WatchEvent) and hands on each frame without what nothing reads of its object.
 type frameStripper struct {
 	in   io.ReadCloser
-	buf  []byte // the frame read, reused
+	buf  []byte // read ahead: buf[r:w] is not taken yet; reused
+	r, w int
+	err  error  // what the stream said after the bytes read ahead
 	out  []byte // what is left to hand on of the frame rewritten
 	pass int64  // bytes of a frame too large to rewrite, still to pass through
-	w    []byte // the rewritten frame, reused
+	rw   []byte // the rewritten frame, reused
 }
 
 func (s *frameStripper) Read(p []byte) (int, error) {
@@ -107,28 +115,48 @@ func (s *frameStripper) Read(p []byte) (int, error) {
 
 // next reads one frame and readies its rewriting (or its passing through) to be handed on.
 func (s *frameStripper) next() error {
-	var head [4]byte
-	if _, err := io.ReadFull(s.in, head[:]); err != nil {
+	if err := s.fill(4); err != nil {
 		return err
 	}
-	n := binary.BigEndian.Uint32(head[:])
+	head := s.buf[s.r : s.r+4]
+	n := binary.BigEndian.Uint32(head)
 	if n > maxStrippedFrame {
-		s.w = append(s.w[:0], head[:]...)
-		s.out, s.pass = s.w, int64(n)
+		ahead := min(s.w-s.r-4, int(n))
+		s.rw = append(s.rw[:0], s.buf[s.r:s.r+4+ahead]...)
+		s.r += 4 + ahead
+		s.out, s.pass = s.rw, int64(n)-int64(ahead)
 		return nil
 	}
-	if cap(s.buf) < int(n) {
-		s.buf = make([]byte, n)
-	}
-	frame := s.buf[:n]
-	if _, err := io.ReadFull(s.in, frame); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	if err := s.fill(4 + int(n)); err != nil {
 		return err
 	}
-	s.w = stripFrame(s.w[:0], frame)
-	s.out = s.w
+	frame := s.buf[s.r+4 : s.r+4+int(n)]
+	s.r += 4 + int(n)
+	s.rw = stripFrame(s.rw[:0], frame)
+	s.out = s.rw
+	return nil
+}
+
+// fill reads until k bytes are ahead, taking at each read as many as the stream has at hand.
+func (s *frameStripper) fill(k int) error {
+	for s.w-s.r < k {
+		if s.err != nil {
+			if s.err == io.EOF && s.w > s.r {
+				return io.ErrUnexpectedEOF
+			}
+			return s.err
+		}
+		if len(s.buf)-s.r < k {
+			buf := s.buf
+			if len(buf) < k {
+				buf = make([]byte, max(k, readAhead))
+			}
+			s.w, s.r, s.buf = copy(buf, s.buf[s.r:s.w]), 0, buf
+		}
+		var n int
+		n, s.err = s.in.Read(s.buf[s.w:])
+		s.w += n
+	}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -342,6 +343,59 @@ func TestStripFramePassesThrough(t *testing.T) {
 			}
 			t.Errorf("%s: rewritten", name)
 		}
+	}
+}
+
+// TestStripperReads: the stripper hands on the same bytes however the stream comes in pieces,
+// a frame too large to rewrite included, and a stream cut inside a frame ends in
+// io.ErrUnexpectedEOF after the whole frames before it.
+func TestStripperReads(t *testing.T) {
+	var stream []byte
+	for _, o := range wholeObjects(t, 0)[tracer.StreamPods][:200] {
+		stream = append(stream, watchFrame(t, "MODIFIED", o)...)
+	}
+	big := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "big"}, Data: map[string]string{"k": strings.Repeat("x", 5<<20)}}
+	stream = append(stream, watchFrame(t, "ADDED", big)...)
+	last := watchFrame(t, "MODIFIED", wholeObjects(t, 1)[tracer.StreamPods][0])
+	stream = append(stream, last...)
+	want, err := io.ReadAll(stripped(t, runtime.ContentTypeProtobuf+";stream=watch", stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(want, []byte(big.Data["k"])) {
+		t.Fatal("the large frame did not pass through")
+	}
+	body := func(r io.Reader) io.ReadCloser {
+		rt := watch.StripUnread(roundTrip(func(*http.Request) (*http.Response, error) {
+			h := http.Header{}
+			h.Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
+			return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(r)}, nil
+		}))
+		resp, err := rt.RoundTrip(&http.Request{URL: &url.URL{Path: "/api/v1/pods"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Body
+	}
+	for name, r := range map[string]io.Reader{
+		"one byte at a time":  iotest.OneByteReader(bytes.NewReader(stream)),
+		"half of each read":   iotest.HalfReader(bytes.NewReader(stream)),
+		"EOF with the data":   iotest.DataErrReader(bytes.NewReader(stream)),
+		"a byte at a time, 2": iotest.DataErrReader(iotest.OneByteReader(bytes.NewReader(stream))),
+	} {
+		got, err := io.ReadAll(body(r))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes of %d, %v", name, len(got), len(want), err)
+		}
+	}
+	cut := len(stream) - 100
+	got, err := io.ReadAll(body(iotest.HalfReader(bytes.NewReader(stream[:cut]))))
+	if err != io.ErrUnexpectedEOF {
+		t.Errorf("cut inside a frame: %v", err)
+	}
+	if whole := len(want) - len(watch.StripFrame(nil, last[4:])); len(got) != whole {
+		t.Errorf("cut inside a frame: handed on %d bytes, want the %d of the whole frames", len(got), whole)
 	}
 }
 
