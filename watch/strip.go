@@ -294,7 +294,7 @@ func (r *rewriter) write(dst []byte, sh *shape, msg []byte) []byte {
 
 // The shapes: WatchEvent.object of an ADDED, MODIFIED or DELETED event → RawExtension.raw → "k8s\x00" + Unknown, whose kind picks the
 // shape of Unknown.raw, the object. Of any object whose field 1 is its ObjectMeta, the
-// managedFields' field sets are dropped; of a Pod also what slimPod (package tracer, the Pods'
+// managedFields' entries keep what Registry.Transform keeps of them (no field sets); of a Pod also what slimPod (package tracer, the Pods'
 // Transform) drops, so that the Pod decoded from the frame rewritten is, once through
 // Transform, the Pod decoded from the frame as sent (TestStripRealObjects, FuzzStripPod). The
 // field numbers are read from the protobuf tags of the API's Go types, by field name.
@@ -304,9 +304,11 @@ var (
 	rawExtension = shapeOf[runtime.RawExtension](keep, rules{"Raw": {rewrite, envelope}})
 	envelope     = &shape{prefix: []byte("k8s\x00"), pick: objectShape}
 
-	objectMeta   = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {rewrite, managedField}})
-	managedField = shapeOf[metav1.ManagedFieldsEntry](keep, rules{"FieldsV1": {act: drop}})
-	anyObject    = &shape{rules: []rule{1: {rewrite, objectMeta}}, others: keep} // metaFirstKinds: field 1
+	objectMeta = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {rewrite, managedField}})
+	// Of an entry, what Registry.Transform keeps: not its apiVersion, field set or their type.
+	managedField = shapeOf[metav1.ManagedFieldsEntry](drop, rules{"Manager": {act: keep}, "Operation": {act: keep},
+		"Time": {act: keep}, "Subresource": {act: keep}})
+	anyObject = &shape{rules: []rule{1: {rewrite, objectMeta}}, others: keep} // metaFirstKinds: field 1
 
 	podObject = shapeOf[corev1.Pod](keep, rules{"ObjectMeta": {rewrite, podMeta}, "Spec": {rewrite, podSpec}, "Status": {rewrite, podStatus}})
 	podMeta   = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {rewrite, managedField}, "Annotations": {act: drop}})
