@@ -16,7 +16,7 @@ import (
 // capture-karpenter.sh on the local cluster: Karpenter v1.15 with its KWOK provider provisions
 // Nodes for a Deployment of three Pods that fit no existing node, then consolidates them when the
 // Deployment is scaled to 2 (evicting a Pod: Underutilized) and deletes them at 0. The test below
-// replays readyspan's recording of the whole cluster and holds each Node's startup trace, each
+// replays readyspan's recording of the whole cluster (the capture's watch.*.jsonl) and holds each Node's startup trace, each
 // waiting Pod's wait and the replacement of the evicted Pod against what kubectl's watch streams
 // and the Events in the capture state, read here without the tracer's parsing.
 
@@ -191,7 +191,7 @@ func withinSecondOf(at, s time.Time) bool {
 // the Pod that replaces the evicted one names Karpenter's cause and the node.
 func TestRealNodeKarpenter(t *testing.T) {
 	ev := readKarpenterEvidence(t)
-	deltas, err := Kinds.LoadRecording(filepath.Join(karpenterDir, "recording-all"))
+	deltas, err := Kinds.LoadRecording(karpenterDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@
 #      the script waits for an Evicted event and a settled cluster;
 #   3. scaled to 0: the Nodes are empty, and Karpenter deletes them (Empty).
 #
-# OUTDIR gets readyspan's recording of the namespace (recording/: readyspan record -n NS, which
-# watches no cluster-scoped kind) and of the whole cluster (recording-all/: -A, which adds the
-# Nodes, as readyspan keeps them, and the Events in default; the cluster is otherwise idle), the
+# OUTDIR is readyspan's recording of the whole cluster (readyspan record -A: the Nodes and
+# NodeClaims are cluster-scoped, and Karpenter's Events about them are in default; the cluster is
+# otherwise idle), and beside it the
 # watch streams kubectl served, with managed fields (nodeclaims.watch.json, nodes.watch.json,
 # events.default.watch.json: Events about NodeClaims, Nodes and the NodePool are in default, only
 # this run's kept, events.NS.watch.json), List snapshots after step 2 (nodeclaims.list.json,
@@ -36,13 +36,12 @@ running karpenter && { echo "error: a karpenter is running already (pid $(pid_of
 SKIP_PACKAGES=1 "$LOCAL/scripts/build.sh" karpenter kwok helm
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -rf "$out/recording" "$out/recording-all" "$out"/*.json "$out/karpenter.log"
+rm -rf "$out"/watch.*.jsonl "$out"/*.json "$out/karpenter.log"
 
 watches=(nodeclaims nodes events-default events-ns)
 cleanup() {
   local w
   stop capture-record 10
-  stop capture-record-all 10
   for w in "${watches[@]}"; do stop "capture-$w-watch" 5; done
   "$LOCAL/scripts/karpenter.sh" stop
 }
@@ -55,8 +54,7 @@ since=$(date -u -d '-1 second' +%FT%TZ)
 log_start=$(wc -c <"$LOGS/karpenter.log" 2>/dev/null || echo 0)
 "$LOCAL/scripts/karpenter.sh" start
 
-start capture-record "$BIN/readyspan" record "$out/recording" -n "$ns" --kubeconfig "$KUBECONFIG_FILE"
-start capture-record-all "$BIN/readyspan" record "$out/recording-all" -A --kubeconfig "$KUBECONFIG_FILE"
+start capture-record "$BIN/readyspan" record "$out" -A --kubeconfig "$KUBECONFIG_FILE"
 # watch_into NAME FILE ARGS...: kubectl's watch stream of ARGS into FILE, with managed fields.
 watch_into() {
   local name=$1 file=$2; shift 2
@@ -152,4 +150,4 @@ tail -c +"$((log_start + 1))" "$LOGS/karpenter.log" | sed "s|$ROOT/||g" >"$out/k
 kubectl delete namespace "$ns" --wait=false
 echo "captured: $(jq -s '[.[] | select(.type == "ADDED")] | length' "$out/nodeclaims.watch.json") NodeClaims," \
   "$(jq '[.items[] | select(.source.component == "karpenter")] | length' "$out/events.$ns.list.json") Karpenter Events on Pods," \
-  "$(jq '[.items[] | select(.source.component == "karpenter")] | length' "$out/events.default.list.json") on NodeClaims and Nodes; recording in $out/recording"
+  "$(jq '[.items[] | select(.source.component == "karpenter")] | length' "$out/events.default.list.json") on NodeClaims and Nodes; recording in $out"

@@ -16,7 +16,6 @@ stop prometheus 15
 # What an interrupted capture-rollout.sh or capture-karpenter.sh, or karpenter.sh, may have left
 # running (the cluster's data goes, so Karpenter need not clean up its Nodes).
 stop capture-record 10
-stop capture-record-all 10
 for f in "$RUN"/capture-*-watch.pid; do
   [ -e "$f" ] || continue
   f=${f##*/}
