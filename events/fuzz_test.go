@@ -43,3 +43,22 @@ func FuzzContainerFromFieldPath(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseDisruption: a disruption read from an autoscaler's Event names it and a bounded cause
+// of one line that the message states.
+func FuzzParseDisruption(f *testing.F) {
+	f.Add("Evicted", "Evicted pod: Underutilized")
+	f.Add("Evicted", "Evicted pod: Forceful Termination")
+	f.Add("ScaleDown", "deleting pod for node scale down")
+	f.Add("Evicted", "The node was low on resource: memory.")
+	f.Fuzz(func(t *testing.T, reason, msg string) {
+		d, ok := ParseDisruption(reason, msg)
+		if !ok {
+			return
+		}
+		if d.By == "" || d.Cause == "" || len(d.Cause) > maxCause || strings.ContainsAny(d.Cause, "\n\t") ||
+			d.By == "karpenter" && msg != "Evicted pod: "+d.Cause {
+			t.Fatalf("(%q, %q) read as %+v", reason, msg, d)
+		}
+	})
+}
