@@ -44,31 +44,23 @@ func (r *router) pod(t *phases.Trace) {
 	r.gate.Offer(t)
 }
 
-// rollout routes a finished rollout trace (the rollout tracker's Sink). Rollout traces have
-// deterministic IDs, so one a new leader exports again merges with the first in the backend:
-// the gate need not hold them.
-func (r *router) rollout(t *rollout.Trace) {
-	for _, e := range r.everyReplica {
-		e.ExportRollout(t)
-	}
-	if !r.gate.Leading() {
-		return
-	}
-	for _, e := range r.leaderOnly {
-		e.ExportRollout(t)
-	}
-}
+// rollout routes a finished rollout trace (the rollout tracker's Sink), node a node's startup
+// trace (the correlator's NodeSink). Both have deterministic IDs, so one a new leader exports
+// again merges with the first in the backend: the gate need not hold them.
+func (r *router) rollout(t *rollout.Trace) { routeKeyed(r, t, Exporter.ExportRollout) }
+func (r *router) node(t *node.Trace)       { routeKeyed(r, t, Exporter.ExportNode) }
 
-// node routes a finished node startup trace, as rollout does (its ID is deterministic too).
-func (r *router) node(t *node.Trace) {
+// routeKeyed hands a trace with a deterministic ID to every replica's exporters, and to the
+// leader's while this replica leads.
+func routeKeyed[T any](r *router, t T, export func(Exporter, T)) {
 	for _, e := range r.everyReplica {
-		e.ExportNode(t)
+		export(e, t)
 	}
 	if !r.gate.Leading() {
 		return
 	}
 	for _, e := range r.leaderOnly {
-		e.ExportNode(t)
+		export(e, t)
 	}
 }
 

@@ -38,31 +38,15 @@ func (r *argoRollout) DeepCopyObject() runtime.Object {
 	return out
 }
 
-type argoRolloutList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []argoRollout `json:"items"`
-}
-
-func (l *argoRolloutList) DeepCopyObject() runtime.Object {
-	out := &argoRolloutList{TypeMeta: l.TypeMeta}
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	out.Items = make([]argoRollout, len(l.Items))
-	for i := range l.Items {
-		out.Items[i] = *l.Items[i].DeepCopyObject().(*argoRollout)
-	}
-	return out
-}
-
 // argoRolloutKind is the registry entry of Argo Rollouts' Rollouts.
 var argoRolloutKind = &kind{
 	Kind: &watch.Kind{
 		Resource: ResourceArgoRollouts, Stream: StreamArgoRollouts, Kind: "Rollout",
 		GVR:       argoRolloutsGVR,
 		NewObject: func() runtime.Object { return &argoRollout{} },
-		NewList:   func() runtime.Object { return &argoRolloutList{} },
+		NewList:   func() runtime.Object { return &watch.CustomList[argoRollout, *argoRollout]{} },
 		ListWatch: watch.CustomResource(argoRolloutsGVR,
-			func() runtime.Object { return &argoRollout{} }, func() runtime.Object { return &argoRolloutList{} }),
+			func() runtime.Object { return &argoRollout{} }, func() runtime.Object { return &watch.CustomList[argoRollout, *argoRollout]{} }),
 		JSONOnly: true, Optional: true,
 		KeepsIdentity: true, Workload: true, Audit: workloadWrites,
 		TemplateHashLabel: "rollouts-pod-template-hash",

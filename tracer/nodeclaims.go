@@ -61,22 +61,6 @@ func (n *nodeClaim) DeepCopyObject() runtime.Object {
 	return out
 }
 
-type nodeClaimList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []nodeClaim `json:"items"`
-}
-
-func (l *nodeClaimList) DeepCopyObject() runtime.Object {
-	out := &nodeClaimList{TypeMeta: l.TypeMeta}
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	out.Items = make([]nodeClaim, len(l.Items))
-	for i := range l.Items {
-		out.Items[i] = *l.Items[i].DeepCopyObject().(*nodeClaim)
-	}
-	return out
-}
-
 // The NodeClaim conditions a Pod's wait for its node is made of.
 const (
 	claimLaunched    = "Launched"
@@ -221,9 +205,9 @@ var nodeClaimKind = &kind{
 		Resource: ResourceNodeClaims, Stream: StreamNodeClaims, Kind: "NodeClaim",
 		GVR:       nodeClaimsGVR,
 		NewObject: func() runtime.Object { return &nodeClaim{} },
-		NewList:   func() runtime.Object { return &nodeClaimList{} },
+		NewList:   func() runtime.Object { return &watch.CustomList[nodeClaim, *nodeClaim]{} },
 		ListWatch: watch.CustomResource(nodeClaimsGVR,
-			func() runtime.Object { return &nodeClaim{} }, func() runtime.Object { return &nodeClaimList{} }),
+			func() runtime.Object { return &nodeClaim{} }, func() runtime.Object { return &watch.CustomList[nodeClaim, *nodeClaim]{} }),
 		Transform: func(o runtime.Object) { slimNodeClaim(o.(*nodeClaim)) },
 		JSONOnly:  true, Optional: true, ClusterScoped: true, KeepsIdentity: true,
 		Snapshot: watch.SnapshotNodes, Verbs: watch.ReadVerbs,

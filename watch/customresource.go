@@ -55,6 +55,28 @@ func CustomResource(gvr schema.GroupVersionResource, newObject, newList func() r
 	}
 }
 
+// CustomList is a custom resource's list decoded from JSON into readyspan's own type of its
+// objects, T (what it reads of them): one list type for every custom kind.
+type CustomList[T any, PT interface {
+	*T
+	runtime.Object
+}] struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []T `json:"items"`
+}
+
+// DeepCopyObject copies the list and each object (runtime.Object).
+func (l *CustomList[T, PT]) DeepCopyObject() runtime.Object {
+	out := &CustomList[T, PT]{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = make([]T, len(l.Items))
+	for i := range l.Items {
+		out.Items[i] = *PT(&l.Items[i]).DeepCopyObject().(PT)
+	}
+	return out
+}
+
 // GetCustomResource reads one object of a custom resource into obj (Kind.Get).
 func GetCustomResource(ctx context.Context, c kubernetes.Interface, gvr schema.GroupVersionResource, ns, name string, obj metav1.Object) error {
 	body, err := c.CoreV1().RESTClient().Get().AbsPath(resourcePath(gvr, ns), name).Do(ctx).Raw()

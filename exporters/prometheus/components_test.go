@@ -109,7 +109,7 @@ readyspan_etcd_write_duration_seconds_count{operation="update"} 1
 		t.Error(err)
 	}
 	count := func(webhook, typ string) float64 {
-		return sampleCount(t, reg, "readyspan_admission_webhook_duration_seconds", map[string]string{"webhook": webhook, "type": typ})
+		return histCount(t, reg, "readyspan_admission_webhook_duration_seconds", map[string]string{"webhook": webhook, "type": typ})
 	}
 	if got := count("inject.example.com", "mutating"); got != 1 {
 		t.Errorf("inject.example.com mutating: %v calls, want 1", got)
@@ -138,10 +138,10 @@ func TestWebhookLabelBounded(t *testing.T) {
 		m.Export(joined(t, fmt.Sprintf("hook-%02d.example.com", i)))
 	}
 	m.Export(joined(t, "hook-00.example.com")) // kept names stay kept
-	if got := sampleCount(t, reg, "readyspan_admission_webhook_duration_seconds", map[string]string{"webhook": "hook-00.example.com", "type": "mutating"}); got != 2 {
+	if got := histCount(t, reg, "readyspan_admission_webhook_duration_seconds", map[string]string{"webhook": "hook-00.example.com", "type": "mutating"}); got != 2 {
 		t.Errorf("hook-00: %v calls, want 2", got)
 	}
-	if got := sampleCount(t, reg, "readyspan_admission_webhook_duration_seconds", map[string]string{"webhook": OtherValue, "type": "mutating"}); got != 5 {
+	if got := histCount(t, reg, "readyspan_admission_webhook_duration_seconds", map[string]string{"webhook": OtherValue, "type": "mutating"}); got != 5 {
 		t.Errorf("other: %v calls, want 5 (hooks 19 to 23)", got)
 	}
 	if got := testutil.ToFloat64(m.labelOverflow.WithLabelValues(LabelWebhook)); got != 5 {
@@ -166,31 +166,4 @@ func TestWebhookLabelBounded(t *testing.T) {
 	}
 	// Observing with such a value must not panic (client_golang refuses invalid UTF-8).
 	m2.Export(joined(t, "bad\xff.example.com"))
-}
-
-// sampleCount is the _count of the histogram series with exactly those labels (0 if none).
-func sampleCount(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue metric
-				}
-			}
-			return float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return 0
 }

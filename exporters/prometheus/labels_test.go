@@ -131,33 +131,6 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-// histCount is the _count of the histogram series with exactly these labels, 0 if none.
-func histCount(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
-					continue series
-				}
-			}
-			return float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return 0
-}
-
 // gatherText is the registry's exposition in the text format.
 func gatherText(t *testing.T, reg *prometheus.Registry) string {
 	t.Helper()

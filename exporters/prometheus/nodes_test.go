@@ -34,48 +34,15 @@ func TestExportNode(t *testing.T) {
 	if n := testutil.CollectAndCount(m.nodes.duration); n != len(Provisioners)*2 {
 		t.Errorf("%d duration series, want the %d made at start", n, len(Provisioners)*2)
 	}
-	if got := histogramCount(t, reg, "readyspan_node_startup_duration_seconds", map[string]string{"provisioner": "karpenter", "outcome": "ready"}); got != 1 {
-		t.Errorf("ready karpenter startups counted %d times, want 1", got)
+	if got := histCount(t, reg, "readyspan_node_startup_duration_seconds", map[string]string{"provisioner": "karpenter", "outcome": "ready"}); got != 1 {
+		t.Errorf("ready karpenter startups counted %v times, want 1", got)
 	}
 	for step, want := range map[string]float64{"launch": 1, "instance": 34, "registration": 5, "kubelet_ready": 10} {
-		if got := histogramSum(t, reg, "readyspan_node_startup_step_duration_seconds", map[string]string{"provisioner": "karpenter", "step": step}); got != want {
+		if got := histSum(t, reg, "readyspan_node_startup_step_duration_seconds", map[string]string{"provisioner": "karpenter", "step": step}); got != want {
 			t.Errorf("step %s: %v s, want %v", step, got, want)
 		}
 	}
 	if n := testutil.CollectAndCount(m.nodes.steps); n != 4 {
 		t.Errorf("%d step series, want the 4 steps observed", n)
 	}
-}
-
-func histogramOf(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (count uint64, sum float64) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue metrics
-				}
-			}
-			return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
-		}
-	}
-	return 0, 0
-}
-
-func histogramCount(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) uint64 {
-	n, _ := histogramOf(t, reg, name, labels)
-	return n
-}
-
-func histogramSum(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	_, s := histogramOf(t, reg, name, labels)
-	return s
 }

@@ -117,7 +117,7 @@ func eventually(cond func() bool) bool {
 
 func webhookCalls(t *testing.T, reg *prometheus.Registry, webhook, typ string) float64 {
 	t.Helper()
-	return sampleCount(t, reg, "readyspan_admission_webhook_duration_seconds", map[string]string{"webhook": webhook, "type": typ})
+	return histCount(t, reg, "readyspan_admission_webhook_duration_seconds", map[string]string{"webhook": webhook, "type": typ})
 }
 
 // Spans naming 25 made-up webhooks, sent before any real one is called, take no label value:
