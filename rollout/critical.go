@@ -433,6 +433,9 @@ func sentence(r *Rollout, sum *Summary) string {
 	if w := blockedWords(r); w != "" && r.Outcome != OutcomeBlocked {
 		b.WriteString(", " + w)
 	}
+	if w := nodeWaitWords(r); w != "" {
+		b.WriteString(", " + w)
+	}
 	b.WriteString("; ")
 	b.WriteString(waves(r, sum))
 	if s := strategyWords(r); s != "" {
@@ -567,6 +570,32 @@ func failingWords(r *Rollout) string {
 		}
 	}
 	return fmt.Sprintf("%d %s failing (%s)", n, plural(n, "Pod", "Pods"), strings.Join(reasons, ", "))
+}
+
+// nodeWaitWords names the new Pods that found no node and waited for one to be added (their
+// scheduling.waiting_for_node), and the longest wait: "3 Pods waited for new nodes (up to
+// 12.0 s)".
+func nodeWaitWords(r *Rollout) string {
+	var n int
+	var longest time.Duration
+	for _, p := range r.NewPods {
+		if p.Trace == nil {
+			continue
+		}
+		for _, w := range p.Trace.Summary.SchedulingWaits {
+			if w.Kind == phases.WaitNode {
+				n++
+				longest = max(longest, w.Duration)
+			}
+		}
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("1 Pod waited %s for a new node", fmtSeconds(longest))
+	}
+	return fmt.Sprintf("%d Pods waited for new nodes (up to %s)", n, fmtSeconds(longest))
 }
 
 // blockedWords names the time a rollout that went on spent with its creates refused:

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 )
 
 // The capture in testdata/real-node/karpenter was recorded with deploy/local/scripts/
@@ -197,7 +200,9 @@ func TestRealNodeKarpenter(t *testing.T) {
 	}
 	pods := map[string]*phases.Trace{}
 	nodes := map[string]*node.Trace{}
-	c := New(Config{Backfill: true, Nodes: NodeSinkFunc(func(tr *node.Trace) { nodes[tr.Startup.Name] = tr })},
+	var rollouts []*rollout.Trace
+	c := New(Config{Backfill: true, Nodes: NodeSinkFunc(func(tr *node.Trace) { nodes[tr.Startup.Name] = tr }),
+		Rollouts: tracker.SinkFunc(func(tr *rollout.Trace) { rollouts = append(rollouts, tr) })},
 		SinkFunc(func(tr *phases.Trace) { pods[tr.Pod.Name] = tr }), nil, nil)
 	for _, w := range Replay(c, deltas) {
 		t.Errorf("replay warned: %s", w)
@@ -262,6 +267,19 @@ func TestRealNodeKarpenter(t *testing.T) {
 	}
 	if waited == 0 {
 		t.Fatal("no Pod waited for a node")
+	}
+	// The Deployment's rollout says its Pods waited for new nodes.
+	var created *rollout.Trace
+	for _, r := range rollouts {
+		if r.Rollout.Kind == rollout.KindCreate {
+			created = r
+		}
+	}
+	if want := fmt.Sprintf("%d Pods waited for new nodes", waited); created == nil || !strings.Contains(created.Summary.Sentence, want) {
+		t.Errorf("the Deployment's rollout (found: %v) does not say %q", created != nil, want)
+		if created != nil {
+			t.Logf("its sentence: %s", created.Summary.Sentence)
+		}
 	}
 
 	for victim, cause := range ev.evicted {
