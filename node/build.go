@@ -96,7 +96,7 @@ func Build(s *Startup) *Trace {
 	}
 	for _, w := range s.Waiters {
 		root.AddLink(phases.Link{TraceID: phases.TraceIDFor(w.UID), SpanID: phases.SpanIDFor(w.UID, phases.RootSpanName),
-			Attrs: []phases.Attr{{Key: phases.AttrLinkRelation, Value: "waited"}, {Key: phases.AttrPodName, Value: w.Namespace + "/" + w.Name}}})
+			Attrs: []phases.Attr{{Key: phases.AttrLinkRelation, Value: LinkWaited}, {Key: phases.AttrPodName, Value: w.Namespace + "/" + w.Name}}})
 	}
 	t.Spans = append(t.Spans, root)
 	t.Summary = Summary{Provisioner: s.Provisioner, Outcome: s.Outcome, Duration: end.Time().Sub(start.Time())}

@@ -62,6 +62,10 @@ const (
 	OutcomeInProgress Outcome = "in-progress" // still starting when the trace was asked for
 )
 
+// LinkWaited is the relation (phases.AttrLinkRelation) of a node trace's root's link to a Pod
+// that waited for the node; the Pod's wait links back as phases.LinkNodeStartup.
+const LinkWaited = "waited"
+
 // TraceIDFor is a node's trace ID (phases.NodeStartupKey): its NodeClaim's UID where Karpenter
 // made it (the claim exists before the Node, so a Pod still waiting links to the same trace),
 // else the Node's.

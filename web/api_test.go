@@ -179,7 +179,7 @@ func TestReportSelfContained(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			pods, rollouts := replay(t, dir)
 			var b bytes.Buffer
-			if err := WriteReport(&b, "replay "+filepath.Base(dir), "", pods, rollouts); err != nil {
+			if err := WriteReport(&b, "replay "+filepath.Base(dir), "", pods, rollouts, nil); err != nil {
 				t.Fatal(err)
 			}
 			page := b.String()

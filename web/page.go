@@ -57,11 +57,13 @@ type pageData struct {
 }
 
 type reportData struct {
-	Title    string                  `json:"title"`
-	Rollouts []RolloutSummary        `json:"rollouts"`
-	Pods     []PodSummary            `json:"pods"`
-	Gantts   map[string]*RolloutView `json:"gantts"`
-	Views    map[string]*PodView     `json:"views"`
+	Title     string                  `json:"title"`
+	Rollouts  []RolloutSummary        `json:"rollouts"`
+	Pods      []PodSummary            `json:"pods"`
+	Nodes     []NodeSummary           `json:"nodes"`
+	Gantts    map[string]*RolloutView `json:"gantts"`
+	Views     map[string]*PodView     `json:"views"`
+	NodeViews map[string]*NodeView    `json:"nodeViews"`
 }
 
 // writePage writes the page with its data block. inline puts the style and the script in the

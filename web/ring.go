@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 )
@@ -17,6 +18,10 @@ const (
 	DefaultMaxRollouts = 200
 	DefaultMaxPods     = 2000
 	DefaultMaxBytes    = 64 << 20
+	// DefaultMaxNodes bounds the node startup traces. A cluster adds far fewer Nodes than it
+	// starts Pods, and a node's trace is a few kB (its steps and at most 32 DaemonSet Pods), so
+	// this count is rarely what bounds them: MaxBytes, shared with the other kinds, is.
+	DefaultMaxNodes = 500
 )
 
 // entryOverhead approximates what an entry costs besides its view and strings: the entry
@@ -27,14 +32,15 @@ const entryOverhead = 256
 type RingConfig struct {
 	MaxRollouts int
 	MaxPods     int
-	// MaxBytes bounds the views held (see Ring.Bytes); the oldest traces of either kind leave
-	// first when it is exceeded.
+	MaxNodes    int
+	// MaxBytes bounds the views held (see Ring.Bytes); the oldest traces of any kind leave first
+	// when it is exceeded.
 	MaxBytes int64
 }
 
-// Ring holds the most recent Pod and rollout traces, the oldest leaving first: a Pod's trace as
-// its list line and its spans, encoded as its waterfall when asked for, and a rollout's as its
-// view's JSON. It is safe for concurrent use.
+// Ring holds the most recent Pod, rollout and node startup traces, the oldest leaving first: a
+// Pod's or a node's trace as its list line and its spans, encoded as its waterfall when asked
+// for, and a rollout's as its view's JSON. It is safe for concurrent use.
 //
 // A Pod's waterfall is encoded on read because nearly every Pod trace leaves the ring unread and
 // encoding each one as it arrived was a twentieth of readyspan's CPU. The spans are shared with
@@ -47,17 +53,20 @@ type Ring struct {
 	bytes    int64
 	rollouts queue
 	pods     queue
+	nodes    queue
 }
 
 // entry is one trace: the summary the lists filter on and what its view is served from.
 type entry struct {
 	id      string
-	seq     uint64 // insertion order across both kinds
+	seq     uint64 // insertion order across the kinds
 	start   time.Time
 	rollout RolloutSummary // rollouts
 	body    []byte         // rollouts: the view's JSON
 	pod     PodSummary     // Pods
-	spans   []phases.Span  // Pods: the trace's spans, read only
+	node    NodeSummary    // nodes
+	waited  []WaiterView   // nodes: the Pods that waited for it, Held not set
+	spans   []phases.Span  // Pods and nodes: the trace's spans, read only
 	size    int64
 	dead    bool // replaced by a newer entry of the same ID; skipped when it reaches the head
 }
@@ -88,12 +97,16 @@ func NewRing(cfg RingConfig) *Ring {
 	if cfg.MaxPods <= 0 {
 		cfg.MaxPods = DefaultMaxPods
 	}
+	if cfg.MaxNodes <= 0 {
+		cfg.MaxNodes = DefaultMaxNodes
+	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
 	return &Ring{cfg: cfg,
 		rollouts: queue{max: cfg.MaxRollouts, byID: map[string]*entry{}},
-		pods:     queue{max: cfg.MaxPods, byID: map[string]*entry{}}}
+		pods:     queue{max: cfg.MaxPods, byID: map[string]*entry{}},
+		nodes:    queue{max: cfg.MaxNodes, byID: map[string]*entry{}}}
 }
 
 // AddPod keeps a Pod's trace, replacing an earlier one of the same Pod.
@@ -109,6 +122,12 @@ func (r *Ring) AddRollout(t *rollout.Trace) {
 	if e := rolloutEntry(t); e != nil {
 		r.add(&r.rollouts, e)
 	}
+}
+
+// AddNode keeps a node's startup trace, replacing an earlier one with the same trace ID (a new
+// leader exports it again; its ID is its NodeClaim's or Node's UID).
+func (r *Ring) AddNode(t *node.Trace) {
+	r.add(&r.nodes, nodeEntry(t))
 }
 
 func podEntry(t *phases.Trace) *entry {
@@ -196,16 +215,18 @@ func (r *Ring) add(q *queue, e *entry) {
 		r.evict(q)
 	}
 	for r.bytes > r.cfg.MaxBytes {
-		// The older head of the two leaves; the newest trace always stays.
-		ro, po := r.rollouts.head(), r.pods.head()
-		switch {
-		case ro != nil && (po == nil || ro.seq < po.seq) && ro != e:
-			r.evict(&r.rollouts)
-		case po != nil && po != e:
-			r.evict(&r.pods)
-		default:
+		// The oldest head of the kinds leaves; the newest trace always stays.
+		var oldest *queue
+		var seq uint64
+		for _, k := range [...]*queue{&r.rollouts, &r.pods, &r.nodes} {
+			if h := k.head(); h != nil && h != e && (oldest == nil || h.seq < seq) {
+				oldest, seq = k, h.seq
+			}
+		}
+		if oldest == nil {
 			return
 		}
+		r.evict(oldest)
 	}
 }
 
@@ -231,8 +252,8 @@ func (q *queue) compact() {
 	q.order = live
 }
 
-// Bytes is what the ring holds: the Pods' spans (spansBytes), the rollouts' views' JSON, the
-// summaries' strings and a fixed cost per trace. MaxBytes bounds it.
+// Bytes is what the ring holds: the Pods' and nodes' spans (spansBytes), the rollouts' views'
+// JSON, the summaries' strings and a fixed cost per trace. MaxBytes bounds it.
 func (r *Ring) Bytes() int64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -316,9 +337,46 @@ func (r *Ring) Pod(uid string) []byte {
 		return nil
 	}
 	// An entry is not changed once added: it is read without the lock.
-	body, err := json.Marshal(&PodView{PodSummary: e.pod, Spans: spanRows(e.spans)})
+	v := &PodView{PodSummary: e.pod, Spans: spanRows(e.spans)}
+	r.mu.RLock()
+	markNodesHeld(v.Spans, func(id string) bool { return r.nodes.byID[id] != nil })
+	r.mu.RUnlock()
+	body, err := json.Marshal(v)
 	if err != nil {
 		return nil // a view holds strings, numbers and booleans only
+	}
+	return body
+}
+
+// Nodes lists the node startup traces held, newest first. Nodes belong to no namespace or
+// workload: no filter narrows them.
+func (r *Ring) Nodes() []NodeSummary {
+	r.mu.RLock()
+	es := live(r.nodes.byID, func(*entry) bool { return true })
+	r.mu.RUnlock()
+	out := make([]NodeSummary, len(es))
+	for i, e := range es {
+		out[i] = e.node
+	}
+	return out
+}
+
+// Node is a node's startup view as JSON, by its trace ID, or nil. Whether each Pod that waited
+// for it is held is read now: the page links only to the Pods it can open.
+func (r *Ring) Node(id string) []byte {
+	r.mu.RLock()
+	e := r.nodes.byID[id]
+	var waited []WaiterView
+	if e != nil {
+		waited = markPodsHeld(e.waited, func(uid string) bool { return r.pods.byID[uid] != nil })
+	}
+	r.mu.RUnlock()
+	if e == nil {
+		return nil
+	}
+	body, err := json.Marshal(&NodeView{NodeSummary: e.node, Spans: nodeSpanRows(e.spans), Waited: waited})
+	if err != nil {
+		return nil
 	}
 	return body
 }

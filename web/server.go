@@ -41,6 +41,8 @@ func NewServer(ring *Ring, cfg ServerConfig) *Server {
 	s.mux.HandleFunc("GET /api/v1/rollouts/{id}", s.rollout)
 	s.mux.HandleFunc("GET /api/v1/pods", s.pods)
 	s.mux.HandleFunc("GET /api/v1/pods/{uid}", s.pod)
+	s.mux.HandleFunc("GET /api/v1/nodes", s.nodes)
+	s.mux.HandleFunc("GET /api/v1/nodes/{id}", s.node)
 	return s
 }
 
@@ -132,6 +134,14 @@ func (s *Server) rollout(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) pod(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, s.ring.Pod(r.PathValue("uid")), "no trace of Pod "+r.PathValue("uid")+" is held (it may have left the ring)")
+}
+
+func (s *Server) nodes(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, s.ring.Nodes())
+}
+
+func (s *Server) node(w http.ResponseWriter, r *http.Request) {
+	writeBody(w, s.ring.Node(r.PathValue("id")), "no startup trace of node "+r.PathValue("id")+" is held (it may have left the ring)")
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -32,6 +32,9 @@ func TestServerHeaders(t *testing.T) {
 		{"/api/v1/rollouts", "localhost:8081", 200, "application/json"},
 		{"/api/v1/pods", "localhost:8081", 200, "application/json"},
 		{"/api/v1/pods/no-such-uid", "localhost:8081", 404, "application/json"},
+		{"/api/v1/nodes", "localhost:8081", 200, "application/json"},
+		{"/api/v1/nodes/no-such-id", "localhost:8081", 404, "application/json"},
+		{"/api/v1/nodes", "attacker.example:8081", http.StatusMisdirectedRequest, "text/plain"},
 		{"/nothing-here", "localhost:8081", 404, "text/plain"},
 		{"/", "attacker.example:8081", http.StatusMisdirectedRequest, "text/plain"},
 	} {
@@ -101,7 +104,7 @@ func TestServedPageNoInlineScript(t *testing.T) {
 // the bytes in the file.
 func TestReportCSPHashes(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteReport(&b, `report <"&'>`, "https://jaeger.example/trace/{trace_id}", nil, nil); err != nil {
+	if err := WriteReport(&b, `report <"&'>`, "https://jaeger.example/trace/{trace_id}", nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -166,7 +169,7 @@ func TestCheckTraceUI(t *testing.T) {
 			t.Errorf("CheckTraceUI(%q) = %v, want ok %v", tc.url, err, tc.ok)
 		}
 	}
-	if err := WriteReport(&bytes.Buffer{}, "r", "javascript:alert(1)//{trace_id}", nil, nil); err == nil {
+	if err := WriteReport(&bytes.Buffer{}, "r", "javascript:alert(1)//{trace_id}", nil, nil, nil); err == nil {
 		t.Error("the report accepts a javascript: trace UI")
 	}
 }

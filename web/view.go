@@ -60,6 +60,10 @@ type SpanView struct {
 	NotObserved    bool           `json:"notObserved,omitempty"`
 	Attrs          map[string]any `json:"attrs,omitempty"`
 	Events         []EventView    `json:"events,omitempty"`
+	// NodeTrace is the trace ID of the node startup the span links to (a Pod's wait for a new
+	// node, phases.LinkNodeStartup); NodeHeld says the UI holds it, so the page can open it.
+	NodeTrace string `json:"nodeTrace,omitempty"`
+	NodeHeld  bool   `json:"nodeHeld,omitempty"`
 }
 
 // EventView is a span event (a FailedScheduling attempt, a failed probe).
@@ -263,6 +267,11 @@ func spanView(s *phases.Span, t0 time.Time) SpanView {
 		sv.Attrs[a.Key] = jsonValue(a.Value)
 		if n, ok := a.Value.(int64); ok && a.Key == phases.AttrImageSize {
 			sv.Attrs[a.Key] = megabytes(n)
+		}
+	}
+	for _, l := range s.Links() {
+		if linkRelation(l) == phases.LinkNodeStartup {
+			sv.NodeTrace = l.TraceID.String()
 		}
 	}
 	for _, e := range s.Events() {

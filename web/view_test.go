@@ -232,8 +232,9 @@ func TestImageSizeInMB(t *testing.T) {
 	}
 }
 
-// TestEveryClassHasAFill: every category the server can send for a span, a segment or a row
-// (c-CLASS on the page) has its fill in app.css, so that no bar is drawn without a colour.
+// TestEveryClassHasAFill: every category the server can send for a span (a Pod's or a node's), a
+// segment or a row (c-CLASS on the page) has its fill in app.css, so that no bar is drawn
+// without a colour.
 func TestEveryClassHasAFill(t *testing.T) {
 	css, err := os.ReadFile(filepath.Join("assets", "app.css"))
 	if err != nil {
@@ -249,6 +250,7 @@ func TestEveryClassHasAFill(t *testing.T) {
 	for _, c := range rollout.Categories {
 		classes = append(classes, c.Page)
 	}
+	classes = append(classes, NodeCategories...)
 	for _, c := range classes {
 		if !regexp.MustCompile(`\.c-` + regexp.QuoteMeta(c) + `\b[^{]*\{[^}]*\b(fill|background):`).Match(css) {
 			t.Errorf("no fill for .c-%s in app.css", c)

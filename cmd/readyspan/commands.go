@@ -171,7 +171,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if kind == "Node" {
-		return explainNode(ctx, client, restCfg.Host, name, &out, stdout)
+		return explainNode(ctx, client, restCfg.Host, name, traceURL, &out, stdout)
 	}
 	var traces []*phases.Trace
 	var rollouts []*rollout.Trace
@@ -184,7 +184,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if out.format == "html" {
 		sortTraces(traces)
-		return writeReport(stdout, "readyspan explain "+pos[0]+" -n "+namespace, traceURL, traces, rollouts)
+		return writeReport(stdout, "readyspan explain "+pos[0]+" -n "+namespace, traceURL, traces, rollouts, nil)
 	}
 	for _, t := range rollouts {
 		if *revision != "" && t.Rollout.Revision != *revision {
@@ -213,10 +213,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // explainNode is `readyspan explain node/NAME`: the Node's startup, from what the API holds of it
 // (its creation, conditions, NodeClaim, DaemonSet Pods; no watch times, so each boundary is the
 // API's own stamp).
-func explainNode(ctx context.Context, client kubernetes.Interface, host, name string, out *outputFlag, stdout io.Writer) error {
-	if out.format == "html" {
-		return errors.New("-o html shows Pods and rollouts: explain node/NAME prints a waterfall or JSON")
-	}
+func explainNode(ctx context.Context, client kubernetes.Interface, host, name, traceURL string, out *outputFlag, stdout io.Writer) error {
 	var nodes []*node.Trace
 	err := pipeline.Explain(ctx, pipeline.Env{Client: client, Host: host}, pipeline.Target{Kind: "Node", Name: name},
 		pipeline.Sinks{Nodes: tracer.NodeSinkFunc(func(t *node.Trace) { nodes = append(nodes, t) })})
@@ -225,6 +222,9 @@ func explainNode(ctx context.Context, client kubernetes.Interface, host, name st
 	}
 	if len(nodes) == 0 {
 		return fmt.Errorf("node %s: nothing to rebuild its startup from", name)
+	}
+	if out.format == "html" {
+		return writeReport(stdout, "readyspan explain node/"+name, traceURL, nil, nil, nodes[:1])
 	}
 	return out.writeNode(stdout, nodes[0])
 }
@@ -343,9 +343,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sortTraces(traces)
 	switch {
 	case *listen != "":
-		return serveReplay(ctx, *listen, traceURL, allowedHosts, traces, rollouts, stderr)
+		return serveReplay(ctx, *listen, traceURL, allowedHosts, traces, rollouts, nodes, stderr)
 	case out.format == "html":
-		if err := writeReport(stdout, "readyspan replay "+filepath.Base(filepath.Clean(pos[0])), traceURL, traces, rollouts); err != nil {
+		if err := writeReport(stdout, "readyspan replay "+filepath.Base(filepath.Clean(pos[0])), traceURL, traces, rollouts, nodes); err != nil {
 			return err
 		}
 	default:

@@ -134,7 +134,7 @@ func renderViews(t *testing.T, tr *phases.Trace, rt *rollout.Trace) views {
 	v.podJSON = get("/api/v1/pods/" + tr.Pod.UID)
 	v.rolloutJSON = get("/api/v1/rollouts/" + rt.TraceID.String())
 	var page bytes.Buffer
-	if err := writeReport(&page, "report", "", []*phases.Trace{tr}, []*rollout.Trace{rt}); err != nil {
+	if err := writeReport(&page, "report", "", []*phases.Trace{tr}, []*rollout.Trace{rt}, nil); err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	v.report = page.Bytes()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/readyspan/readyspan/daemon"
+	"github.com/readyspan/readyspan/node"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/web"
@@ -58,8 +59,8 @@ func (u *uiFlags) options() daemon.UIOptions {
 
 // writeReport is -o html: one self-contained page with every trace, linked to the trace UI
 // at traceURL when set.
-func writeReport(w io.Writer, title, traceURL string, pods []*phases.Trace, rollouts []*rollout.Trace) error {
-	return web.WriteReport(w, title, traceURL, pods, rollouts)
+func writeReport(w io.Writer, title, traceURL string, pods []*phases.Trace, rollouts []*rollout.Trace, nodes []*node.Trace) error {
+	return web.WriteReport(w, title, traceURL, pods, rollouts, nodes)
 }
 
 // replayListenAddr is where replay --listen binds: a bare port (":8081") means the loopback
@@ -89,17 +90,21 @@ func replayServer(ring *web.Ring, addr, traceURL string, allowedHosts []string) 
 }
 
 // serveReplay is `replay --listen`: the UI over a recording's traces, until interrupted.
-func serveReplay(ctx context.Context, addr, traceURL string, allowedHosts []string, pods []*phases.Trace, rollouts []*rollout.Trace, stderr io.Writer) error {
+func serveReplay(ctx context.Context, addr, traceURL string, allowedHosts []string, pods []*phases.Trace, rollouts []*rollout.Trace,
+	nodes []*node.Trace, stderr io.Writer) error {
 	addr, err := replayListenAddr(addr)
 	if err != nil {
 		return err
 	}
-	ring := web.NewRing(web.RingConfig{MaxRollouts: len(rollouts) + 1, MaxPods: len(pods) + 1, MaxBytes: 1 << 40})
+	ring := web.NewRing(web.RingConfig{MaxRollouts: len(rollouts) + 1, MaxPods: len(pods) + 1, MaxNodes: len(nodes) + 1, MaxBytes: 1 << 40})
 	for _, t := range pods {
 		ring.AddPod(t)
 	}
 	for _, t := range rollouts {
 		ring.AddRollout(t)
+	}
+	for _, t := range nodes {
+		ring.AddNode(t)
 	}
 	srv, err := replayServer(ring, addr, traceURL, allowedHosts)
 	if err != nil {
@@ -109,7 +114,8 @@ func serveReplay(ctx context.Context, addr, traceURL string, allowedHosts []stri
 	if err != nil {
 		return fmt.Errorf("listen on --listen %s: %w", addr, err)
 	}
-	fmt.Fprintf(stderr, "%s: serving %d rollouts and %d Pod traces on http://%s/ (Ctrl-C to stop)\n", prog, len(rollouts), len(pods), hostPort(ln.Addr()))
+	fmt.Fprintf(stderr, "%s: serving %d rollouts, %d Pod traces and %d node startups on http://%s/ (Ctrl-C to stop)\n", prog,
+		len(rollouts), len(pods), len(nodes), hostPort(ln.Addr()))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

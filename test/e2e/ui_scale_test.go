@@ -55,7 +55,7 @@ func TestUIThousandPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := web.WriteReport(f, "a 1,000-Pod rollout", "", nil, []*rollout.Trace{thousandPodRollout()}); err != nil {
+	if err := web.WriteReport(f, "a 1,000-Pod rollout", "", nil, []*rollout.Trace{thousandPodRollout()}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
