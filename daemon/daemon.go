@@ -117,7 +117,7 @@ func (d *Daemon) newRouter(ui *web.Ring) *router {
 		exportFuncs{pod: d.logPod, rollout: d.logRollout, node: d.logNode},
 	}}
 	if ui != nil {
-		r.everyReplica = append(r.everyReplica, exportFuncs{pod: ui.AddPod, rollout: ui.AddRollout})
+		r.everyReplica = append(r.everyReplica, exportFuncs{pod: ui.AddPod, rollout: ui.AddRollout, node: ui.AddNode})
 	}
 	// Only the leader exports (traces and trace metrics); a standby correlates too, so it is
 	// hot when it takes over.

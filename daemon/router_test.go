@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/readyspan/readyspan/exporters/otlp"
@@ -16,6 +17,7 @@ import (
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
+	"github.com/readyspan/readyspan/web"
 )
 
 // counting is an exporter that counts what reaches it.
@@ -102,5 +104,19 @@ func TestOptionsValidate(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// The UI's ring, on every replica, keeps node startups as it keeps Pods and rollouts.
+func TestRouterHandsNodesToTheUI(t *testing.T) {
+	d := &Daemon{client: fake.NewClientset(), metrics: promexp.New(prometheus.NewRegistry(), "test", nil, promexp.Options{})}
+	ui := web.NewRing(web.RingConfig{})
+	r := d.newRouter(ui)
+	nd := node.Build(&node.Startup{Name: "n1", UID: "uid-n1", Outcome: node.OutcomeReady})
+	for _, e := range r.everyReplica {
+		e.ExportNode(nd)
+	}
+	if got := ui.Nodes(); len(got) != 1 || got[0].Name != "n1" {
+		t.Errorf("the UI's ring holds %+v, want node n1", got)
 	}
 }
