@@ -1,4 +1,5 @@
-// readyspan's view: the rollout list, a rollout's Gantt chart and a Pod's waterfall. Plain
+// readyspan's view: the rollout, node and Pod lists, a rollout's Gantt chart and a Pod's or a
+// new Node's waterfall. Plain
 // JavaScript, no libraries: the data comes from the JSON API (served) or from the page's own data
 // block (the report), and SVG is built as markup strings so that nothing names a namespace URI.
 (function () {
@@ -28,6 +29,9 @@
     ['kubelet', 'kubelet'], ['queued', 'image pull, queued'], ['image_pull', 'image pull'], ['readiness', 'readiness'], ['status', 'status']];
   // The parts of one span's bar: an image pull's wait in the kubelet's queue, then its transfer.
   var PART_WORDS = { queued: 'queued', image_pull: 'transfer' };
+  // A node's waterfall's categories: the component each step waited on.
+  var NODE_CATS = [['node_provisioner', 'provisioner (NodeClaim)'], ['node_instance', 'cloud instance'], ['kubelet', 'kubelet'],
+    ['node_network', 'network'], ['node_agents', 'startup taints']];
 
   // Hatched fills (failing, a pull's queue wait, terminations not observed) tell these apart by
   // texture as well as colour; each chart's SVG carries the patterns its CSS fills name.
@@ -214,7 +218,7 @@
   }
 
   function fromReport(table, key, what) {
-    var v = report[table][key];
+    var v = report[table] && Object.prototype.hasOwnProperty.call(report[table], key) ? report[table][key] : null;
     return v ? Promise.resolve(v) : Promise.reject(new Error(what + ' is not in this report'));
   }
 
@@ -226,10 +230,15 @@
     },
     pod: function (uid) {
       return report ? fromReport('views', uid, 'the trace of Pod ' + uid) : api('pods/' + encodeURIComponent(uid));
+    },
+    // A report written before nodes were traced has none.
+    nodes: function () { return report ? Promise.resolve(report.nodes || []) : api('nodes'); },
+    node: function (id) {
+      return report ? fromReport('nodeViews', id, 'the startup of node ' + id) : api('nodes/' + encodeURIComponent(id));
     }
   };
 
-  // ---- routing: #/, #/rollout/ID, #/pod/UID; filters in the query ----
+  // ---- routing: #/, #/rollout/ID, #/pod/UID, #/node/ID; filters in the query ----
 
   function route() {
     var h = location.hash.replace(/^#\/?/, '');
@@ -279,14 +288,15 @@
     var done = function (p) { return p.then(function () { }, function (e) { if (gen === generation) showError(e); }); };
     if (r.view === 'bad') {
       document.getElementById('filters').hidden = true;
-      return done(Promise.reject(new Error('This link is malformed (it is not a rollout, a Pod or the list): ' + location.hash)));
+      return done(Promise.reject(new Error('This link is malformed (it is not a rollout, a Pod, a node or the list): ' + location.hash)));
     }
     if (r.view === 'rollout' && r.id) return done(data.rollout(r.id).then(function (v) { if (gen === generation) renderGantt(v); }));
     if (r.view === 'pod' && r.id) return done(data.pod(r.id).then(function (v) { if (gen === generation) renderPod(v); }));
+    if (r.view === 'node' && r.id) return done(data.node(r.id).then(function (v) { if (gen === generation) renderNode(v); }));
     filter.ns = r.ns;
     filter.wl = r.wl;
-    return done(Promise.all([data.rollouts(), data.pods()]).then(function (res) {
-      if (gen === generation) renderList(res[0] || [], res[1] || []);
+    return done(Promise.all([data.rollouts(), data.pods(), data.nodes()]).then(function (res) {
+      if (gen === generation) renderList(res[0] || [], res[1] || [], res[2] || []);
     }));
   }
 
@@ -299,7 +309,7 @@
 
   // ---- the list ----
 
-  function renderList(rollouts, pods) {
+  function renderList(rollouts, pods, nodes) {
     document.getElementById('filters').hidden = false;
     var nss = {}, wls = {};
     rollouts.forEach(function (r) { nss[r.namespace] = 1; if (!filter.ns || filter.ns === r.namespace) wls[r.workload] = 1; });
@@ -309,7 +319,7 @@
     var match = function (ns, wl) { return (!filter.ns || filter.ns === ns) && (!filter.wl || filter.wl === wl); };
     var rs = rollouts.filter(function (r) { return match(r.namespace, r.workload); });
     var ps = pods.filter(function (p) { return match(p.namespace, p.workload); });
-    setCrumbs(report ? esc(short(report.title, 200)) : 'recent rollouts and Pods');
+    setCrumbs(report ? esc(short(report.title, 200)) : 'recent rollouts, nodes and Pods');
 
     var h = '<h1>Rollouts</h1>';
     if (!rs.length) {
@@ -325,6 +335,7 @@
       });
       h += '</tbody></table>';
     }
+    if (nodes.length || !report) h += nodeList(nodes);
     h += '<h2>Pods</h2>';
     if (!ps.length) {
       h += '<p class="muted">No Pod trace ' + (pods.length ? 'matches the filters.' : 'yet.') + '</p>';
@@ -342,6 +353,28 @@
     }
     h += '<p class="hint">Keys: Tab or ↑/↓ to move, Enter to open, Esc to go back.</p>';
     main.innerHTML = h;
+  }
+
+  // nodeName is what a node is called: its name, else (before the Node exists) its NodeClaim's.
+  function nodeName(n) { return n.name || (n.nodeClaim ? 'nodeclaim ' + n.nodeClaim : 'node ' + n.id); }
+
+  // nodeList is the new Nodes' startups. A Node belongs to no namespace or workload: the filters
+  // leave the list whole.
+  function nodeList(nodes) {
+    var h = '<h2>Nodes</h2>';
+    if (!nodes.length) return h + '<p class="muted">No node startup yet: one appears when a Node added while readyspan runs can take Pods.</p>';
+    if (filter.ns || filter.wl) h += '<p class="note">Nodes belong to no namespace: the filters do not narrow them.</p>';
+    h += '<table class="list nav" id="nodes"><thead><tr><th>Node</th><th class="wide">Provisioner</th><th class="wide">NodePool</th>' +
+      '<th class="wide">Started</th><th>Duration</th><th>Outcome</th><th class="wide">Pods waited</th><th class="wide">Reason</th></tr></thead><tbody>';
+    nodes.slice(0, LIST_MAX).forEach(function (n) {
+      h += '<tr data-id="' + esc(n.id) + '"><td><a href="#/node/' + esc(encodeURIComponent(n.id)) + '">' + esc(short(nodeName(n), 300)) +
+        '</a></td><td class="wide">' + show(n.provisioner) + '</td><td class="wide">' + show(n.nodePool) + '</td><td class="wide">' + timeHTML(n.start) +
+        '</td><td class="num">' + esc(fmtLen(n.durationMs, n.durText)) + '</td><td><span class="badge o-' + esc(n.outcome) + '">' + esc(short(n.outcome, 100)) +
+        '</span></td><td class="wide num">' + esc(n.waiters) + '</td><td class="wide err">' + show(n.reason) + '</td></tr>';
+    });
+    h += '</tbody></table>';
+    if (nodes.length > LIST_MAX) h += '<p class="note">Showing the newest ' + LIST_MAX + ' of ' + nodes.length + ' nodes.</p>';
+    return h;
   }
 
   // ↑/↓ move between the rows' links of a list.
@@ -617,20 +650,87 @@
     var h = '<h1>' + esc(short(v.namespace + '/' + v.name, 300)) + ' <span class="badge o-' + esc(v.outcome) + '">' + esc(short(v.outcome, 100)) + '</span></h1>';
     h += '<p class="meta">' + esc(fmtLen(v.durationMs, v.durText)) + ' · started ' + timeHTML(v.start) + (v.node ? ' · node ' + show(v.node) : '') +
       (v.workload ? ' · ' + show(v.workload) : '') + ' · trace <code>' + esc(short(v.traceId, 100)) + '</code>' + traceLink(v.traceId) +
-      (v.rollout ? ' · <a href="#/rollout/' + esc(encodeURIComponent(v.rollout)) + '">its rollout</a>' : '') + '</p>';
+      (v.rollout ? ' · <a href="#/rollout/' + esc(encodeURIComponent(v.rollout)) + '">its rollout</a>' : '') + nodeStartup(v.spans) + '</p>';
     if (v.error) h += '<p class="err" role="alert">' + show(v.error) + '</p>';
+    main.innerHTML = h + waterfallHTML(v.spans, SPAN_CATS);
+    waterfall(v.spans, v.durationMs);
+  }
+
+  // nodeStartup links a Pod to the startup of the new Node it waited for, where it is held.
+  function nodeStartup(spans) {
+    var sp = spans.filter(function (s) { return s.nodeTrace && s.nodeHeld; })[0];
+    return sp ? ' · <a class="node-startup" href="#/node/' + esc(encodeURIComponent(sp.nodeTrace)) + '">its new node\'s startup</a>' : '';
+  }
+
+  // ---- a new Node's startup: its steps as a Pod's waterfall, and the Pods that waited for it ----
+
+  function renderNode(v) {
+    document.getElementById('filters').hidden = true;
+    setCrumbs('<a href="' + esc(listHash()) + '">list</a> / ' + esc(short(nodeName(v), 300)));
+    var h = '<h1>' + esc(short(nodeName(v), 300)) + ' <span class="badge o-' + esc(v.outcome) + '">' + esc(short(v.outcome, 100)) + '</span></h1>';
+    var about = [];
+    if (v.provisioner) about.push('provisioner ' + show(v.provisioner));
+    if (v.nodeClaim) about.push('nodeclaim ' + show(v.nodeClaim));
+    if (v.nodePool) about.push('nodepool ' + show(v.nodePool));
+    h += '<p class="meta">' + esc(fmtLen(v.durationMs, v.durText)) + ' · started ' + timeHTML(v.start) + (about.length ? ' · ' + about.join(' · ') : '') +
+      ' · trace <code>' + esc(short(v.id, 100)) + '</code>' + traceLink(v.id) + '</p>';
+    if (v.reason) h += '<p class="err" role="alert">' + show(v.reason) + '</p>';
+    main.innerHTML = h + waterfallHTML(v.spans, NODE_CATS) + waitedList(v.waited || []);
+    waterfall(v.spans, v.durationMs);
+  }
+
+  // waitedList is the Pods that waited for a node, each opening its waterfall where it is held.
+  function waitedList(ws) {
+    if (!ws.length) return '';
+    return '<h2>' + count(ws.length, 'Pod') + ' waited for it</h2><ul class="waited" id="waited">' + ws.map(function (w) {
+      var name = esc(short(w.pod, 300));
+      return '<li>' + (w.held && w.uid ? '<a href="#/pod/' + esc(encodeURIComponent(w.uid)) + '">' + name + '</a>' : name + ' <span class="muted">(its trace is not held)</span>') + '</li>';
+    }).join('') + '</ul>';
+  }
+
+  // ---- a waterfall: a Pod's or a node's spans, one row each beneath its parent ----
+
+  // waterfallHTML is a waterfall's legend (of cats, those drawn), its chart and its detail.
+  function waterfallHTML(spans, cats) {
     var present = {};
-    v.spans.forEach(function (sp) { present[sp.cat] = 1; (sp.parts || []).forEach(function (p) { present[p.cat] = 1; }); });
-    h += legend(SPAN_CATS, present) +
-      '<p class="hint">Hover a bar for where its times came from; ✕ marks a failure, ◆ a span event. ↑/↓ select a span, Esc goes back.</p>';
-    h += '<div class="chart" id="waterfall" tabindex="0" role="grid" aria-label="Waterfall: one row per span" aria-rowcount="' + v.spans.length +
-      '" data-rows="' + v.spans.length + '"><div class="axis"></div><div class="body"></div></div><div class="detail" id="detail" aria-live="polite"></div>';
-    main.innerHTML = h;
+    spans.forEach(function (sp) { present[sp.cat] = 1; (sp.parts || []).forEach(function (p) { present[p.cat] = 1; }); });
+    return legend(cats, present) +
+      '<p class="hint">Hover a bar for where its times came from; ✕ marks a failure, ◆ a span event. ↑/↓ select a span, Esc goes back.</p>' +
+      '<div class="chart" id="waterfall" tabindex="0" role="grid" aria-label="Waterfall: one row per span" aria-rowcount="' + spans.length +
+      '" data-rows="' + spans.length + '"><div class="axis"></div><div class="body"></div></div><div class="detail" id="detail" aria-live="polite"></div>';
+  }
+
+  // spanDetail is a waterfall row's detail: its times, its bounds' sources, its error, events
+  // and attributes, and the new node's startup it links to.
+  function spanDetail(sp, total) {
+    var rowsHTML = '<tr><td>span</td><td>' + show(sp.label) + ' (' + show(sp.service) + ')</td></tr>' +
+      '<tr><td>time</td><td>' + offset(sp.startMs) + ' for ' + esc(fmtLen(sp.durMs, sp.durText)) + (sp.parts || []).map(function (p) {
+        return ', ' + esc(PART_WORDS[p.cat] || p.cat) + ' ' + fmtMs(p.endMs - p.startMs);
+      }).join('') + '</td></tr>' +
+      (beyond(sp.startMs, sp.startMs + sp.durMs, total) ? '<tr><td>drawn</td><td>' + esc(beyond(sp.startMs, sp.startMs + sp.durMs, total)) + '</td></tr>' : '') +
+      '<tr><td>start</td><td>' + show(sp.sourceStart) + ', precision ' + show(sp.precisionStart) + '</td></tr>' +
+      '<tr><td>end</td><td>' + show(sp.sourceEnd) + ', precision ' + show(sp.precisionEnd) + '</td></tr>';
+    if (sp.error) rowsHTML += '<tr><td>error</td><td class="err">' + show(sp.message) + '</td></tr>';
+    if (sp.nodeTrace) {
+      rowsHTML += '<tr><td>new node</td><td>' + (sp.nodeHeld ? '<a href="#/node/' + esc(encodeURIComponent(sp.nodeTrace)) + '">its startup</a>' :
+        'its startup, trace <code>' + esc(short(sp.nodeTrace, 100)) + '</code>, is not held') + '</td></tr>';
+    }
+    (sp.events || []).forEach(function (e) {
+      rowsHTML += '<tr><td>event</td><td>' + show(e.name) + ' at ' + offset(e.atMs) + (e.attrs ? ' ' + show(JSON.stringify(e.attrs)) : '') + '</td></tr>';
+    });
+    Object.keys(sp.attrs || {}).sort().forEach(function (k) {
+      rowsHTML += '<tr><td>' + esc(short(k, 100)) + '</td><td>' + show(sp.attrs[k]) + '</td></tr>';
+    });
+    return rowsHTML;
+  }
+
+  // waterfall draws the chart waterfallHTML laid out, for spans over durationMs, and answers
+  // the mouse and the keys on it.
+  function waterfall(spans, durationMs) {
     var chart = document.getElementById('waterfall');
     var body = chart.querySelector('.body');
     var detail = document.getElementById('detail');
-    var spans = v.spans;
-    var total = v.durationMs > 0 ? v.durationMs : 1;
+    var total = durationMs > 0 ? durationMs : 1;
     var sel = -1;
     var L;
 
@@ -670,22 +770,7 @@
       if (i < 0 || i >= spans.length) return;
       sel = i;
       draw();
-      var sp = spans[i];
-      var rowsHTML = '<tr><td>span</td><td>' + show(sp.label) + ' (' + show(sp.service) + ')</td></tr>' +
-        '<tr><td>time</td><td>' + offset(sp.startMs) + ' for ' + esc(fmtLen(sp.durMs, sp.durText)) + (sp.parts || []).map(function (p) {
-          return ', ' + esc(PART_WORDS[p.cat] || p.cat) + ' ' + fmtMs(p.endMs - p.startMs);
-        }).join('') + '</td></tr>' +
-        (beyond(sp.startMs, sp.startMs + sp.durMs, total) ? '<tr><td>drawn</td><td>' + esc(beyond(sp.startMs, sp.startMs + sp.durMs, total)) + '</td></tr>' : '') +
-        '<tr><td>start</td><td>' + show(sp.sourceStart) + ', precision ' + show(sp.precisionStart) + '</td></tr>' +
-        '<tr><td>end</td><td>' + show(sp.sourceEnd) + ', precision ' + show(sp.precisionEnd) + '</td></tr>';
-      if (sp.error) rowsHTML += '<tr><td>error</td><td class="err">' + show(sp.message) + '</td></tr>';
-      (sp.events || []).forEach(function (e) {
-        rowsHTML += '<tr><td>event</td><td>' + show(e.name) + ' at ' + offset(e.atMs) + (e.attrs ? ' ' + show(JSON.stringify(e.attrs)) : '') + '</td></tr>';
-      });
-      Object.keys(sp.attrs || {}).sort().forEach(function (k) {
-        rowsHTML += '<tr><td>' + esc(short(k, 100)) + '</td><td>' + show(sp.attrs[k]) + '</td></tr>';
-      });
-      detail.innerHTML = '<table>' + rowsHTML + '</table>';
+      detail.innerHTML = '<table>' + spanDetail(spans[i], total) + '</table>';
     }
 
     body.addEventListener('mousemove', function (ev) {
