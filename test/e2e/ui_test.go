@@ -3,8 +3,8 @@
 package e2e
 
 // The web UI and the HTML report in a real browser: Debian's headless Chromium, driven over the
-// DevTools protocol (chromedp). TestUIReportOffline and TestUIReplayListen need no cluster (they
-// replay the real captures in tracer/testdata/real-node); TestUILiveRollout watches the local
+// DevTools protocol (chromedp). TestUIReport* and TestUIReplay* need no cluster (they replay
+// the real captures in tracer/testdata/real-node); TestUILiveRollout watches the local
 // readyspan's UI during a rollout. Screenshots go to .local/artifacts/ui/.
 //
 //	go test -tags e2e -count=1 -run 'TestUIReport|TestUIReplay' -v ./test/e2e/
@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -844,5 +845,125 @@ func TestUILiveRollout(t *testing.T) {
 		t.Errorf("the waterfall has %d spans", spans)
 	}
 	b.screenshot(t, "live-waterfall")
+	b.noProblems(t)
+}
+
+// The hostile names given to one of Karpenter's Nodes and its NodeClaim in a copy of the real
+// capture: a Node's and a NodeClaim's names are the cluster's strings too.
+const (
+	hostileNode  = `<img src=x onerror="window.__pwned='node'"><b class="injected">node</b>`
+	hostileClaim = `<svg onload="window.__pwned='claim'"></svg>claim`
+)
+
+// hostileKarpenter copies the Karpenter capture's recording with one Node's name and its
+// NodeClaim's replaced, everywhere they occur, by hostile markup.
+func hostileKarpenter(t *testing.T) string {
+	t.Helper()
+	src := capture(t, "karpenter")
+	dst := filepath.Join(t.TempDir(), "karpenter-hostile")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	quoted := func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) }
+	// The Node's name holds its NodeClaim's: the Node's first.
+	edit := strings.NewReplacer("kwok-default-27qkv-devourerink-2-xtckf382xe-4024404070", quoted(hostileNode), "default-27qkv", quoted(hostileClaim))
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := 0
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := edit.Replace(string(data))
+		if out != string(data) {
+			replaced++
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if replaced < 3 {
+		t.Fatalf("%d files name the Node: the capture changed and the test would prove nothing", replaced)
+	}
+	return dst
+}
+
+// TestUIReportNodes and TestUIReplayNodes open Karpenter's Nodes from the list, in the report
+// and served: the node with the hostile names is listed and drawn with its names as text (no
+// injected element, nothing run), its steps are drawn one row each with where each bound came
+// from, a Pod that waited for it opens its waterfall, and that Pod's wait opens the node again.
+func TestUIReportNodes(t *testing.T) {
+	bin := buildReadyspan(t)
+	b := newBrowser(t, 1280, 800)
+	report := writeHTMLReport(t, bin, b, hostileKarpenter(t), "nodes-hostile")
+	nodeChecks(t, b, "file://"+report)
+}
+
+func TestUIReplayNodes(t *testing.T) {
+	bin := buildReadyspan(t)
+	base := replayListen(t, bin, hostileKarpenter(t))
+	b := newBrowser(t, 1280, 800)
+	nodeChecks(t, b, base)
+}
+
+func nodeChecks(t *testing.T, b *browser, base string) {
+	t.Helper()
+	b.do(t, "open the list", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#nodes tbody tr`)))
+	if n := eval[int](t, b, `document.querySelectorAll('#nodes tbody tr').length`); n < 2 {
+		t.Errorf("%d nodes listed, want Karpenter's two", n)
+	}
+	href := eval[string](t, b, fmt.Sprintf(`(Array.from(document.querySelectorAll('#nodes tbody a')).find(a => a.textContent === %q) || {getAttribute: () => ''}).getAttribute('href')`, hostileNode))
+	if href == "" {
+		t.Fatalf("no node named %q, as text, in the list: %q", hostileNode, eval[string](t, b, `document.getElementById('nodes').innerText`))
+	}
+	b.do(t, "open the node", chromedp.Click(chromedp.CSS(`#nodes tbody a[href="`+href+`"]`)), chromedp.WaitVisible(chromedp.CSS(`#waterfall g.row`)))
+	b.screenshot(t, "node-"+slug(base))
+	if h1 := eval[string](t, b, `document.querySelector('main h1').textContent`); !strings.Contains(h1, hostileNode) {
+		t.Errorf("the node's title is %q, want its name as text", h1)
+	}
+	if meta := eval[string](t, b, `document.querySelector('main .meta').textContent`); !strings.Contains(meta, "nodeclaim "+hostileClaim) {
+		t.Errorf("the node's line says %q, want its NodeClaim's name as text", meta)
+	}
+	labels := eval[[]string](t, b, `Array.from(document.querySelectorAll('#waterfall g.row text.label')).map(l => l.textContent.trim())`)
+	for _, step := range []string{"node.startup", "node.launch", "node.instance", "node.registration", "node.kubelet_ready", "node.initialization"} {
+		if !slices.Contains(labels, step) {
+			t.Errorf("no %s row in the node's waterfall %q", step, labels)
+		}
+	}
+	b.do(t, "focus the waterfall", chromedp.Focus(chromedp.CSS(`#waterfall`)))
+	bound := regexp.MustCompile(`start\s+(watch|status|metadata|event-\S+|audit|derived)[^\n]*precision`)
+	for i := range labels {
+		b.do(t, "select a step", chromedp.KeyEvent(kb.ArrowDown))
+		if detail := eval[string](t, b, `document.getElementById('detail').innerText`); !bound.MatchString(detail) || !strings.Contains(detail, "end\t") {
+			t.Errorf("row %d (%s): the detail names no bound's source: %q", i, labels[i], detail)
+		}
+	}
+	injected := eval[string](t, b, `[document.querySelectorAll('img, .injected, main svg svg, body > b').length, String(window.__pwned)].join(' ')`)
+	if injected != "0 undefined" {
+		t.Errorf("injected elements, window.__pwned: %s", injected)
+	}
+
+	waiters := eval[int](t, b, `document.querySelectorAll('#waited a').length`)
+	if waiters == 0 {
+		t.Fatalf("no Pod that waited for the node opens: %q", eval[string](t, b, `(document.getElementById('waited') || {}).innerText || 'no list'`))
+	}
+	pod := eval[string](t, b, `document.querySelector('#waited a').textContent`)
+	// Each view has its own mark to wait for: the old view's waterfall is drawn until the new
+	// one's data comes.
+	b.do(t, "open a Pod that waited", chromedp.Click(chromedp.CSS(`#waited a`)), chromedp.WaitVisible(chromedp.CSS(`main .meta a.node-startup`)))
+	if h1 := eval[string](t, b, `document.querySelector('main h1').textContent`); !strings.HasPrefix(h1, pod) {
+		t.Errorf("the waiter %s opened %q", pod, h1)
+	}
+	b.do(t, "back to the node from the Pod's wait", chromedp.Click(chromedp.CSS(`main .meta a.node-startup`)), chromedp.WaitVisible(chromedp.CSS(`#waited`)))
+	if h1 := eval[string](t, b, `document.querySelector('main h1').textContent`); !strings.Contains(h1, hostileNode) {
+		t.Errorf("the Pod's wait opened %q, want its node", h1)
+	}
+	if injected := eval[string](t, b, `String(window.__pwned)`); injected != "undefined" {
+		t.Errorf("window.__pwned: %s", injected)
+	}
+	b.noCSPViolations(t)
 	b.noProblems(t)
 }
