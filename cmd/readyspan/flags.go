@@ -270,7 +270,7 @@ type outputFlag struct {
 func (o *outputFlag) register(fs *pflag.FlagSet) {
 	help := "output: waterfall or json (one JSON object per span per line)"
 	if o.html {
-		help = "output: waterfall, json (one JSON object per span per line) or html (one self-contained page: rollout Gantt charts, Pod waterfalls)"
+		help = "output: waterfall, json (one JSON object per span per line) or html (one self-contained page: rollout Gantt charts, Pod and node waterfalls)"
 	}
 	fs.StringVarP(&o.format, "output", "o", "waterfall", help)
 }

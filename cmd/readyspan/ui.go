@@ -28,7 +28,7 @@ type uiFlags struct {
 }
 
 func (u *uiFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&u.enabled, "ui", true, "serve the web UI (recent rollouts and Pod waterfalls) at / on --metrics-addr")
+	fs.BoolVar(&u.enabled, "ui", true, "serve the web UI (recent rollouts, Pod and node waterfalls) at / on --metrics-addr")
 	registerTraceURL(fs, &u.traceURL)
 	registerAllowedHosts(fs, &u.allowedHosts)
 	fs.IntVar(&u.maxRollouts, "ui-rollouts", web.DefaultMaxRollouts, "most recent rollout traces the UI keeps")
