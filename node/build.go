@@ -51,12 +51,6 @@ type Summary struct {
 	Drawn [numSteps]bool
 }
 
-// boundary is a step's end as observed, or not.
-type boundary struct {
-	name string
-	end  phases.Times
-}
-
 // Build turns an observed node startup into its trace. It does not modify s.
 func Build(s *Startup) *Trace {
 	var claimUID string
