@@ -57,7 +57,7 @@ func TestKubectlPlugin(t *testing.T) {
 		t.Errorf("kubectl readyspan version: %q %q (%v), want readyspan %s", out, stderr, err, strings.TrimSpace(string(version)))
 	}
 	_, stderr, err = plugin("readyspan", "explain", "-h")
-	if !strings.Contains(stderr, "kubectl readyspan explain (pod|deployment|statefulset|daemonset|job|cronjob|rollout)/NAME") || !strings.Contains(stderr, "--request-timeout") {
+	if !strings.Contains(stderr, "kubectl readyspan explain (pod|deployment|statefulset|daemonset|job|cronjob|node|rollout)/NAME") || !strings.Contains(stderr, "--request-timeout") {
 		t.Errorf("kubectl readyspan explain -h (%v) does not name the plugin or lacks kubectl's flags:\n%s", err, stderr)
 	}
 
