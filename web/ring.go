@@ -279,24 +279,24 @@ func (f Filter) match(namespace, workload string) bool {
 
 // Rollouts lists the rollouts held, newest first.
 func (r *Ring) Rollouts(f Filter) []RolloutSummary {
-	r.mu.RLock()
-	es := live(r.rollouts.byID, func(e *entry) bool { return f.match(e.rollout.Namespace, e.rollout.Workload) })
-	r.mu.RUnlock()
-	out := make([]RolloutSummary, len(es))
-	for i, e := range es {
-		out[i] = e.rollout
-	}
-	return out
+	return summaries(r, &r.rollouts, func(e *entry) bool { return f.match(e.rollout.Namespace, e.rollout.Workload) },
+		func(e *entry) RolloutSummary { return e.rollout })
 }
 
 // Pods lists the Pod traces held, newest first.
 func (r *Ring) Pods(f Filter) []PodSummary {
+	return summaries(r, &r.pods, func(e *entry) bool { return f.match(e.pod.Namespace, e.pod.Workload) },
+		func(e *entry) PodSummary { return e.pod })
+}
+
+// summaries is the summary of each entry of q that keep keeps, newest first.
+func summaries[T any](r *Ring, q *queue, keep func(*entry) bool, summary func(*entry) T) []T {
 	r.mu.RLock()
-	es := live(r.pods.byID, func(e *entry) bool { return f.match(e.pod.Namespace, e.pod.Workload) })
+	es := live(q.byID, keep)
 	r.mu.RUnlock()
-	out := make([]PodSummary, len(es))
+	out := make([]T, len(es))
 	for i, e := range es {
-		out[i] = e.pod
+		out[i] = summary(e)
 	}
 	return out
 }
@@ -351,14 +351,7 @@ func (r *Ring) Pod(uid string) []byte {
 // Nodes lists the node startup traces held, newest first. Nodes belong to no namespace or
 // workload: no filter narrows them.
 func (r *Ring) Nodes() []NodeSummary {
-	r.mu.RLock()
-	es := live(r.nodes.byID, func(*entry) bool { return true })
-	r.mu.RUnlock()
-	out := make([]NodeSummary, len(es))
-	for i, e := range es {
-		out[i] = e.node
-	}
-	return out
+	return summaries(r, &r.nodes, func(*entry) bool { return true }, func(e *entry) NodeSummary { return e.node })
 }
 
 // Node is a node's startup view as JSON, by its trace ID, or nil. Whether each Pod that waited
