@@ -59,16 +59,11 @@ func Build(s *Startup) *Trace {
 	}
 	key := phases.NodeStartupKey(claimUID, s.UID)
 	t := &Trace{TraceID: TraceIDFor(claimUID, s.UID), Startup: s}
-	start, ok := s.Created.Resolve()
-	if s.Claim != nil {
-		if c, cok := s.Claim.Created.Resolve(); cok {
-			start, ok = c, true
-		}
-	}
+	start, ok := startOf(s)
 	if !ok {
 		start = phases.Stamp{Source: phases.SourceDerived}
 	}
-	steps := stepsOf(s)
+	steps := stepsOf(s, start, ok)
 	end := start
 	for _, st := range steps {
 		if st.Source != phases.SourceDerived && st.end.At > end.At {
@@ -124,7 +119,7 @@ type drawnStep struct {
 // its own boundary. A boundary not observed, or at or before the one before it (a KWOK or a
 // cloud Node stating Ready in the second it was created), draws no step: its time lies in the
 // step before.
-func stepsOf(s *Startup) [numSteps]drawnStep {
+func stepsOf(s *Startup, from phases.Stamp, ok bool) [numSteps]drawnStep {
 	var ends [numSteps]phases.Times
 	if c := s.Claim; c != nil {
 		ends[0], ends[2] = c.Launched, c.Registered
@@ -135,12 +130,6 @@ func stepsOf(s *Startup) [numSteps]drawnStep {
 	}
 	ends[7] = daemonPodsReady(s.DaemonPods)
 	var out [numSteps]drawnStep
-	from, ok := s.Created.Resolve()
-	if c := s.Claim; c != nil {
-		if cs, cok := c.Created.Resolve(); cok {
-			from, ok = cs, true
-		}
-	}
 	for i := range out {
 		out[i].Source = phases.SourceDerived
 		to, tok := ends[i].Resolve()
@@ -151,6 +140,17 @@ func stepsOf(s *Startup) [numSteps]drawnStep {
 		from = to
 	}
 	return out
+}
+
+// startOf is where a node's startup starts: its NodeClaim's creation (the decision), else the
+// Node's.
+func startOf(s *Startup) (phases.Stamp, bool) {
+	if s.Claim != nil {
+		if c, ok := s.Claim.Created.Resolve(); ok {
+			return c, true
+		}
+	}
+	return s.Created.Resolve()
 }
 
 // daemonPodsReady is when the last of the DaemonSet Pods turned Ready, none if any is not.

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -70,7 +71,7 @@ func (c *Correlator) noteNodePod(d *watch.Delta, p *corev1.Pod) {
 	}
 	st := n.startup
 	if ref := objects.ControllerOf(&p.ObjectMeta); ref != nil && ref.Kind == "DaemonSet" {
-		i := indexOfPod(len(st.daemonPods), func(i int) string { return st.daemonPods[i].UID }, string(p.UID))
+		i := slices.IndexFunc(st.daemonPods, func(dp node.DaemonPod) bool { return dp.UID == string(p.UID) })
 		if i < 0 {
 			if len(st.daemonPods) >= node.MaxDaemonPods {
 				return
@@ -87,19 +88,10 @@ func (c *Correlator) noteNodePod(d *watch.Delta, p *corev1.Pod) {
 	}
 	if stampOf(n.created, phases.SourceMetadata) < phases.InstantOf(p.CreationTimestamp.Time) ||
 		len(st.waiters) >= node.MaxWaiters ||
-		indexOfPod(len(st.waiters), func(i int) string { return st.waiters[i].UID }, string(p.UID)) >= 0 {
+		slices.ContainsFunc(st.waiters, func(w phases.PodRef) bool { return w.UID == string(p.UID) }) {
 		return
 	}
 	st.waiters = append(st.waiters, podRefOf(p))
-}
-
-func indexOfPod(n int, uid func(int) string, want string) int {
-	for i := range n {
-		if uid(i) == want {
-			return i
-		}
-	}
-	return -1
 }
 
 func podRefOf(p *corev1.Pod) phases.PodRef {
