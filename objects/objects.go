@@ -91,3 +91,39 @@ func NodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// PreStop says whether a container of the Pod has a preStop hook, the longest sleep such a
+// hook declares, and whether one is an exec, httpGet or tcpSocket hook (whose end no watch
+// shows).
+func PreStop(p *corev1.Pod) (has bool, sleep time.Duration, other bool) {
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+			continue
+		}
+		has = true
+		h := c.Lifecycle.PreStop
+		if h.Sleep != nil && h.Sleep.Seconds > 0 {
+			sleep = max(sleep, time.Duration(min(h.Sleep.Seconds, 1<<31))*time.Second)
+		}
+		if h.Exec != nil || h.HTTPGet != nil || h.TCPSocket != nil {
+			other = true
+		}
+	}
+	return has, sleep, other
+}
+
+// PodAddresses are the Pod's IPs (status.podIPs, else status.podIP), as kube-proxy's rules
+// name its endpoints.
+func PodAddresses(p *corev1.Pod) []string {
+	var out []string
+	for _, ip := range p.Status.PodIPs {
+		if ip.IP != "" {
+			out = append(out, ip.IP)
+		}
+	}
+	if len(out) == 0 && p.Status.PodIP != "" {
+		out = append(out, p.Status.PodIP)
+	}
+	return out
+}

@@ -234,6 +234,9 @@ func (b *builder) timeline() timeline {
 		if !endpoints.observed {
 			served = point{}
 		}
+		if last := programmed(p.Programming, endpoints); last.observed {
+			served = later(served, last) // serving once every node's kube-proxy sends it traffic
+		}
 	}
 	tl.created, tl.served = created, served
 	tl.scaled, tl.kubeletDone, tl.ready = scaled, kubeletDone, ready
@@ -773,6 +776,7 @@ func (b *builder) status(parent int, start, kubeletDone, ready point) {
 	if p.HasService {
 		if ep := resolve(p.EndpointsReady); ep.observed {
 			b.add(spanHead{Name: SpanStatusEndpoints, Path: SpanStatusEndpoints, Service: ServiceController}, parent, later(ready, start), ep)
+			b.programming(parent, ep)
 		}
 	}
 }

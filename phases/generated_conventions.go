@@ -101,6 +101,9 @@ const (
 	SpanStatusReady = "status.ready"
 	// The Pod's address ready in an EndpointSlice of its Services.
 	SpanStatusEndpoints = "status.endpoints"
+	// The Pod's address in its Services' EndpointSlices → in kube-proxy's rules on the last node
+	// waited for (readyspan node reports each node's rules).
+	SpanStatusProgramming = "status.programming"
 )
 
 // The components' own spans, copied into a Pod's trace when readyspan receives them (readyspan run
@@ -227,6 +230,22 @@ const (
 	// false on a phase that does not apply to the Pod (a bare Pod's controllers), drawn with zero
 	// length.
 	AttrApplicable = "readyspan.phase.applicable"
+	// On status.programming: kube-proxy's mode as the nodes' rules showed it (iptables, nftables).
+	AttrProgrammingMode = "readyspan.programming.mode"
+	// On status.programming: the nodes waited for (their node component was reporting when the Pod
+	// entered its endpoints).
+	AttrProgrammingNodes = "readyspan.programming.nodes"
+	// On status.programming: how many of them put the Pod in their rules within the wait.
+	AttrProgrammingProgrammed = "readyspan.programming.programmed"
+	// On status.programming: the median node's time from the endpoints to its rules, in ms.
+	AttrProgrammingP50 = "readyspan.programming.p50_ms"
+	// On status.programming: the 99th percentile node's time, in ms.
+	AttrProgrammingP99 = "readyspan.programming.p99_ms"
+	// On status.programming: the slowest node's time, in ms.
+	AttrProgrammingMax = "readyspan.programming.max_ms"
+	// On a node.programmed event of status.programming (the slowest nodes): that node's time from
+	// the endpoints to its rules, in ms.
+	AttrProgrammingDelay = "readyspan.programming.delay_ms"
 	// On the root: what the chain starts from: a workload's kind in lower case (deployment,
 	// replicaset, statefulset, daemonset, job, cronjob, rollout), controller, or pod.
 	AttrRoot = "readyspan.root"
@@ -351,6 +370,7 @@ var Catalogue = []SpanInfo{
 	{Name: SpanStatusRunning, Phase: PhaseStatus},
 	{Name: SpanStatusReady, Phase: PhaseStatus},
 	{Name: SpanStatusEndpoints, Phase: PhaseStatus},
+	{Name: SpanStatusProgramming, Phase: PhaseStatus},
 	{Name: SpanAPIRequest, Phase: PhaseAPIServer},
 	{Name: SpanAPIPodCreate, Phase: PhaseControllers},
 	{Name: SpanAPIBinding, Phase: PhaseScheduling},

@@ -216,6 +216,11 @@ type Pod struct {
 	Ready          Times // Ready=True reported
 	EndpointsReady Times // the Pod's address ready in an EndpointSlice of a Service selecting it
 	HasService     bool  // a Service selects the Pod, so endpoints are part of "serving"
+	// Addresses are the Pod's IPs (status.podIPs): what kube-proxy's rules name.
+	Addresses []string
+	// Programming is each node's kube-proxy putting the Pod in its rules, when readyspan's node
+	// component reports them; nil otherwise.
+	Programming *Programming
 
 	Deleted Times
 

@@ -136,7 +136,11 @@ func Build(r *Rollout) *Trace {
 		case it.newPod != nil:
 			t.Spans = append(t.Spans, podSpans(key, parentOf(it.step), it, cp.pods[it.uid])...)
 		case it.oldPod != nil:
-			t.Spans = append(t.Spans, terminateSpan(it, parentOf(it.step), cp.pods[it.oldPod.UID], span))
+			term := terminateSpan(it, parentOf(it.step), cp.pods[it.oldPod.UID], span)
+			t.Spans = append(t.Spans, term)
+			if rot, ok := rotationSpan(it.oldPod, term.SpanID, cp.pods[it.oldPod.UID], span); ok {
+				t.Spans = append(t.Spans, rot)
+			}
 		}
 	}
 	sort.SliceStable(t.Spans[1:], func(i, j int) bool { return t.Spans[1+i].Start.Before(t.Spans[1+j].Start) })

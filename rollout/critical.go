@@ -436,6 +436,9 @@ func sentence(r *Rollout, sum *Summary) string {
 	if w := nodeWaitWords(r); w != "" {
 		b.WriteString(", " + w)
 	}
+	if w := rotationWords(r); w != "" {
+		b.WriteString(", " + w)
+	}
 	b.WriteString("; ")
 	b.WriteString(waves(r, sum))
 	if s := strategyWords(r); s != "" {

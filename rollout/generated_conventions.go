@@ -99,6 +99,21 @@ const (
 	AttrPreStop = "readyspan.pod.termination.prestop"
 	// On rollout.pod.terminate: whether a container was killed at the end of the grace period.
 	AttrKilled = "readyspan.pod.termination.killed"
+	// On rollout.pod.rotation: the nodes waited for (their node component was reporting when the
+	// old Pod was deleted).
+	AttrRotationNodes = "readyspan.pod.rotation.nodes"
+	// On rollout.pod.rotation: how many of them took the old Pod out of their rules within the
+	// wait.
+	AttrRotationRemoved = "readyspan.pod.rotation.removed"
+	// On rollout.pod.rotation: how many of them still had it in their rules after it was told to
+	// stop.
+	AttrRotationLate = "readyspan.pod.rotation.late"
+	// On rollout.pod.rotation: how long after its stop the last node took it out, in ms (0: all
+	// before).
+	AttrRotationAfterStop = "readyspan.pod.rotation.after_stop_ms"
+	// On rollout.pod.rotation: what the stop is measured from: deletion, deletion + preStop sleep N
+	// s, or a preStop hook whose end is not observed.
+	AttrRotationStop = "readyspan.pod.rotation.stop"
 	// On rollout.blocked, and the root of a blocked rollout: the kind of refusal (quota, admission,
 	// PodSecurity, …).
 	AttrRejectionClass = "readyspan.rollout.rejection.class"

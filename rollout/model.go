@@ -120,6 +120,28 @@ type OldPod struct {
 	GracePeriod int64
 	PreStop     bool
 	Killed      bool
+	// PreStopSleep is the longest preStop sleep its containers declared (a sleep hook's
+	// seconds): their SIGTERM comes that long after the deletion. PreStopOther says a container
+	// has an exec or httpGet preStop hook, whose end is not observable.
+	PreStopSleep time.Duration
+	PreStopOther bool
+	// Addresses are the Pod's IPs, as kube-proxy's rules name them.
+	Addresses []string
+	// Rotation is each node's kube-proxy taking the Pod out of its Services' rotation, when
+	// readyspan's node component reports them; nil otherwise. A node's At is when it did (zero:
+	// not within the wait).
+	Rotation *phases.Programming
+}
+
+// Stop is when an old Pod's containers were told to stop: its deletion plus its preStop
+// sleep. Exact is false when an exec or httpGet hook runs first: the stop is then later by the
+// hook's unobserved length, and the deletion plus the sleep only bounds it from below.
+func (o *OldPod) Stop() (at time.Time, exact bool) {
+	d, _ := o.Deleted.Resolve()
+	if d.Time().IsZero() {
+		return time.Time{}, false
+	}
+	return d.Time().Add(o.PreStopSleep), !o.PreStopOther
 }
 
 // Rollout is everything readyspan observed about one rollout. The tracer fills it; Build turns

@@ -178,7 +178,7 @@ func slimContainers(cs []corev1.Container) {
 				keep.Lifecycle.PostStart = &corev1.LifecycleHandler{}
 			}
 			if c.Lifecycle.PreStop != nil {
-				keep.Lifecycle.PreStop = &corev1.LifecycleHandler{} // rollouts say whether a preStop hook ran
+				keep.Lifecycle.PreStop = slimHandler(c.Lifecycle.PreStop) // rollouts measure the stop from it
 			}
 		}
 		*c = keep
@@ -206,6 +206,22 @@ func slimVolume(v corev1.VolumeSource) corev1.VolumeSource {
 		out.Ephemeral = &corev1.EphemeralVolumeSource{} // its claim is named after the Pod and the volume
 	default:
 		out.HostPath = &corev1.HostPathVolumeSource{} // any other kind: stateful
+	}
+	return out
+}
+
+// slimHandler keeps of a preStop hook its sleep and which other kind it is: a rollout's old
+// Pod is told to stop after the sleep, and after an exec or httpGet hook whose end it cannot see.
+func slimHandler(h *corev1.LifecycleHandler) *corev1.LifecycleHandler {
+	out := &corev1.LifecycleHandler{Sleep: h.Sleep}
+	if h.Exec != nil {
+		out.Exec = &corev1.ExecAction{}
+	}
+	if h.HTTPGet != nil {
+		out.HTTPGet = &corev1.HTTPGetAction{}
+	}
+	if h.TCPSocket != nil {
+		out.TCPSocket = &corev1.TCPSocketAction{}
 	}
 	return out
 }

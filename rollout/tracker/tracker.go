@@ -95,7 +95,12 @@ type wlPod struct {
 	grace      int64
 	preStop    bool
 	killed     bool
-	trace      *phases.Trace
+	// preStopSleep is the longest preStop sleep declared, preStopOther an exec or httpGet
+	// preStop hook; addresses are the Pod's IPs.
+	preStopSleep time.Duration
+	preStopOther bool
+	addresses    []string
+	trace        *phases.Trace
 }
 
 // workloadState is one workload's last observation, its scaling steps, and the rollout in
@@ -397,10 +402,9 @@ func (r *Tracker) HandlePod(d *watch.Delta, p *corev1.Pod) {
 		wp.ready.Add(d.WatchTime(), phases.SourceWatch)
 		wp.ready.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
-	for i := range p.Spec.Containers {
-		if c := &p.Spec.Containers[i]; c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-			wp.preStop = true
-		}
+	wp.preStop, wp.preStopSleep, wp.preStopOther = objects.PreStop(p)
+	if ips := objects.PodAddresses(p); len(ips) > 0 {
+		wp.addresses = ips
 	}
 	if p.DeletionTimestamp != nil && !wp.deleted.Known() {
 		wp.deleted.Add(d.WatchTime(), phases.SourceWatch)
@@ -689,7 +693,8 @@ func (r *Tracker) observed(w *workloadState, a *activeRollout, outcome rollout.O
 	}
 	for _, p := range olds {
 		obs.OldPods = append(obs.OldPods, rollout.OldPod{UID: string(p.uid), Name: p.name, Deleted: p.deleted,
-			Gone: p.gone, GracePeriod: p.grace, PreStop: p.preStop, Killed: p.killed})
+			Gone: p.gone, GracePeriod: p.grace, PreStop: p.preStop, Killed: p.killed,
+			PreStopSleep: p.preStopSleep, PreStopOther: p.preStopOther, Addresses: p.addresses})
 	}
 	if (obs.Kind == rollout.KindUpdate || obs.Kind == rollout.KindRestart) && r.rolledBack(&obs, news) {
 		obs.Kind = rollout.KindRollback

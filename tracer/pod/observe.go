@@ -74,6 +74,7 @@ func (s *State) Observe(unparsed func(*events.Event)) *phases.Pod {
 		Namespace: p.Namespace,
 		Node:      p.Spec.NodeName,
 		Created:   append(phases.Times(nil), s.created...),
+		Addresses: objects.PodAddresses(p),
 	}
 	if e := s.createdEvent; e != nil {
 		obs.Created.Add(e.NameTime.Time(), phases.SourceEventName)
