@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/readyspan/readyspan/phases"
 )
 
@@ -129,13 +131,17 @@ type Report struct {
 // port is missing or malformed: every string in it came from a sender.
 func Parse(sp *phases.ComponentSpan) (Report, error) {
 	node := sp.Attr(AttrNode)
-	if node == "" {
-		return Report{}, fmt.Errorf("%s span without %s", sp.Name, AttrNode)
+	if errs := validation.IsDNS1123Subdomain(node); len(errs) > 0 {
+		return Report{}, fmt.Errorf("%s span's %s is not a node name", sp.Name, AttrNode)
+	}
+	mode := sp.Attr(AttrMode)
+	if mode != ModeIPTables && mode != ModeNFTables {
+		mode = "" // a mode readyspan does not know is not repeated
 	}
 	switch sp.Name {
 	case SpanSynced:
 		n, _ := intAttr(sp, AttrEndpoints)
-		return Report{Sync: &Sync{Node: node, Mode: sp.Attr(AttrMode), At: sp.End, Endpoints: int(n)}}, nil
+		return Report{Sync: &Sync{Node: node, Mode: mode, At: sp.End, Endpoints: int(max(n, 0))}}, nil
 	case SpanProgrammed, SpanRemoved:
 	default:
 		return Report{}, fmt.Errorf("unknown span %q", sp.Name)
@@ -148,13 +154,19 @@ func Parse(sp *phases.ComponentSpan) (Report, error) {
 	if !ok || port <= 0 || port > 65535 {
 		return Report{}, fmt.Errorf("%s missing or out of range", AttrPort)
 	}
-	ns, svc := sp.Attr(AttrNamespace), sp.Attr(AttrService)
-	if ns == "" || svc == "" {
-		return Report{}, fmt.Errorf("%s span without its Service", sp.Name)
+	ns, svc, portName := sp.Attr(AttrNamespace), sp.Attr(AttrService), sp.Attr(AttrPortName)
+	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(svc)) > 0 || len(portName) > validation.DNS1123LabelMaxLength {
+		return Report{}, fmt.Errorf("%s span without a valid Service", sp.Name)
 	}
-	c := &Change{Node: node, In: sp.Name == SpanProgrammed, At: sp.End, Mode: sp.Attr(AttrMode),
-		Endpoint: Endpoint{Namespace: ns, Service: svc, PortName: sp.Attr(AttrPortName),
-			Protocol: sp.Attr(AttrProtocol), Address: addr.Unmap(), Port: int32(port)}}
+	proto := sp.Attr(AttrProtocol)
+	switch proto {
+	case "tcp", "udp", "sctp", "":
+	default:
+		return Report{}, fmt.Errorf("%s span's %s is not tcp, udp or sctp", sp.Name, AttrProtocol)
+	}
+	c := &Change{Node: node, In: sp.Name == SpanProgrammed, At: sp.End, Mode: mode,
+		Endpoint: Endpoint{Namespace: ns, Service: svc, PortName: portName,
+			Protocol: proto, Address: addr.Unmap(), Port: int32(port)}}
 	if ms, ok := floatAttr(sp, AttrPrecision); ok && ms >= 0 && ms < 3.6e6 {
 		c.Precision = time.Duration(ms * float64(time.Millisecond))
 	}
