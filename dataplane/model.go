@@ -126,6 +126,17 @@ type Report struct {
 	Sync   *Sync
 }
 
+// Node is the node the report is about.
+func (r Report) Node() string {
+	switch {
+	case r.Change != nil:
+		return r.Change.Node
+	case r.Sync != nil:
+		return r.Sync.Node
+	}
+	return ""
+}
+
 // Parse reads a received span of the node component (as the OTLP input decodes it) into a
 // Report. It refuses a span that is not one of the component's, or whose node, address or
 // port is missing or malformed: every string in it came from a sender.

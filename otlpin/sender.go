@@ -67,3 +67,9 @@ func (s Sender) may(component string) (node string, ok bool) {
 	}
 	return "", false
 }
+
+// mayReport says whether the sender may report the kube-proxy rules of the node: its own node
+// when node-bound, any node when it may write for any.
+func (s Sender) mayReport(node string) bool {
+	return s.AnyNode || s.Node != "" && s.Node == node
+}

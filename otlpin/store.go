@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/readyspan/readyspan/dataplane"
 	"github.com/readyspan/readyspan/phases"
 )
 
@@ -51,8 +52,9 @@ const (
 	ReasonCrowded    = "crowded"    // past maxSpansPerTrace spans in a trace, or the oldest of more than maxTracesPerKey traces of one Pod
 )
 
-// componentLabels are the component label's values: the three components joined, and other.
-var componentLabels = []string{phases.ServiceAPIServer, phases.ServiceKubelet, phases.ServiceContainerd, labelOther}
+// componentLabels are the component label's values: the three components joined, readyspan's
+// node component, and other.
+var componentLabels = []string{phases.ServiceAPIServer, phases.ServiceKubelet, phases.ServiceContainerd, dataplane.Component, labelOther}
 
 const labelOther = "other"
 
@@ -65,6 +67,8 @@ func component(service string) string {
 		return phases.ServiceKubelet
 	case "containerd":
 		return phases.ServiceContainerd
+	case dataplane.Component:
+		return dataplane.Component
 	}
 	return labelOther
 }
@@ -80,6 +84,8 @@ type Store struct {
 	hold     time.Duration
 	maxBytes int64
 	now      func() time.Time
+	// dataplane files the node component's reports; they are not held here.
+	dataplane *dataplane.Table
 
 	traces    map[heldKey]*held
 	all       queue                  // every held trace in arrival order: expiry and eviction
@@ -210,18 +216,34 @@ func (s *Store) Request(sender Sender) *Request {
 	return &Request{s: s, sender: sender, seq: s.requests}
 }
 
-// Add files a chunk of the request's spans; it copies what it keeps.
+// Add files a chunk of the request's spans; it copies what it keeps. The node component's
+// reports go to the table SetDataplane gave, once the store's lock is let go.
 func (r *Request) Add(spans []phases.ComponentSpan) {
 	s := r.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
+	reports, now := r.add(spans)
+	table := s.dataplane
+	s.mu.Unlock()
+	for _, rep := range reports {
+		table.Add(rep, now)
+	}
+}
+
+func (r *Request) add(spans []phases.ComponentSpan) (reports []dataplane.Report, now time.Time) {
+	s := r.s
+	now = s.now()
 	s.expire(now)
 	for i := range spans {
 		sp := &spans[i]
 		s.m.received(sp.Service)
 		if sp.TraceID == (phases.TraceID{}) || sp.SpanID.IsZero() {
 			s.m.dropped(sp.Service, ReasonMalformed, 1)
+			continue
+		}
+		if sp.Service == dataplane.Component {
+			if rep, ok := r.report(sp, now); ok {
+				reports = append(reports, rep)
+			}
 			continue
 		}
 		if component(sp.Service) == labelOther {
@@ -259,6 +281,37 @@ func (r *Request) Add(spans []phases.ComponentSpan) {
 		s.addSpan(h, sp)
 	}
 	s.evict()
+	return reports, now
+}
+
+// report checks one span of readyspan's node component: it must parse, and a node-bound
+// sender reports only its own node's rules.
+func (r *Request) report(sp *phases.ComponentSpan, now time.Time) (dataplane.Report, bool) {
+	s := r.s
+	if s.dataplane == nil {
+		s.m.dropped(sp.Service, ReasonComponent, 1)
+		return dataplane.Report{}, false
+	}
+	rep, err := dataplane.Parse(sp)
+	if err != nil {
+		s.m.dropped(sp.Service, ReasonMalformed, 1)
+		return dataplane.Report{}, false
+	}
+	if !r.sender.mayReport(rep.Node()) {
+		s.m.dropped(sp.Service, ReasonForbidden, 1)
+		return dataplane.Report{}, false
+	}
+	s.lastSeen[sp.Service] = now
+	s.m.joined(sp.Service)
+	return rep, true
+}
+
+// SetDataplane has the node component's reports filed in t (nil: they are dropped, counted as
+// component).
+func (s *Store) SetDataplane(t *dataplane.Table) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dataplane = t
 }
 
 // End decides, for each trace the request added to, whether what has come of it says it
