@@ -24,6 +24,9 @@ type ReceiveOptions struct {
 	// Wait is how long a finished Pod trace waits, at most, for the components' spans it
 	// expects (they export in batches) before it is exported with what arrived.
 	Wait time.Duration
+	// LastMileWait is how long a Pod trace waits, at most, for the nodes readyspan node
+	// reports from to put the Pod in their rules (a rollout, for its old Pods to leave them).
+	LastMileWait time.Duration
 }
 
 // DefaultComponentWait is the default of ReceiveOptions.Wait: the kube-apiserver, the kubelet

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyspan/readyspan/access"
+	"github.com/readyspan/readyspan/dataplane"
 	"github.com/readyspan/readyspan/exporters/otlp"
 	promexp "github.com/readyspan/readyspan/exporters/prometheus"
 	"github.com/readyspan/readyspan/leader"
@@ -24,6 +25,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/rollout/tracker"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
@@ -49,6 +51,8 @@ type Daemon struct {
 	// (nil without --otlp-receive).
 	recv *otlpin.Receiver
 	join *joinStage
+	// lastMile holds the traces waiting for the nodes' kube-proxy rules (readyspan node).
+	lastMile *lastMileStage
 }
 
 // Run runs the daemon until ctx ends, then stops it (see stop for the order).
@@ -156,6 +160,10 @@ func (d *Daemon) buildPipeline(r *router, reg *prometheus.Registry) error {
 		}
 		d.join = newJoinStage(store, o.Receive.Wait, sink.Export, reg, d.log)
 		sink = tracer.SinkFunc(d.join.pod)
+		table := dataplane.NewTable(0, 0)
+		store.SetDataplane(table)
+		d.lastMile = newLastMileStage(table, o.Receive.LastMileWait, sink.Export, rollouts.ExportRollout, reg)
+		sink, rollouts = tracer.SinkFunc(d.lastMile.pod), tracker.SinkFunc(d.lastMile.rollout)
 	}
 	po := o.Pipeline
 	po.Trace = cfg
@@ -231,6 +239,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		joinCtx, stopJoin := context.WithCancel(ctx)
 		defer stopJoin()
 		go d.join.run(joinCtx)
+		go d.lastMile.run(joinCtx)
 	}
 	if err := d.source.Reachable(ctx); err != nil {
 		d.log.Error("Apiserver unreachable; retrying in the background", "err", err.Error()) // a daemon keeps trying
@@ -289,7 +298,9 @@ func (d *Daemon) stop(ctx context.Context, stopElect context.CancelFunc, electDo
 		d.corr.Drain()
 	}
 	if d.join != nil {
-		// The traces waiting for the components' spans go with what arrived.
+		// The traces waiting for the nodes' rules and the components' spans go with what
+		// arrived.
+		d.lastMile.flush()
 		d.join.flush()
 	}
 	if err := d.recv.Shutdown(context.WithoutCancel(ctx)); err != nil {

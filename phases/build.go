@@ -95,7 +95,7 @@ func phaseIndex(name string) int {
 // the same Pod gives the same spans.
 func Build(in *Pod, opts Options) *Trace {
 	p, skew := correctSkew(in)
-	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in}, outcome: p.Outcome, spanIDs: spanIDSeedFor(p.UID)}
+	b := &builder{pod: p, trace: &Trace{TraceID: TraceIDFor(p.UID), Pod: in, Options: opts}, outcome: p.Outcome, spanIDs: spanIDSeedFor(p.UID)}
 	sc := scratchPool.Get().(*buildScratch)
 	defer sc.release(b)
 	b.trace.Spans, b.attrBlock, b.parents, b.drawn = make([]Span, 0, max(sc.spans, minSpans)), sc.attrs[:0], sc.parents[:0], sc.drawn[:0]

@@ -13,7 +13,8 @@ const ServiceKubeProxy = "kube-proxy"
 
 // Programming is the last mile of a Pod's startup: when kube-proxy on each node put the Pod's
 // address into its Services' rotation, as readyspan's node component reported it (package
-// dataplane). A Pod is serving once every node waited for has it.
+// dataplane). A Pod is serving once every node waited for has it; one that some node never
+// programmed within the wait serves from the last node that did, and its span is an error.
 type Programming struct {
 	// Mode is kube-proxy's mode as the rules showed it (iptables, nftables); "" when the
 	// nodes differ or none said.
@@ -39,28 +40,25 @@ type NodeProgramming struct {
 // span's percentiles only, so that a Pod on a 1,000-node cluster is not 1,000 spans.
 const programmingSlowest = 5
 
-// complete reports whether every node waited for programmed the Pod, and when the last did.
-func (g *Programming) complete() (last time.Time, ok bool) {
-	if g == nil || len(g.Nodes) == 0 {
-		return time.Time{}, false
+// last is when the last node that programmed the Pod did (zero: none did).
+func (g *Programming) last() (last time.Time) {
+	if g == nil {
+		return time.Time{}
 	}
 	for _, n := range g.Nodes {
-		if n.At.IsZero() {
-			return time.Time{}, false
-		}
 		if n.At.After(last) {
 			last = n.At
 		}
 	}
-	return last, true
+	return last
 }
 
-// programmed is the point the Pod was programmed on every node waited for, never before its
-// address was in the endpoints (kube-proxy reads the EndpointSlice: a node that seems earlier
-// has a clock behind). Not observed while a node is missing.
+// programmed is the point the last node put the Pod in its rules, never before its address was
+// in the endpoints (kube-proxy reads the EndpointSlice: a node that seems earlier has a clock
+// behind). A node that never did within the wait does not move it: the span says it is missing.
 func programmed(g *Programming, endpoints point) point {
-	last, ok := g.complete()
-	if !ok || !endpoints.observed {
+	last := g.last()
+	if last.IsZero() || !endpoints.observed {
 		return point{}
 	}
 	p := point{t: InstantOf(last), src: SourceComponentSpan, observed: true}

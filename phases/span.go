@@ -360,6 +360,9 @@ type Trace struct {
 	Pod     *Pod
 	Spans   []Span
 	Summary Summary
+	// Options are the ones it was built with: drawing it again from Pod (a stage that learned
+	// more of it) takes the same.
+	Options Options
 }
 
 // Root returns the pod.startup span.

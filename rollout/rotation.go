@@ -118,7 +118,7 @@ func (lr lateRotation) words() string {
 	s := fmt.Sprintf("%s was still in the rules of %d of %d nodes %s after it was told to stop",
 		lr.pod.Name, lr.late, lr.nodes, fmtSeconds(lr.after))
 	if !lr.exact {
-		s += " (at the latest: a preStop hook ran first)"
+		s += " at most (a preStop hook ran first, its end unseen)"
 	}
 	return s
 }
@@ -152,4 +152,11 @@ func laterOf(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// AfterStop is how long after its stop the last node took the old Pod out of its rules; late
+// is false when every node reporting did so before the stop, or none reported.
+func (o *OldPod) AfterStop() (after time.Duration, late bool) {
+	lr, ok := rotationOf(o)
+	return lr.after, ok && lr.late > 0
 }

@@ -45,6 +45,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	receiveMiB := fs.Int("otlp-receive-max-mib", otlpin.DefaultMaxBytes>>20, "most MiB of memory the received spans held take (with the strings they share and what the input remembers); past it the oldest are dropped and counted")
 	inflightMiB := fs.Int("otlp-receive-inflight-mib", otlpin.DefaultInflightBytes>>20, "most MiB of memory the OTLP requests being read and decoded take together; past it requests are refused with the retryable answer (HTTP 429, gRPC RESOURCE_EXHAUSTED)")
 	fs.DurationVar(&o.Receive.Wait, "otlp-receive-wait", daemon.DefaultComponentWait, "how long a finished Pod trace waits, at most, for the components' spans it expects before it is exported with what arrived")
+	fs.DurationVar(&o.Receive.LastMileWait, "last-mile-wait", daemon.DefaultLastMileWait, "with readyspan node reporting through --otlp-receive: how long a Pod trace waits, at most, for every reporting node's kube-proxy to put the Pod in its rules (and a rollout, for its old Pods to leave them)")
 	fs.StringVar(&o.StateFile, "state-file", "", "file where a stopping readyspan records what it exported, so a restart neither loses nor repeats a trace")
 	uf.register(fs)
 	maxInFlight := fs.Int("max-in-flight", tracer.DefaultMaxInFlight, "most Pods traced at once; more are dropped and counted")

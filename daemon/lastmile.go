@@ -1,0 +1,236 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/readyspan/readyspan/dataplane"
+	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/rollout"
+)
+
+// DefaultLastMileWait is how long a Pod trace waits, at most, for every node reporting to put
+// the Pod in its rules (and a rollout for its old Pods to leave them). kube-proxy applies
+// changes at most every minSyncPeriod (1 s by default) and a sync of a large cluster's rules
+// takes seconds more; a node past this is named on the trace as not having programmed it.
+const DefaultLastMileWait = 10 * time.Second
+
+// lastMileStage stands between the correlator and the join stage when readyspan's node
+// components report the nodes' kube-proxy rules (package dataplane). A Pod trace whose Pod
+// entered its Services' endpoints while nodes were reporting waits until each of them put its
+// address in its rules, or the wait has passed, and is drawn again with their programming; a
+// rollout waits likewise for its old Pods to leave the rules. Traces nothing was reported for
+// go on at once. It never blocks the correlator: its own goroutine works through the lists.
+type lastMileStage struct {
+	table       *dataplane.Table
+	wait        time.Duration
+	nextPod     func(*phases.Trace)
+	nextRollout func(*rollout.Trace)
+	now         func() time.Time
+
+	mu       sync.Mutex
+	pods     []waitingPod
+	rollouts []waitingRollout
+	kick     chan struct{}
+
+	programming *prometheus.HistogramVec
+	incomplete  prometheus.Counter
+	afterStop   *prometheus.HistogramVec
+	lateOld     *prometheus.CounterVec
+}
+
+type waitingPod struct {
+	t        *phases.Trace
+	nodes    []string
+	mode     string
+	since    time.Time // the Pod's address in its Services' endpoints
+	deadline time.Time
+}
+
+type waitingRollout struct {
+	t        *rollout.Trace
+	olds     []waitingOld
+	deadline time.Time
+}
+
+// waitingOld is an old Pod of the rollout that nodes were reporting for when it was deleted.
+type waitingOld struct {
+	index int // into the rollout's OldPods
+	nodes []string
+	mode  string
+	since time.Time
+}
+
+func newLastMileStage(table *dataplane.Table, wait time.Duration, nextPod func(*phases.Trace), nextRollout func(*rollout.Trace), reg prometheus.Registerer) *lastMileStage {
+	s := &lastMileStage{table: table, wait: wait, nextPod: nextPod, nextRollout: nextRollout, now: time.Now,
+		kick: make(chan struct{}, 1),
+		programming: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readyspan_endpoint_programming_seconds",
+			Help:    "Per new Pod and node reporting: from the Pod's address ready in its Services' EndpointSlices to that node's kube-proxy rules sending it traffic, by kube-proxy mode.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 30}}, []string{"mode"}),
+		incomplete: prometheus.NewCounter(prometheus.CounterOpts{Name: "readyspan_endpoint_programming_incomplete_total",
+			Help: "New Pods some reporting node had not put in its kube-proxy rules when readyspan stopped waiting (--last-mile-wait)."}),
+		afterStop: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readyspan_old_pod_in_rotation_after_stop_seconds",
+			Help:    "Per old Pod of a rollout: how long after its containers were told to stop (deletion plus a preStop sleep) the last reporting node took it out of its kube-proxy rules; 0 when all did before.",
+			Buckets: []float64{0, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30}}, []string{"workload_kind"}),
+		lateOld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_old_pods_in_rotation_after_stop_total",
+			Help: "Old Pods of rollouts still in some node's kube-proxy rules after their containers were told to stop, by workload kind."}, []string{"workload_kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(s.programming, s.incomplete, s.afterStop, s.lateOld)
+	}
+	return s
+}
+
+// pod takes a finished Pod trace.
+func (s *lastMileStage) pod(t *phases.Trace) {
+	p := t.Pod
+	if p == nil || !p.HasService || len(p.Addresses) == 0 || t.Summary.Outcome != phases.OutcomeReady || p.Programming != nil {
+		s.nextPod(t)
+		return
+	}
+	at, _ := p.EndpointsReady.Resolve()
+	since := at.Time()
+	nodes, mode := s.table.Reporting(since)
+	if since.IsZero() || len(nodes) == 0 {
+		s.nextPod(t)
+		return
+	}
+	s.mu.Lock()
+	s.pods = append(s.pods, waitingPod{t: t, nodes: nodes, mode: mode, since: since, deadline: s.now().Add(s.wait)})
+	s.mu.Unlock()
+	s.wake()
+}
+
+// rollout takes a finished rollout trace.
+func (s *lastMileStage) rollout(t *rollout.Trace) {
+	var olds []waitingOld
+	for i := range t.Rollout.OldPods {
+		o := &t.Rollout.OldPods[i]
+		at, _ := o.Deleted.Resolve()
+		if len(o.Addresses) == 0 || at.Time().IsZero() || o.Rotation != nil {
+			continue
+		}
+		if nodes, mode := s.table.Reporting(at.Time()); len(nodes) > 0 {
+			olds = append(olds, waitingOld{index: i, nodes: nodes, mode: mode, since: at.Time()})
+		}
+	}
+	if len(olds) == 0 {
+		s.nextRollout(t)
+		return
+	}
+	s.mu.Lock()
+	s.rollouts = append(s.rollouts, waitingRollout{t: t, olds: olds, deadline: s.now().Add(s.wait)})
+	s.mu.Unlock()
+	s.wake()
+}
+
+func (s *lastMileStage) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run works through the waiting traces until ctx ends; flush then sends what still waits.
+func (s *lastMileStage) run(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-s.kick:
+		}
+		s.step(false)
+	}
+}
+
+// flush sends every waiting trace now, with what was reported (the daemon's stop).
+func (s *lastMileStage) flush() { s.step(true) }
+
+// step sends on the traces whose nodes all reported, or whose wait is over.
+func (s *lastMileStage) step(all bool) {
+	now := s.now()
+	s.mu.Lock()
+	pods, rollouts := s.pods, s.rollouts
+	s.pods, s.rollouts = nil, nil
+	s.mu.Unlock()
+	var keepPods []waitingPod
+	for _, w := range pods {
+		got := s.table.First(w.t.Pod.Namespace, w.t.Pod.Addresses, true, w.since, w.nodes)
+		if !all && now.Before(w.deadline) && !allReported(got) {
+			keepPods = append(keepPods, w)
+			continue
+		}
+		s.finishPod(w, got)
+	}
+	var keepRollouts []waitingRollout
+	for _, w := range rollouts {
+		if !all && now.Before(w.deadline) && !s.oldPodsOut(w) {
+			keepRollouts = append(keepRollouts, w)
+			continue
+		}
+		s.finishRollout(w)
+	}
+	s.mu.Lock()
+	s.pods = append(keepPods, s.pods...)
+	s.rollouts = append(keepRollouts, s.rollouts...)
+	s.mu.Unlock()
+}
+
+func allReported(nodes []phases.NodeProgramming) bool {
+	return !slices.ContainsFunc(nodes, func(n phases.NodeProgramming) bool { return n.At.IsZero() })
+}
+
+// finishPod draws the Pod's trace again with the nodes' programming. The correlator keeps the
+// trace it handed over (its rollout reads it), so the Pod is copied, never changed.
+func (s *lastMileStage) finishPod(w waitingPod, got []phases.NodeProgramming) {
+	p := *w.t.Pod
+	p.Programming = &phases.Programming{Mode: w.mode, Nodes: got, Wait: s.wait}
+	mode := w.mode
+	for _, n := range got {
+		if n.At.IsZero() {
+			continue
+		}
+		s.programming.WithLabelValues(mode).Observe(max(n.At.Sub(w.since), 0).Seconds())
+	}
+	if !allReported(got) {
+		s.incomplete.Inc()
+	}
+	s.nextPod(phases.Build(&p, w.t.Options))
+}
+
+// oldPodsOut reports whether every waiting old Pod left every node's rules.
+func (s *lastMileStage) oldPodsOut(w waitingRollout) bool {
+	for _, o := range w.olds {
+		old := &w.t.Rollout.OldPods[o.index]
+		if !allReported(s.table.First(w.t.Rollout.Workload.Namespace, old.Addresses, false, o.since, o.nodes)) {
+			return false
+		}
+	}
+	return true
+}
+
+// finishRollout draws the rollout again with its old Pods' removal from the nodes' rules.
+func (s *lastMileStage) finishRollout(w waitingRollout) {
+	r := *w.t.Rollout
+	r.OldPods = slices.Clone(r.OldPods)
+	kind := r.Workload.Kind
+	for _, o := range w.olds {
+		old := &r.OldPods[o.index]
+		got := s.table.First(r.Workload.Namespace, old.Addresses, false, o.since, o.nodes)
+		old.Rotation = &phases.Programming{Mode: o.mode, Nodes: got, Wait: s.wait}
+		if after, late := old.AfterStop(); late {
+			s.lateOld.WithLabelValues(kind).Inc()
+			s.afterStop.WithLabelValues(kind).Observe(after.Seconds())
+		} else {
+			s.afterStop.WithLabelValues(kind).Observe(0)
+		}
+	}
+	s.nextRollout(rollout.Build(&r))
+}
