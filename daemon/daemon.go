@@ -162,7 +162,7 @@ func (d *Daemon) buildPipeline(r *router, reg *prometheus.Registry) error {
 		sink = tracer.SinkFunc(d.join.pod)
 		table := dataplane.NewTable(0, 0)
 		store.SetDataplane(table)
-		d.lastMile = newLastMileStage(table, o.Receive.LastMileWait, sink.Export, rollouts.ExportRollout, reg)
+		d.lastMile = newLastMileStage(table, o.Receive.LastMileWait, sink.Export, rollouts.ExportRollout)
 		sink, rollouts = tracer.SinkFunc(d.lastMile.pod), tracker.SinkFunc(d.lastMile.rollout)
 	}
 	po := o.Pipeline

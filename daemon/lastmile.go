@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/readyspan/readyspan/dataplane"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
@@ -36,11 +34,6 @@ type lastMileStage struct {
 	pods     []waitingPod
 	rollouts []waitingRollout
 	kick     chan struct{}
-
-	programming *prometheus.HistogramVec
-	incomplete  prometheus.Counter
-	afterStop   *prometheus.HistogramVec
-	lateOld     *prometheus.CounterVec
 }
 
 type waitingPod struct {
@@ -65,24 +58,9 @@ type waitingOld struct {
 	since time.Time
 }
 
-func newLastMileStage(table *dataplane.Table, wait time.Duration, nextPod func(*phases.Trace), nextRollout func(*rollout.Trace), reg prometheus.Registerer) *lastMileStage {
-	s := &lastMileStage{table: table, wait: wait, nextPod: nextPod, nextRollout: nextRollout, now: time.Now,
-		kick: make(chan struct{}, 1),
-		programming: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readyspan_endpoint_programming_seconds",
-			Help:    "Per new Pod and node reporting: from the Pod's address ready in its Services' EndpointSlices to that node's kube-proxy rules sending it traffic, by kube-proxy mode.",
-			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 30}}, []string{"mode"}),
-		incomplete: prometheus.NewCounter(prometheus.CounterOpts{Name: "readyspan_endpoint_programming_incomplete_total",
-			Help: "New Pods some reporting node had not put in its kube-proxy rules when readyspan stopped waiting (--last-mile-wait)."}),
-		afterStop: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readyspan_old_pod_in_rotation_after_stop_seconds",
-			Help:    "Per old Pod of a rollout: how long after its containers were told to stop (deletion plus a preStop sleep) the last reporting node took it out of its kube-proxy rules; 0 when all did before.",
-			Buckets: []float64{0, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30}}, []string{"workload_kind"}),
-		lateOld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_old_pods_in_rotation_after_stop_total",
-			Help: "Old Pods of rollouts still in some node's kube-proxy rules after their containers were told to stop, by workload kind."}, []string{"workload_kind"}),
-	}
-	if reg != nil {
-		reg.MustRegister(s.programming, s.incomplete, s.afterStop, s.lateOld)
-	}
-	return s
+func newLastMileStage(table *dataplane.Table, wait time.Duration, nextPod func(*phases.Trace), nextRollout func(*rollout.Trace)) *lastMileStage {
+	return &lastMileStage{table: table, wait: wait, nextPod: nextPod, nextRollout: nextRollout, now: time.Now,
+		kick: make(chan struct{}, 1)}
 }
 
 // pod takes a finished Pod trace.
@@ -192,16 +170,6 @@ func allReported(nodes []phases.NodeProgramming) bool {
 func (s *lastMileStage) finishPod(w waitingPod, got []phases.NodeProgramming) {
 	p := *w.t.Pod
 	p.Programming = &phases.Programming{Mode: w.mode, Nodes: got, Wait: s.wait}
-	mode := w.mode
-	for _, n := range got {
-		if n.At.IsZero() {
-			continue
-		}
-		s.programming.WithLabelValues(mode).Observe(max(n.At.Sub(w.since), 0).Seconds())
-	}
-	if !allReported(got) {
-		s.incomplete.Inc()
-	}
 	s.nextPod(phases.Build(&p, w.t.Options))
 }
 
@@ -220,17 +188,10 @@ func (s *lastMileStage) oldPodsOut(w waitingRollout) bool {
 func (s *lastMileStage) finishRollout(w waitingRollout) {
 	r := *w.t.Rollout
 	r.OldPods = slices.Clone(r.OldPods)
-	kind := r.Workload.Kind
 	for _, o := range w.olds {
 		old := &r.OldPods[o.index]
 		got := s.table.First(r.Workload.Namespace, old.Addresses, false, o.since, o.nodes)
 		old.Rotation = &phases.Programming{Mode: o.mode, Nodes: got, Wait: s.wait}
-		if after, late := old.AfterStop(); late {
-			s.lateOld.WithLabelValues(kind).Inc()
-			s.afterStop.WithLabelValues(kind).Observe(after.Seconds())
-		} else {
-			s.afterStop.WithLabelValues(kind).Observe(0)
-		}
 	}
 	s.nextRollout(rollout.Build(&r))
 }

@@ -51,6 +51,7 @@ type Metrics struct {
 	inFlight      prometheus.Gauge
 	rollouts      rolloutMetrics
 	nodes         nodeMetrics
+	lastMile      lastMileMetrics
 	components    *componentMetrics
 }
 
@@ -117,6 +118,7 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 			Help: "Pods being traced right now."}),
 		rollouts:   newRolloutMetrics(workloads),
 		nodes:      newNodeMetrics(),
+		lastMile:   newLastMileMetrics(workloads),
 		components: newComponentMetrics(overflow),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.labelOverflow, m.imagePull, m.imagePulls, m.schedAttempts, m.schedWaits,
@@ -124,9 +126,11 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	reg.MustRegister(m.rollouts.collectors()...)
 	reg.MustRegister(m.nodes.collectors()...)
+	reg.MustRegister(m.lastMile.collectors()...)
 	reg.MustRegister(m.components.collectors()...)
 	m.rollouts.init()
 	m.nodes.init()
+	m.lastMile.init()
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.initSeries()
 	return m
@@ -169,6 +173,7 @@ func (m *Metrics) Export(t *phases.Trace) {
 	id := t.TraceID.String()
 	outcome := string(s.Outcome)
 	m.tracesDone.WithLabelValues(outcome).Inc()
+	m.lastMile.exportPod(t)
 	for i, cause := range s.InconsistencyCauses {
 		if !slices.Contains(s.InconsistencyCauses[:i], cause) {
 			m.inconsistent.WithLabelValues(cause).Inc()

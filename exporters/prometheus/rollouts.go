@@ -76,6 +76,7 @@ func (r rolloutMetrics) init() {
 func (m *Metrics) ExportRollout(t *rollout.Trace) {
 	s := &t.Summary
 	observe(m.rollouts.duration.WithLabelValues(s.WorkloadKind, string(s.Kind), string(s.Outcome)), s.Duration, t.TraceID.String())
+	m.lastMile.exportRollout(t)
 	if s.Outcome != rollout.OutcomeInProgress && s.Outcome != rollout.OutcomeBlocked {
 		// A blocked rollout goes on, and is exported again when it ends: its waves count then.
 		m.rollouts.steps.WithLabelValues(s.WorkloadKind).Observe(float64(s.Waves))
