@@ -12,7 +12,7 @@ VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmt-check lint vulncheck bench fuzz e2e e2e-faults otlp-attack scale ceiling cluster-build argo-rollouts cluster-up cluster-down cluster-status demo image clean
+.PHONY: all build test vet fmt-check lint vulncheck bench fuzz e2e e2e-faults otlp-attack scale ceiling cluster-build argo-rollouts network-policies cluster-up cluster-down cluster-status demo image clean
 
 all: build
 
@@ -80,6 +80,11 @@ cluster-build: ## control plane, node, Jaeger, Prometheus into bin/
 # its cold build takes ~12 min, too long for every cluster-build.
 argo-rollouts: ## bin/rollouts-controller
 	SKIP_PACKAGES=1 deploy/local/scripts/build.sh rollouts-controller
+
+# kube-network-policies (deploy/local/tools/network-policies), a NetworkPolicy implementation for
+# deploy/local/scripts/network-policies.sh; on demand only (docs/design/network-policies.md).
+network-policies: ## bin/kube-network-policies
+	SKIP_PACKAGES=1 deploy/local/scripts/build.sh kube-network-policies
 
 cluster-up: cluster-build build
 	deploy/local/scripts/up.sh

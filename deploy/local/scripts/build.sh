@@ -62,6 +62,9 @@ on_demand=(
   # Argo Rollouts' controller, for capture-rollout.sh (make argo-rollouts): ~12 min cold, so never
   # part of the default build. Named as upstream names it: its field manager is the binary's name.
   "rollouts-controller|tools/argo-rollouts|github.com/argoproj/argo-rollouts/cmd/rollouts-controller|v1.10.2|"
+  # kube-network-policies, a NetworkPolicy implementation (nftables + nfqueue) run on the host by
+  # scripts/network-policies.sh (make network-policies): never part of the default build.
+  "kube-network-policies|tools/network-policies|sigs.k8s.io/kube-network-policies/cmd|v0.8.0|"
 )
 for w in "$@"; do
   known=0

@@ -24,6 +24,10 @@ done
 stop rollouts-controller 10
 stop karpenter 10
 stop karpenter-kwok 10
+# kube-network-policies (network-policies.sh): SIGINT, on which it deletes its nftables table.
+if running network-policies; then kill -INT "$(pid_of network-policies)" 2>/dev/null || true; sleep 6; fi
+stop network-policies 5
+nft delete table inet kube-network-policies 2>/dev/null || true
 
 step "kube-proxy and its rules"
 stop kube-proxy 10
