@@ -10,12 +10,18 @@ import (
 
 // Defaults for NewTable.
 const (
-	// DefaultRetention is how long the central readyspan keeps a reported change: long enough
-	// for a Pod trace or a rollout to wait for the nodes and be looked up, several times over.
-	DefaultRetention = 10 * time.Minute
-	// DefaultMaxChanges bounds the changes kept, whatever the senders send: ~100 bytes each.
-	DefaultMaxChanges = 200_000
-	// maxNodes bounds the nodes remembered (a sender may name nodes that do not exist).
+	// DefaultRetention is how long the central readyspan keeps a reported change, at least:
+	// long enough for a Pod trace to settle, wait for the nodes and be looked up, several times
+	// over.
+	DefaultRetention = 2 * time.Minute
+	// DefaultMaxChanges bounds the changes kept, whatever the senders send, and maxAddresses
+	// the addresses they are filed under. A change is 16 bytes in its address's list, an
+	// address ~110 bytes of map and list (otlpin's BenchmarkNodeReports: 134 bytes a change when
+	// every change names another address), so the table holds ~40 MB at most. 1,000 Pod
+	// startups a minute on a 1,000-node cluster are 1,000,000 changes of 1,000 addresses a minute.
+	DefaultMaxChanges = 1_000_000
+	maxAddresses      = 200_000
+	// maxNodes bounds the nodes remembered.
 	maxNodes = 20_000
 	// Slack widens the window in which a change counts for a Pod: kube-proxy may read the
 	// EndpointSlice, and program it, before readyspan's own watch delivers the slice.
@@ -25,23 +31,30 @@ const (
 // Table holds, in the central readyspan, what the nodes' components reported: each node's
 // heartbeat and the changes of each address's rotation, by namespace and address. It is safe
 // for concurrent use (the OTLP input adds, the last-mile stage reads), and bounded in time and
-// count: past either bound the oldest changes go.
+// count. Changes are kept in two generations: the current one takes the new changes, and when
+// it is half the retention old or holds half a bound it becomes the previous one, whose
+// changes go. So nothing is dropped younger than half the retention unless the count bound is
+// reached, and no per-change bookkeeping is needed to drop the oldest.
 type Table struct {
 	retention  time.Duration
 	maxChanges int
 
-	mu      sync.Mutex
-	nodes   map[string]*nodeState
-	byAddr  map[addrKey][]change
-	order   []orderEntry // every change's key in arrival order, for eviction
-	head    int          // order's first live entry
-	changes int
+	mu        sync.Mutex
+	nodes     map[string]uint32 // node name → index into names and states
+	names     []string
+	states    []nodeState
+	cur, prev generation
 }
 
 type nodeState struct {
-	name        string // the one copy every change of the node refers to
 	first, last time.Time
 	mode        string
+}
+
+type generation struct {
+	byAddr  map[addrKey][]change
+	changes int
+	started time.Time
 }
 
 type addrKey struct {
@@ -49,16 +62,13 @@ type addrKey struct {
 	addr      netip.Addr
 }
 
+// change is one node's report about one address: small, since a large cluster's rollout
+// reports a change per node per Pod.
 type change struct {
-	node      *nodeState
+	at        int64 // Unix nanoseconds
+	precision int32 // microseconds
+	node      uint32
 	in        bool
-	at        time.Time
-	precision time.Duration
-}
-
-type orderEntry struct {
-	key addrKey
-	at  time.Time
 }
 
 // NewTable makes a Table; zero arguments take the defaults.
@@ -69,11 +79,13 @@ func NewTable(retention time.Duration, maxChanges int) *Table {
 	if maxChanges <= 0 {
 		maxChanges = DefaultMaxChanges
 	}
-	return &Table{retention: retention, maxChanges: maxChanges, nodes: map[string]*nodeState{}, byAddr: map[addrKey][]change{}}
+	return &Table{retention: retention, maxChanges: maxChanges, nodes: map[string]uint32{},
+		cur: generation{byAddr: map[addrKey][]change{}}, prev: generation{byAddr: map[addrKey][]change{}}}
 }
 
 // Add files one report; now is the receiver's clock (a node's heartbeat counts from when it
-// arrived, so a node with a skewed clock is not taken for silent).
+// arrived, so a node with a skewed clock is not taken for silent). It reports false for a
+// report it could not keep: a new node past the bound on nodes.
 func (t *Table) Add(r Report, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -86,70 +98,57 @@ func (t *Table) Add(r Report, now time.Time) bool {
 	default:
 		return false
 	}
-	n := t.nodes[name]
-	if n == nil {
-		if len(t.nodes) >= maxNodes {
-			t.forgetSilentNodes(now)
-			if len(t.nodes) >= maxNodes {
-				return false
-			}
+	i, ok := t.nodes[name]
+	if !ok {
+		if len(t.names) >= maxNodes {
+			return false
 		}
-		n = &nodeState{name: name, first: now}
-		t.nodes[name] = n
+		i = uint32(len(t.names))
+		t.nodes[name] = i
+		t.names = append(t.names, name)
+		t.states = append(t.states, nodeState{first: now})
 	}
+	n := &t.states[i]
 	n.last = now
 	if mode == ModeIPTables || mode == ModeNFTables {
 		n.mode = mode
 	}
 	if c := r.Change; c != nil {
+		t.turn(now)
 		k := addrKey{c.Namespace, c.Address}
-		t.byAddr[k] = append(t.byAddr[k], change{node: n, in: c.In, at: c.At, precision: c.Precision})
-		t.order = append(t.order, orderEntry{k, now})
-		t.changes++
-		t.evict(now)
+		t.cur.byAddr[k] = append(t.cur.byAddr[k], change{at: c.At.UnixNano(), node: i, in: c.In,
+			precision: int32(min(c.Precision.Microseconds(), 1<<31-1))})
+		t.cur.changes++
 	}
 	return true
 }
 
-// evict drops the changes past the retention or the count bound, oldest first.
-func (t *Table) evict(now time.Time) {
-	for t.head < len(t.order) && (t.changes > t.maxChanges || now.Sub(t.order[t.head].at) > t.retention) {
-		k := t.order[t.head].key
-		t.head++
-		t.changes--
-		if cs := t.byAddr[k]; len(cs) <= 1 {
-			delete(t.byAddr, k)
-		} else {
-			t.byAddr[k] = cs[1:]
-		}
+// turn makes the current generation the previous one when it is half the retention old or
+// holds half a bound.
+func (t *Table) turn(now time.Time) {
+	if t.cur.started.IsZero() {
+		t.cur.started = now
 	}
-	if t.head > len(t.order)/2 && t.head > 1024 {
-		t.order = append(t.order[:0:0], t.order[t.head:]...)
-		t.head = 0
+	if now.Sub(t.cur.started) < t.retention/2 && t.cur.changes < t.maxChanges/2 && len(t.cur.byAddr) < maxAddresses/2 {
+		return
 	}
-}
-
-// forgetSilentNodes drops the nodes silent past the retention.
-func (t *Table) forgetSilentNodes(now time.Time) {
-	for name, n := range t.nodes {
-		if now.Sub(n.last) > t.retention {
-			delete(t.nodes, name)
-		}
-	}
+	t.prev = t.cur
+	t.cur = generation{byAddr: map[addrKey][]change{}, started: now}
 }
 
 // Reporting names the nodes whose component was reporting at the moment at: heard before it
 // and since at most three heartbeats before it. These are the nodes a Pod that entered its
 // endpoints then (or an old Pod deleted then) waits for; mode is their kube-proxy mode when
-// they agree.
+// they agree, "mixed" when they do not.
 func (t *Table) Reporting(at time.Time) (nodes []string, mode string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, n := range t.nodes {
+	for i := range t.states {
+		n := &t.states[i]
 		if n.first.After(at) || at.Sub(n.last) > 3*SyncEvery {
 			continue
 		}
-		nodes = append(nodes, n.name)
+		nodes = append(nodes, t.names[i])
 		switch {
 		case mode == "":
 			mode = n.mode
@@ -165,26 +164,31 @@ func (t *Table) Reporting(at time.Time) (nodes []string, mode string) {
 // put the Pod in its rules, or took it out. A node without one has a zero At.
 func (t *Table) First(namespace string, addrs []string, in bool, since time.Time, nodes []string) []phases.NodeProgramming {
 	out := make([]phases.NodeProgramming, len(nodes))
-	at := make(map[string]int, len(nodes))
-	for i, n := range nodes {
-		out[i].Node = n
-		at[n] = i
-	}
-	from := since.Add(-Slack)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	at := make(map[uint32]int, len(nodes))
+	for i, n := range nodes {
+		out[i].Node = n
+		if j, ok := t.nodes[n]; ok {
+			at[j] = i
+		}
+	}
+	from := since.Add(-Slack).UnixNano()
 	for _, a := range addrs {
 		addr, err := netip.ParseAddr(a)
 		if err != nil {
 			continue
 		}
-		for _, c := range t.byAddr[addrKey{namespace, addr.Unmap()}] {
-			i, ok := at[c.node.name]
-			if !ok || c.in != in || c.at.Before(from) {
-				continue
-			}
-			if o := &out[i]; o.At.IsZero() || c.at.Before(o.At) {
-				o.At, o.Precision = c.at, c.precision
+		k := addrKey{namespace, addr.Unmap()}
+		for _, g := range []*generation{&t.prev, &t.cur} {
+			for _, c := range g.byAddr[k] {
+				i, ok := at[c.node]
+				if !ok || c.in != in || c.at < from {
+					continue
+				}
+				if o := &out[i]; o.At.IsZero() || c.at < o.At.UnixNano() {
+					o.At, o.Precision = time.Unix(0, c.at), time.Duration(c.precision)*time.Microsecond
+				}
 			}
 		}
 	}
@@ -195,5 +199,5 @@ func (t *Table) First(namespace string, addrs []string, in bool, since time.Time
 func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.changes
+	return t.prev.changes + t.cur.changes
 }
