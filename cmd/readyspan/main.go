@@ -62,6 +62,9 @@ Usage:
                                     record the watch streams readyspan consumes into DIR
   PROG replay   DIR [flags]         rebuild the traces of a recording, offline
   PROG run      [flags]             the daemon: watch the cluster, export traces (OTLP) and metrics
+  PROG node     --otlp-endpoint ADDR [flags]
+                                    the node component (a DaemonSet): report when kube-proxy's
+                                    rules on this node take each Pod's address in and out
   PROG version
 
 explain, watch and record take kubectl's flags (--kubeconfig, --context, --cluster, --user,
@@ -115,6 +118,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "run":
 		return runDaemon(ctx, rest, stdout, stderr)
+	case "node":
+		return runNode(ctx, rest, stdout, stderr)
 	case "watch":
 		return runWatch(ctx, rest, stdout, stderr)
 	case "explain":

@@ -94,12 +94,23 @@ type Agent struct {
 	lastErr   string
 }
 
+// Validate checks the settings without sending anything: the node name, the endpoint and
+// how to reach it, the CA and token files.
+func (c Config) Validate() error {
+	_, err := c.resolve()
+	return err
+}
+
+func (c Config) resolve() (target, error) {
+	if c.Node == "" {
+		return target{}, errors.New("no node name: set --node-name or NODE_NAME (the DaemonSet sets it from spec.nodeName)")
+	}
+	return resolveTarget(c)
+}
+
 // New checks cfg and prepares the agent; it sends nothing until Run.
 func New(cfg Config, w Watcher) (*Agent, error) {
-	if cfg.Node == "" {
-		return nil, errors.New("no node name: set --node-name or NODE_NAME (the DaemonSet sets it from spec.nodeName)")
-	}
-	t, err := resolveTarget(cfg)
+	t, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
