@@ -10,15 +10,23 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// The kustomize base deploys the released image: its tag must be the release in VERSION, or
-// `kubectl apply -k deploy/kubernetes` from a release's tree runs another release's image.
+// The kustomize base (and the node component, which sets its own image) deploys the released
+// image: its tag must be the release in VERSION, or `kubectl apply -k deploy/kubernetes` from a
+// release's tree runs another release's image.
 func TestKustomizeImageIsTheRelease(t *testing.T) {
 	v, err := os.ReadFile("../../VERSION")
 	if err != nil {
 		t.Fatalf("read VERSION: %v", err)
 	}
 	version := strings.TrimSpace(string(v))
-	data, err := os.ReadFile("../kubernetes/base/kustomization.yaml")
+	for _, file := range []string{"../kubernetes/base/kustomization.yaml", "../kubernetes/components/node/kustomization.yaml"} {
+		checkImages(t, file, version)
+	}
+}
+
+func checkImages(t *testing.T, file, version string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatalf("read kustomization: %v", err)
 	}
@@ -37,7 +45,7 @@ func TestKustomizeImageIsTheRelease(t *testing.T) {
 	}
 	for _, img := range k.Images {
 		if img.NewTag != version {
-			t.Errorf("image %s (%s): newTag %q, VERSION is %q", img.Name, img.NewName, img.NewTag, version)
+			t.Errorf("%s: image %s (%s): newTag %q, VERSION is %q", file, img.Name, img.NewName, img.NewTag, version)
 		}
 	}
 }

@@ -819,3 +819,105 @@ func untar(t *testing.T, path string) map[string][]byte {
 		out[h.Name] = data
 	}
 }
+
+// nodeValues turn on the node component as docs/last-mile.md installs it.
+const nodeValues = `replicas: 1
+otlpReceive: {enabled: true, tls: {secretName: readyspan-otlp-tls}}
+node: {enabled: true, caConfigMap: {name: readyspan-otlp-ca}}
+`
+
+// TestNodeMatchesKustomize: the chart's node component is, object for object, the kustomize
+// component deploy/kubernetes/components/node (the node's namespace and what is in it, and
+// the node-sender role bound to its ServiceAccount).
+func TestNodeMatchesKustomize(t *testing.T) {
+	helmBin(t)
+	var chart []map[string]any
+	for _, o := range mustTemplate(t, nodeValues) {
+		md, _ := o["metadata"].(map[string]any)
+		if md["namespace"] == "readyspan-node" || md["name"] == "readyspan-node" || md["name"] == "readyspan-otlp-node-sender" {
+			chart = append(chart, o)
+		}
+	}
+	base := kustomize(t, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\ncomponents:\n  - @DEPLOY@/kubernetes/components/node\n", nil)
+	d := append(normalise(chart, helmLabels(t, "")), diffObjects(chart, base)...)
+	if len(d) > 0 {
+		t.Errorf("the chart's node component and kustomize's differ:\n  %s", strings.Join(d, "\n  "))
+	}
+	if len(base) != 5 {
+		t.Errorf("kustomize's node component has %d objects, want 5 (Namespace, ServiceAccount, DaemonSet, ClusterRole, ClusterRoleBinding)", len(base))
+	}
+}
+
+// TestNode: the node component's DaemonSet has the least privilege that reads the rules, its
+// one credential is a Pod-bound token the OTLP input checks, it runs on every node, and it
+// sends to the input's Service; settings that cannot work are refused with what to do.
+func TestNode(t *testing.T) {
+	helmBin(t)
+	objs := mustTemplate(t, nodeValues)
+	ds := find(objs, "DaemonSet")[0]
+	pod := at(ds, "spec", "template", "spec")
+	c := at(pod, "containers", 0)
+	if at(pod, "hostNetwork") != true || at(pod, "automountServiceAccountToken") != false || at(pod, "dnsPolicy") != "ClusterFirstWithHostNet" {
+		t.Errorf("pod spec %s: want the host's network, no API token, the cluster's DNS", js(pod))
+	}
+	wantSC := `{"allowPrivilegeEscalation":false,"capabilities":{"add":["NET_ADMIN"],"drop":["ALL"]},"privileged":false,"readOnlyRootFilesystem":true,"runAsGroup":0,"runAsUser":0}`
+	if sc := js(at(c, "securityContext")); sc != wantSC {
+		t.Errorf("securityContext %s, want %s", sc, wantSC)
+	}
+	if tol := js(at(pod, "tolerations")); tol != `[{"operator":"Exists"}]` {
+		t.Errorf("tolerations %s: want every taint tolerated", tol)
+	}
+	if at(c, "resources", "limits", "memory") == nil || at(c, "resources", "requests", "cpu") == nil {
+		t.Errorf("resources %s", js(at(c, "resources")))
+	}
+	args := strs(at(c, "args"))
+	for _, want := range []string{"node", "--otlp-endpoint=https://readyspan.readyspan.svc:4321", "--otlp-token-file=/var/run/secrets/readyspan/token", "--otlp-ca-file=/etc/readyspan/otlp-ca/ca.crt", "--metrics-addr=127.0.0.1:9465"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %v lack %s", args, want)
+		}
+	}
+	if tok := js(at(pod, "volumes", 0, "projected", "sources", 0, "serviceAccountToken")); tok != `{"expirationSeconds":3600,"path":"token"}` {
+		t.Errorf("token %s: want a projected token with the apiserver's audience", tok)
+	}
+	ns := find(objs, "Namespace")
+	if len(ns) != 1 || at(ns[0], "metadata", "labels", "pod-security.kubernetes.io/enforce") != "privileged" {
+		t.Errorf("the node's namespace %s: want it labelled privileged", js(ns))
+	}
+	for _, b := range find(objs, "ClusterRoleBinding") {
+		if at(b, "roleRef", "name") == "readyspan-otlp-node-sender" {
+			if s := js(at(b, "subjects")); s != `[{"kind":"ServiceAccount","name":"readyspan-node","namespace":"readyspan-node"}]` {
+				t.Errorf("node-sender subjects %s", s)
+			}
+		}
+	}
+	if _, err := runHelm(t, "lint", "--strict", chartDir, "--set", "replicas=1,otlpReceive.enabled=true,otlpReceive.tls.secretName=s,node.enabled=true,node.caConfigMap.name=ca"); err != nil {
+		t.Error(err)
+	}
+
+	open := mustTemplate(t, "replicas: 1\notlpReceive: {enabled: true, insecure: true}\nnode: {enabled: true}\n")
+	oc := at(find(open, "DaemonSet")[0], "spec", "template", "spec")
+	if args := strs(at(oc, "containers", 0, "args")); !slices.Contains(args, "--otlp-insecure") || !slices.Contains(args, "--otlp-endpoint=http://readyspan.readyspan.svc:4321") || at(oc, "volumes") != nil {
+		t.Errorf("insecure input: args %v, volumes %s: want plain text and no token", args, js(at(oc, "volumes")))
+	}
+	if off := js(mustTemplate(t, "")); strings.Contains(off, "DaemonSet") || strings.Contains(off, "readyspan-node") {
+		t.Error("the node component is there while off")
+	}
+
+	for _, tc := range []struct{ values, want string }{
+		{"node: {enabled: true}\n", "otlpReceive.enabled"},
+		{"otlpReceive: {enabled: true}\nnode: {enabled: true}\n", "replicas: 1"},
+		{"replicas: 1\nshards: 2\nleaderElection: {enabled: true}\notlpReceive: {enabled: true}\nnode: {enabled: true}\n", "shards: 1"},
+		{"replicas: 1\notlpReceive: {enabled: true}\nnode: {enabled: true, caConfigMap: {name: a}}\n", "otlpReceive.tls.secretName"},
+		{"replicas: 1\notlpReceive: {enabled: true, tls: {secretName: s}}\nnode: {enabled: true}\n", "node.caConfigMap.name"},
+		{"replicas: 1\notlpReceive: {enabled: true, tls: {secretName: s}}\nnode: {enabled: true, caConfigMap: {name: a}, namespace: readyspan}\n", "restricted"},
+		{"node: {namespace: Not_A_Name}\n", "namespace"},
+		{"node: {tokenExpirationSeconds: 60}\n", "tokenExpirationSeconds"},
+		{"node: {poll: often}\n", "poll"},
+		{"node: {metricsAddr: loopback}\n", "metricsAddr"},
+		{"node: {extraArgs: [poll=1s]}\n", "extraArgs"},
+	} {
+		if _, err := template(t, tc.values); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %q: error %v, want one naming %q", tc.values, err, tc.want)
+		}
+	}
+}

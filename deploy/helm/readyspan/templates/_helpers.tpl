@@ -101,4 +101,49 @@ Checks of settings that the schema cannot express.
 {{- if and .Values.otlp.headers .Values.otlp.headersSecret.name }}
 {{- fail "set otlp.headers or otlp.headersSecret.name, not both" }}
 {{- end }}
+{{- if .Values.node.enabled }}
+{{- if not .Values.otlpReceive.enabled }}
+{{- fail "node.enabled needs otlpReceive.enabled: the node component reports to readyspan's OTLP input" }}
+{{- end }}
+{{- if or (ne (int .Values.replicas) 1) (ne (int .Values.shards) 1) }}
+{{- fail "node.enabled needs replicas: 1 and shards: 1: only the leader joins what it received, and the Service spreads the nodes' connections over every readyspan Pod" }}
+{{- end }}
+{{- if and (not .Values.otlpReceive.insecure) (not .Values.otlpReceive.tls.secretName) }}
+{{- fail "node.enabled needs otlpReceive.tls.secretName: the node component verifies the input's certificate, and the one readyspan makes at start is self-signed" }}
+{{- end }}
+{{- if and (not .Values.otlpReceive.insecure) (not .Values.node.caConfigMap.name) }}
+{{- fail "node.enabled needs node.caConfigMap.name (the CA of otlpReceive's certificate, in node.namespace): the node component sends its token only to a receiver it can verify" }}
+{{- end }}
+{{- if eq .Values.node.namespace .Release.Namespace }}
+{{- fail "node.namespace must not be the release's namespace: the node component needs hostNetwork and NET_ADMIN, which readyspan's restricted namespace refuses" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The node component's name (its DaemonSet and ServiceAccount), and its labels: the release's, and
+app.kubernetes.io/component: node, so its selector never matches the central readyspan's Pods.
+*/}}
+{{- define "readyspan.nodeName" -}}
+{{- printf "%s-node" (include "readyspan.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "readyspan.nodeSelectorLabels" -}}
+{{ include "readyspan.selectorLabels" . }}
+app.kubernetes.io/component: node
+{{- end }}
+
+{{/*
+Where the node component sends: the central readyspan's OTLP input through its Service.
+*/}}
+{{- define "readyspan.nodeEndpoint" -}}
+{{- printf "%s://%s.%s.svc:%v" (ternary "http" "https" .Values.otlpReceive.insecure) (include "readyspan.fullname" .) .Release.Namespace .Values.otlpReceive.port }}
+{{- end }}
+
+{{/*
+The node component's ServiceAccount as an RBAC subject: bound to the node-sender role, its
+node-bound token may send the spans of its own node only.
+*/}}
+{{- define "readyspan.nodeSubject" -}}
+{{- dict "kind" "ServiceAccount" "name" (include "readyspan.nodeName" .) "namespace" .Values.node.namespace | toJson }}
 {{- end }}
