@@ -12,6 +12,7 @@ log "local cluster: tearing it down"
 
 step "readyspan, prometheus, captures"
 stop readyspan 15
+stop readyspan-node 10
 stop prometheus 15
 # What an interrupted capture-rollout.sh or capture-karpenter.sh, or karpenter.sh, may have left
 # running (the cluster's data goes, so Karpenter need not clean up its Nodes).

@@ -53,6 +53,7 @@ KARPENTER_METRICS_PORT=20292 # karpenter.sh: Karpenter (KWOK provider; on 0.0.0.
 KARPENTER_HEALTH_PORT=20293  # ports); its defaults, 8080 and 8081, clash with readyspan's
 KARPENTER_KWOK_PORT=20294    # karpenter.sh: the kwok that makes Karpenter's Nodes Ready (127.0.0.1)
 NETWORK_POLICIES_METRICS_PORT=20295 # network-policies.sh: kube-network-policies' metrics (127.0.0.1)
+READYSPAN_NODE_METRICS=127.0.0.1:20296 # readyspan-node.sh: the node component's /metrics and /healthz
 
 # Images in the local registry (built offline by `localregistry images`).
 BUSYBOX_IMAGE=$REGISTRY/readyspan/busybox:v1
