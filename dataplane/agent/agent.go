@@ -165,7 +165,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	sent := make(chan struct{})
-	go func() { defer close(sent); a.sendLoop(ctx) }()
+	// wctx, not ctx: a watcher that fails ends the agent too, and starts the send grace.
+	go func() { defer close(sent); a.sendLoop(wctx) }()
 	beat := make(chan struct{})
 	go func() { defer close(beat); a.heartbeat(wctx) }()
 	err := a.watcher.Run(wctx, a.changes)

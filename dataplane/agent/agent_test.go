@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -485,5 +486,34 @@ func TestTarget(t *testing.T) {
 	}
 	if _, err := New(Config{Endpoint: "127.0.0.1:1"}, newFakeWatcher("", 0)); err == nil || !strings.Contains(err.Error(), "node name") {
 		t.Errorf("no node name: %v", err)
+	}
+}
+
+type failingWatcher struct{}
+
+func (failingWatcher) Run(context.Context, func([]dataplane.Change)) error {
+	return errors.New("netlink: operation not permitted")
+}
+func (failingWatcher) Current() (string, int) { return "", 0 }
+
+// TestWatcherFails: a watcher that fails ends Run with its error, within the send grace even
+// while the receiver is down (the DaemonSet restarts the container).
+func TestWatcherFails(t *testing.T) {
+	r := newReceiver(t)
+	r.set(http.StatusServiceUnavailable, nil)
+	a, err := New(Config{Node: "node-a", Endpoint: r.URL, ShutdownGrace: 200 * time.Millisecond}, failingWatcher{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.changes([]dataplane.Change{change(true, "10.0.0.1", 80)})
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "operation not permitted") {
+			t.Errorf("Run: %v, want the watcher's error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after the watcher failed")
 	}
 }
