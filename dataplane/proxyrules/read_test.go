@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/nftables"
 
@@ -223,5 +224,28 @@ func TestHostileCapture(t *testing.T) {
 		if strings.HasPrefix(e, "rules-probe/web:http") {
 			t.Errorf("%s read from a hostile comment", e)
 		}
+	}
+}
+
+func TestDiff(t *testing.T) {
+	a := dataplane.Endpoint{Namespace: "n", Service: "s", Protocol: "tcp", Port: 80}
+	b := a
+	b.Port = 81
+	at := time.Unix(100, 0)
+	old := Snapshot{Mode: dataplane.ModeIPTables, Endpoints: map[dataplane.Endpoint]struct{}{a: {}}}
+	cur := Snapshot{Mode: dataplane.ModeIPTables, Endpoints: map[dataplane.Endpoint]struct{}{b: {}}}
+	cs := diff("node", old, cur, at, time.Millisecond)
+	sort.Slice(cs, func(i, j int) bool { return cs[i].In })
+	if len(cs) != 2 || !cs[0].In || cs[0].Endpoint != b || cs[1].In || cs[1].Endpoint != a ||
+		!cs[0].At.Equal(at) || cs[1].Precision != time.Millisecond || cs[0].Node != "node" {
+		t.Errorf("changes %+v", cs)
+	}
+	// All rules gone (kube-proxy's table deleted): the removals keep the mode they were in.
+	cs = diff("node", old, Snapshot{}, at, 0)
+	if len(cs) != 1 || cs[0].In || cs[0].Mode != dataplane.ModeIPTables {
+		t.Errorf("changes %+v", cs)
+	}
+	if cs := diff("node", old, old, at, 0); len(cs) != 0 {
+		t.Errorf("no change reported as %+v", cs)
 	}
 }

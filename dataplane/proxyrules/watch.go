@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +68,11 @@ func (w *Watcher) Current() (mode string, endpoints int) {
 // (microseconds). Without notifications (the subscription failed), the rules are re-read every
 // Poll; At is then the end of the read that saw a change and Precision the time since the start
 // of the read before it.
+//
+// A read takes several netlink dumps (tables, chains, each service chain, each map), so it may
+// straddle a transaction; that transaction's announcement then triggers another read, which
+// corrects anything the mixed one reported. A read that fails is retried on the next
+// announcement (an interrupted dump means another transaction came) or poll.
 func (w *Watcher) Run(ctx context.Context, out func([]dataplane.Change)) error {
 	if w.conn != nil {
 		defer func() { _ = w.conn.CloseLasting() }()
@@ -84,6 +91,10 @@ func (w *Watcher) Run(ctx context.Context, out func([]dataplane.Change)) error {
 	w.publish(cur)
 	w.o.Log.Info("kube-proxy rules read", "mode", cur.Mode, "endpoints", len(cur.Endpoints),
 		"notified", m != nil)
+	if cur.Mode == "" && legacyNAT(procIPTablesNames) {
+		w.o.Log.Warn("no kube-proxy rules in nftables, but an iptables-legacy nat table exists: " +
+			"kube-proxy in iptables mode with iptables-legacy is not observable here")
+	}
 	if m == nil {
 		return w.poll(ctx, cur, out)
 	}
@@ -111,6 +122,24 @@ func (w *Watcher) Run(ctx context.Context, out func([]dataplane.Change)) error {
 	}
 }
 
+// procIPTablesNames lists the host network namespace's iptables-legacy (x_tables) tables.
+const procIPTablesNames = "/proc/net/ip_tables_names"
+
+// legacyNAT reports whether an iptables-legacy nat table exists: the cheap sign that kube-proxy
+// may be writing rules that nftables netlink cannot show.
+func legacyNAT(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "nat" {
+			return true
+		}
+	}
+	return false
+}
+
 // poll re-reads every Options.Poll.
 func (w *Watcher) poll(ctx context.Context, cur Snapshot, out func([]dataplane.Change)) error {
 	t := time.NewTicker(w.o.Poll)
@@ -136,10 +165,10 @@ func (w *Watcher) poll(ctx context.Context, cur Snapshot, out func([]dataplane.C
 
 // apply reports the changes from cur to next and makes next current.
 func (w *Watcher) apply(cur, next Snapshot, at time.Time, precision time.Duration, out func([]dataplane.Change)) Snapshot {
+	w.publish(next) // first, so that Current agrees with the changes out is told of
 	if ch := diff(w.o.Node, cur, next, at, precision); len(ch) > 0 {
 		out(ch)
 	}
-	w.publish(next)
 	return next
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -182,5 +183,21 @@ func TestRelevant(t *testing.T) {
 		if got := relevant(c.data); got != c.want {
 			t.Errorf("%v: %v, want %v", c.data, got, c.want)
 		}
+	}
+}
+
+func TestLegacyNAT(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]bool{"filter\nnat\n": true, "filter\n": false, "natx\n": false, "": false} {
+		p := dir + "/names"
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := legacyNAT(p); got != want {
+			t.Errorf("%q: %v, want %v", content, got, want)
+		}
+	}
+	if legacyNAT(dir + "/missing") {
+		t.Error("a missing file says legacy")
 	}
 }
