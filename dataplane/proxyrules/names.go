@@ -45,6 +45,10 @@ func label(s string, empty bool) bool {
 	return true
 }
 
+// serviceName reports whether s is a Service name: a DNS-1035 label, which starts with a letter
+// (dataplane.Parse refuses any other on the receiving side).
+func serviceName(s string) bool { return label(s, false) && s[0] >= 'a' && s[0] <= 'z' }
+
 func protocol(s string) bool { return s == "tcp" || s == "udp" || s == "sctp" }
 
 // nftServiceChain parses an nftables-mode service chain name, "service-HASH-ns/svc/proto/port" (or
@@ -66,7 +70,7 @@ func nftServiceChain(name string) (servicePort, bool) {
 	}
 	hash, base := rest[:8], rest[9:]
 	parts := strings.Split(base, "/")
-	if len(parts) != 4 || !label(parts[0], false) || !label(parts[1], false) ||
+	if len(parts) != 4 || !label(parts[0], false) || !serviceName(parts[1]) ||
 		!protocol(parts[2]) || !label(parts[3], true) {
 		return servicePort{}, false
 	}
@@ -97,7 +101,7 @@ func iptComment(c string) (servicePort, netip.AddrPort, bool) {
 		return servicePort{}, netip.AddrPort{}, false
 	}
 	name, port, named := strings.Cut(rest, ":")
-	if !label(ns, false) || !label(name, false) || (named && !label(port, false)) {
+	if !label(ns, false) || !serviceName(name) || (named && !label(port, false)) {
 		return servicePort{}, netip.AddrPort{}, false
 	}
 	return servicePort{Namespace: ns, Service: name, PortName: port}, ap, true

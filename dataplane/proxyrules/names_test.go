@@ -61,6 +61,7 @@ func TestIPTComment(t *testing.T) {
 		"ns/web:http:x -> 10.0.0.1:80",
 		"ns/web: -> 10.0.0.1:80",
 		"ns/web:http -> 10.0.0.1:80 -> 10.0.0.2:80",
+		"ns/1web:http -> 10.0.0.1:80", // a Service name starts with a letter
 		"ns/web\x00:http -> 10.0.0.1:80",
 		"ns/" + strings.Repeat("a", 300) + ":http -> 10.0.0.1:80",
 		"",
