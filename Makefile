@@ -58,10 +58,12 @@ FUZZTIME ?= 20s
 TRACER_FUZZ := FuzzParseAuditLine FuzzStepOf FuzzEventMessages
 EVENTS_FUZZ := FuzzParsePulledMessage FuzzParseEventName FuzzParseHex FuzzContainerFromFieldPath FuzzParsePreemptedMessage FuzzParseDisruption
 WATCH_FUZZ := FuzzReadWatch FuzzReadList FuzzStripFrame FuzzStripPod
+PROXYRULES_FUZZ := FuzzIPTComment FuzzNFTServiceChain
 fuzz: ## a short run of every fuzz target
 	@set -e; for f in $(TRACER_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/; done
 	@set -e; for f in $(WATCH_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./watch/; done
 	@set -e; for f in $(EVENTS_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./events/; done
+	@set -e; for f in $(PROXYRULES_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./dataplane/proxyrules/; done
 	$(GO) test -run '^$$' -fuzz '^FuzzAttributes$$' -fuzztime $(FUZZTIME) ./exporters/otlp/
 	$(GO) test -run '^$$' -fuzz '^FuzzJoinViews$$' -fuzztime $(FUZZTIME) ./cmd/readyspan/
 

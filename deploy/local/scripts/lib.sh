@@ -36,6 +36,8 @@ KUBELET_PORT=20250          # on $NODE_IP
 KUBELET_HEALTHZ_PORT=20248
 KUBE_PROXY_HEALTHZ_PORT=20256
 KUBE_PROXY_METRICS_PORT=20249
+# kube-proxy's mode at cluster-up (iptables or nftables); scripts/kube-proxy.sh switches a running one.
+KUBE_PROXY_MODE=${KUBE_PROXY_MODE:-iptables}
 REGISTRY=127.0.0.1:5000
 JAEGER_QUERY=127.0.0.1:16686
 JAEGER_OTLP_GRPC_PORT=4317  # on 127.0.0.1 and $NODE_IP
@@ -210,12 +212,27 @@ render() {
     -e "s|@CGROUP_ROOT@|$CGROUP_ROOT|g" -e "s|@REGISTRY@|$REGISTRY|g" -e "s|@PAUSE_IMAGE@|$PAUSE_IMAGE|g" \
     -e "s|@APISERVER_PORT@|$APISERVER_PORT|g" -e "s|@KUBELET_PORT@|$KUBELET_PORT|g" \
     -e "s|@KUBELET_HEALTHZ_PORT@|$KUBELET_HEALTHZ_PORT|g" -e "s|@KUBE_PROXY_HEALTHZ_PORT@|$KUBE_PROXY_HEALTHZ_PORT|g" \
-    -e "s|@KUBE_PROXY_METRICS_PORT@|$KUBE_PROXY_METRICS_PORT|g" -e "s|@JAEGER_QUERY@|$JAEGER_QUERY|g" \
+    -e "s|@KUBE_PROXY_METRICS_PORT@|$KUBE_PROXY_METRICS_PORT|g" \
+    -e "s|@KUBE_PROXY_MODE@|$KUBE_PROXY_MODE|g" -e "s|@JAEGER_QUERY@|$JAEGER_QUERY|g" \
     -e "s|@JAEGER_HEALTH@|$JAEGER_HEALTH|g" -e "s|@JAEGER_OTLP_GRPC_PORT@|$JAEGER_OTLP_GRPC_PORT|g" \
     -e "s|@JAEGER_OTLP_HTTP_PORT@|$JAEGER_OTLP_HTTP_PORT|g" -e "s|@READYSPAN_METRICS@|$READYSPAN_METRICS|g" \
     -e "s|@WEBHOOK@|$WEBHOOK|g" \
     -e "s|@COMPONENTS_OTLP_PORT@|$COMPONENTS_OTLP_PORT|g" -e "s|@READYSPAN_OTLP_PORT@|$READYSPAN_OTLP_PORT|g" \
     "$LOCAL/config/$1" >"$2"
+}
+
+# check_kube_proxy_mode: KUBE_PROXY_MODE is one kube-proxy here runs in (the config is rendered from it).
+check_kube_proxy_mode() {
+  case $KUBE_PROXY_MODE in
+    iptables | nftables) ;;
+    *) echo "error: KUBE_PROXY_MODE=$KUBE_PROXY_MODE: want iptables or nftables" >&2; exit 1 ;;
+  esac
+}
+
+# kube_proxy_mode: the mode the running kube-proxy was started in (its rendered config), or
+# "unknown" before the first cluster-up.
+kube_proxy_mode() {
+  sed -n 's/^mode: *\([a-z]*\).*/\1/p' "$ETC/kube-proxy.yaml" 2>/dev/null | grep . || echo unknown
 }
 
 kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }

@@ -17,7 +17,7 @@ rows=(
   "node-namespace|private mount namespace of containerd and the kubelet"
   "containerd|unix://${RUN#"$ROOT"/}/containerd.sock"
   "kubelet|https://$NODE_IP:$KUBELET_PORT (node $NODE_NAME)"
-  "kube-proxy|iptables, healthz 127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT"
+  "kube-proxy|$(kube_proxy_mode) mode, healthz 127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT"
   "jaeger|query http://$JAEGER_QUERY, OTLP 127.0.0.1|$NODE_IP:$JAEGER_OTLP_GRPC_PORT (grpc) :$JAEGER_OTLP_HTTP_PORT (http)"
   "prometheus|http://$PROMETHEUS"
   "readyspan|http://$READYSPAN_METRICS/metrics"

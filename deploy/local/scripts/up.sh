@@ -13,6 +13,8 @@
 #              WEBHOOK_ARGS    extra flags for the admission webhook server (localwebhook)
 #              KUBELET_VERSION the node's kubelet: 1.34, 1.35, 1.36 or 1.37 (default; see lib.sh)
 #              CONTAINERD_VERSION  the node's runtime: 2 (default), 1.7 or 1.6 (Debian's)
+#              KUBE_PROXY_MODE kube-proxy's mode: iptables (default) or nftables (kube-proxy.sh
+#                              switches it later)
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "error: the local cluster needs root (network, cgroups, mounts)" >&2; exit 1; }
@@ -22,6 +24,7 @@ if [ ! -d /sys/fs/cgroup/cpu ] || [ ! -d /sys/fs/cgroup/pids ]; then
 fi
 
 lock_cluster
+check_kube_proxy_mode
 
 kubelet_bin=$(kubelet_binary)
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler "$(basename "$kubelet_bin")" kube-proxy
@@ -228,7 +231,7 @@ start kubelet nsenter -t "$holder" -m -- "$kubelet_bin" --config="$ETC/kubelet.y
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
 wait_for kubelet 60 curl -sf "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz"
 
-step "kube-proxy (iptables)"
+step "kube-proxy ($KUBE_PROXY_MODE)"
 start kube-proxy "$BIN/kube-proxy" --config="$ETC/kube-proxy.yaml" --v=2
 wait_for kube-proxy 60 curl -sf "http://127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT/healthz"
 
