@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/readyspan/readyspan/dataplane/agent"
+	"github.com/readyspan/readyspan/dataplane/proxyrules"
 )
 
 // defaultNodeMetricsAddr is loopback: the node component runs in the host's network namespace,
@@ -18,7 +19,7 @@ const defaultNodeMetricsAddr = "127.0.0.1:9465"
 // newRuleWatcher builds the reader of the node's kube-proxy rules (a variable, so the
 // command's tests run without root or a kernel's rules).
 var newRuleWatcher = func(node string, poll time.Duration, log *slog.Logger) (agent.Watcher, error) {
-	return nil, errors.New("this build has no reader of kube-proxy's rules (dataplane/proxyrules)")
+	return proxyrules.NewWatcher(proxyrules.Options{Node: node, Poll: poll, Log: log})
 }
 
 // runNode is `readyspan node`: its flags become agent.Config, and the agent package does the
