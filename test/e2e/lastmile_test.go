@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,12 +27,13 @@ import (
 // TestLastMile checks the last mile against a prober on the real node, in both of kube-proxy's
 // modes: readyspan node reads the node's kube-proxy rules and reports them to readyspan's OTLP
 // input; the prober, in the node's network namespace, opens connections to the Service's
-// ClusterIP from 4 workers every 10 ms (400 a second), each answered by the Pod's name, and
-// records per Pod the first and last connection it answered.
+// ClusterIP from 8 workers every 10 ms (up to 800 a second), each answered by the Pod's name,
+// and records per Pod the first and last connection it answered.
 //
 //   - Each new Pod's status.programming ends (the node put it in its rules) no later than 20 ms
 //     after its first answer, and no earlier than 20 ms + the time the prober needs to reach one
-//     Pod of N with probability 1−10⁻⁴ (N·ln 10⁴ / 400 s⁻¹) before it.
+//     Pod of the 4 in rotation with probability 1−10⁻⁴ (4·ln 10⁴ / the rate it reached) before
+//     it: each connection lands on one of them at random.
 //   - Each old Pod's rollout.pod.rotation ends (the node took it out) within the same bounds of
 //     its last answer, mirrored.
 //   - A rolling update whose old Pods keep answering after SIGTERM (busybox httpd, PID 1, ignores
@@ -47,16 +49,15 @@ func TestLastMile(t *testing.T) {
 }
 
 const (
-	proberWorkers  = 4
+	proberWorkers  = 8
 	proberInterval = 10 * time.Millisecond
 	// lastMilePrecision is how close the node component's stamp must be to what the prober sees.
 	lastMilePrecision = 20 * time.Millisecond
 )
 
-// proberReach is how long the prober may take to open a connection that lands on one given Pod
-// of n, with probability 1−10⁻⁴: each connection picks one of n at random.
-func proberReach(n int) time.Duration {
-	rate := float64(proberWorkers) / proberInterval.Seconds()
+// proberReach is how long the prober, at rate connections a second, may take to open one that
+// lands on one given Pod of n, with probability 1−10⁻⁴: each connection picks one of n at random.
+func proberReach(n int, rate float64) time.Duration {
 	return time.Duration(float64(n) * math.Log(1e4) / rate * float64(time.Second))
 }
 
@@ -84,18 +85,26 @@ func (e *Env) lastMile(t *testing.T, mode string) {
 	e.createDeployment(t, ns, d)
 	e.WaitPodsReady(t, ns, "app=web", 3, 2*time.Minute)
 
-	// Rolling update 1: no preStop hook. Rolling update 2: a preStop sleep of 3 s.
-	noHook := e.rollWeb(t, ns, `{"spec":{"template":{"metadata":{"annotations":{"e2e/rev":"2"}}}}}`)
-	sleep := e.rollWeb(t, ns, `{"spec":{"template":{"metadata":{"annotations":{"e2e/rev":"3"}},"spec":{"containers":[{"name":"httpd","lifecycle":{"preStop":{"sleep":{"seconds":3}}}}]}}}}`)
+	// Rolling update 1 replaces the first Pods, which have no preStop hook, with Pods that sleep
+	// 3 s in one; rolling update 2 replaces those.
+	noHook := e.rollWeb(t, ns, `{"spec":{"template":{"metadata":{"annotations":{"e2e/rev":"2"}},"spec":{"containers":[{"name":"httpd","lifecycle":{"preStop":{"sleep":{"seconds":3}}}}]}}}}`)
+	sleep := e.rollWeb(t, ns, `{"spec":{"template":{"metadata":{"annotations":{"e2e/rev":"3"}}}}}`)
 	time.Sleep(2 * time.Second) // the last old Pods' removal reaches the prober
 	p.stop()
-	if p.answered() == 0 {
-		t.Fatalf("the prober got no answer from %s (%d errors)", svc.Spec.ClusterIP, p.errors)
+	rate := p.rate()
+	if rate < 100 {
+		t.Fatalf("the prober reached %.0f answers a second from %s (%d errors), want at least 100", rate, svc.Spec.ClusterIP, p.errors)
 	}
+	reach := proberReach(4, rate)
+	t.Logf("prober: %.0f answers a second, %d errors; one Pod of 4 reached within %v", rate, p.errors, reach)
 
 	// New Pods: every Pod the namespace had, except the first three when they are old Pods only.
 	uids := names.uids()
 	traces := e.WaitTraces(t, uids, 3*time.Minute, func(tr *Trace) bool { return tr.Find("status.programming") != nil })
+	var firstAfter, lastBefore []time.Duration // for the log: how the prober saw the stamps
+	defer func() {
+		t.Logf("first answer − programmed: %s; removed − last answer: %s", spread(firstAfter), spread(lastBefore))
+	}()
 	for uid, tr := range traces {
 		name := names.name(uid)
 		sp := tr.Find("status.programming")
@@ -105,9 +114,10 @@ func (e *Env) lastMile(t *testing.T, mode string) {
 			continue
 		}
 		end := sp.EndTime()
-		if first.Before(end.Add(-lastMilePrecision)) || first.After(end.Add(lastMilePrecision+proberReach(4))) {
+		firstAfter = append(firstAfter, first.Sub(end))
+		if first.Before(end.Add(-lastMilePrecision)) || first.After(end.Add(lastMilePrecision+reach)) {
 			t.Errorf("%s: programmed at %s, first answered at %s (%+v): not within [−%v, +%v]", name, end.Format(time.StampMicro),
-				first.Format(time.StampMicro), first.Sub(end), lastMilePrecision, lastMilePrecision+proberReach(4))
+				first.Format(time.StampMicro), first.Sub(end), lastMilePrecision, lastMilePrecision+reach)
 		}
 		if sp.IsError() {
 			t.Errorf("%s: status.programming is an error: %s", name, sp.StatusMessage())
@@ -130,7 +140,8 @@ func (e *Env) lastMile(t *testing.T, mode string) {
 				continue
 			}
 			removed := sp.EndTime()
-			if last.After(removed.Add(lastMilePrecision)) || last.Before(removed.Add(-lastMilePrecision-proberReach(4))) {
+			lastBefore = append(lastBefore, removed.Sub(last))
+			if last.After(removed.Add(lastMilePrecision)) || last.Before(removed.Add(-lastMilePrecision-reach)) {
 				t.Errorf("%s: out of the rules at %s, last answered at %s (%+v)", name, removed.Format(time.StampMicro),
 					last.Format(time.StampMicro), last.Sub(removed))
 			}
@@ -237,6 +248,7 @@ func (pn *podNames) name(uid string) string {
 // opened (the rules pick the Pod when the connection's first packet leaves).
 type prober struct {
 	addr       string
+	began, end time.Time
 	done       chan struct{}
 	wg         sync.WaitGroup
 	mu         sync.Mutex
@@ -246,7 +258,7 @@ type prober struct {
 }
 
 func startProber(t *testing.T, addr string) *prober {
-	p := &prober{addr: addr, done: make(chan struct{}), firsts: map[string]time.Time{}, lasts: map[string]time.Time{}}
+	p := &prober{addr: addr, began: time.Now(), done: make(chan struct{}), firsts: map[string]time.Time{}, lasts: map[string]time.Time{}}
 	for range proberWorkers {
 		p.wg.Add(1)
 		go p.work()
@@ -314,12 +326,14 @@ func (p *prober) stop() {
 		close(p.done)
 	}
 	p.wg.Wait()
+	p.end = time.Now()
 }
 
-func (p *prober) answered() int {
+// rate is the answers a second the prober got, over its run.
+func (p *prober) rate() float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ok
+	return float64(p.ok) / p.end.Sub(p.began).Seconds()
 }
 
 func (p *prober) first(name string) (time.Time, bool) {
@@ -334,4 +348,14 @@ func (p *prober) last(name string) (time.Time, bool) {
 	defer p.mu.Unlock()
 	at, ok := p.lasts[name]
 	return at, ok
+}
+
+// spread is "min / median / max (n)" of durations, in ms.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	slices.Sort(ds)
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
+	return fmt.Sprintf("%s / %s / %s ms (%d)", ms(ds[0]), ms(ds[len(ds)/2]), ms(ds[len(ds)-1]), len(ds))
 }

@@ -167,7 +167,7 @@ lock_cluster() {
 start() {
   local name=$1; shift
   printf '=== %s: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$LOGS/$name.log"
-  nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
+  setsid nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$RUN/$name.pid"
 }
 
