@@ -89,6 +89,7 @@ type frameStripper struct {
 	out  []byte // what is left to hand on of the frame rewritten
 	pass int64  // bytes of a frame too large to rewrite, still to pass through
 	rw   []byte // the rewritten frame, reused
+	re   rewriter
 }
 
 func (s *frameStripper) Read(p []byte) (int, error) {
@@ -132,7 +133,7 @@ func (s *frameStripper) next() error {
 	}
 	frame := s.buf[s.r+4 : s.r+4+int(n)]
 	s.r += 4 + int(n)
-	s.rw = stripFrame(s.rw[:0], frame)
+	s.rw = s.re.strip(s.rw[:0], frame)
 	s.out = s.rw
 	return nil
 }
@@ -166,6 +167,12 @@ func (s *frameStripper) Close() error { return s.in.Close() }
 // object's shape drops, or unchanged when its object is not one whose encoding is known.
 func stripFrame(dst, event []byte) []byte {
 	var r rewriter
+	return r.strip(dst, event)
+}
+
+// strip is stripFrame with r's sizes reused: a stream rewrites every frame with one rewriter.
+func (r *rewriter) strip(dst, event []byte) []byte {
+	r.sizes, r.next = r.sizes[:0], 0
 	size, ok := r.size(watchEvent, event)
 	if !ok || size == len(event) {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(event)))
