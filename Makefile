@@ -57,7 +57,7 @@ bench: ## reconstruction, OTLP export and OTLP input throughput, and allocations
 FUZZTIME ?= 20s
 TRACER_FUZZ := FuzzParseAuditLine FuzzStepOf FuzzEventMessages
 EVENTS_FUZZ := FuzzParsePulledMessage FuzzParseEventName FuzzParseHex FuzzContainerFromFieldPath FuzzParsePreemptedMessage FuzzParseDisruption
-WATCH_FUZZ := FuzzReadWatch FuzzReadList FuzzStripFrame FuzzStripPod
+WATCH_FUZZ := FuzzReadWatch FuzzReadList FuzzStripFrame FuzzStripPod FuzzEnvelopes
 PROXYRULES_FUZZ := FuzzIPTComment FuzzNFTServiceChain
 fuzz: ## a short run of every fuzz target
 	@set -e; for f in $(TRACER_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./tracer/; done

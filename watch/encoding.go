@@ -63,17 +63,20 @@ func (e Encoding) RESTConfig(cfg *rest.Config) *rest.Config {
 // NewClients makes, from cfg, the client that asks for e and the one kinds with no protobuf
 // encoding are read through (Config.JSONClient): the same client when e is JSON. The protobuf
 // client's watch streams come without the managedFields' field sets, and their Pods without
-// what Transform drops (strip.go).
+// what Transform drops (strip.go); their envelopes are read in place (envelope.go).
 func NewClients(cfg *rest.Config, e Encoding) (client, jsonClient kubernetes.Interface, err error) {
 	ecfg := e.RESTConfig(cfg)
 	if e != EncodingJSON {
 		ecfg.Wrap(stripUnread)
 	}
-	if client, err = kubernetes.NewForConfig(ecfg); err != nil {
-		return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
-	}
 	if e == EncodingJSON {
+		if client, err = kubernetes.NewForConfig(ecfg); err != nil {
+			return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
+		}
 		return client, client, nil
+	}
+	if client, err = newEnvelopeClient(ecfg); err != nil {
+		return nil, nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
 	}
 	if jsonClient, err = kubernetes.NewForConfig(EncodingJSON.RESTConfig(cfg)); err != nil {
 		return nil, nil, fmt.Errorf("create JSON client for %s: %w", cfg.Host, err)

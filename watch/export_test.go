@@ -155,3 +155,10 @@ var (
 	StripUnread = stripUnread
 	StripFrame  = stripFrame
 )
+
+// ProtobufEnvelopes is the protobuf serializer of the clients NewClients makes for protobuf,
+// whose decoders read the WatchEvent and Unknown envelopes in place.
+func ProtobufEnvelopes() runtime.SerializerInfo {
+	info, _ := runtime.SerializerInfoForMediaType(newEnvelopes().SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	return info
+}

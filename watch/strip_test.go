@@ -125,7 +125,7 @@ func protobufInfo(t testing.TB) runtime.SerializerInfo {
 
 // decodeWatch reads a protobuf watch stream as client-go's watch does.
 func decodeWatch(info runtime.SerializerInfo, stream io.ReadCloser) ([]runtime.Object, error) {
-	dec := restwatch.NewDecoder(streaming.NewDecoder(info.StreamSerializer.Framer.NewFrameReader(stream), info.StreamSerializer.Serializer), info.Serializer)
+	dec := newWatchDecoder(info, stream)
 	var out []runtime.Object
 	for {
 		_, obj, err := dec.Decode()
@@ -137,6 +137,11 @@ func decodeWatch(info runtime.SerializerInfo, stream io.ReadCloser) ([]runtime.O
 		}
 		out = append(out, obj)
 	}
+}
+
+// newWatchDecoder is client-go's watch decoder of a stream, with info's decoders.
+func newWatchDecoder(info runtime.SerializerInfo, stream io.ReadCloser) *restwatch.Decoder {
+	return restwatch.NewDecoder(streaming.NewDecoder(info.StreamSerializer.Framer.NewFrameReader(stream), info.StreamSerializer.Serializer), info.Serializer)
 }
 
 // slimManagedFields is obj with its managedFields' entries as Transform keeps them (manager,
