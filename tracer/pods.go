@@ -139,7 +139,7 @@ var podKind = &kind{
 }
 
 // slimPod keeps of a Pod what the correlator reads: no annotations, no env, args or commands
-// (never copied into spans), no volume contents.
+// (never copied into spans), no volume contents, no addresses.
 func slimPod(o *corev1.Pod) {
 	o.Annotations = nil
 	slimContainers(o.Spec.InitContainers)
@@ -152,9 +152,15 @@ func slimPod(o *corev1.Pod) {
 	// to this by TestStripRandomPods).
 	o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName, SchedulingGates: o.Spec.SchedulingGates,
 		Volumes: o.Spec.Volumes, InitContainers: o.Spec.InitContainers, Containers: o.Spec.Containers}
-	for _, list := range [][]corev1.ContainerStatus{o.Status.InitContainerStatuses, o.Status.ContainerStatuses} {
+	// Of the status, what is read: not the addresses, QoS class or message; of a container's
+	// status, not its image, IDs or last state.
+	st := &o.Status
+	*st = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, Reason: st.Reason, StartTime: st.StartTime,
+		NominatedNodeName: st.NominatedNodeName, InitContainerStatuses: st.InitContainerStatuses, ContainerStatuses: st.ContainerStatuses}
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for i := range list {
-			list[i].VolumeMounts, list[i].Resources, list[i].AllocatedResources, list[i].User = nil, nil, nil, nil
+			cs := &list[i]
+			*cs = corev1.ContainerStatus{Name: cs.Name, State: cs.State, Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started}
 		}
 	}
 }

@@ -327,9 +327,15 @@ var (
 	volumeSource = shapeOf[corev1.VolumeSource](empty, rules{"PersistentVolumeClaim": {act: keep}})
 	container    = shapeOf[corev1.Container](drop, rules{"Name": {act: keep}, "Image": {act: keep}, "RestartPolicy": {act: keep},
 		"Lifecycle": {act: keep}, "LivenessProbe": {act: empty}, "ReadinessProbe": {act: empty}, "StartupProbe": {act: empty}})
-	podStatus       = shapeOf[corev1.PodStatus](keep, rules{"InitContainerStatuses": {rewrite, containerStatus}, "ContainerStatuses": {rewrite, containerStatus}})
-	containerStatus = shapeOf[corev1.ContainerStatus](keep, rules{"VolumeMounts": {act: drop}, "Resources": {act: drop},
-		"AllocatedResources": {act: drop}, "User": {act: drop}})
+	// Of its status, what is read: its phase, conditions, reason, start, nomination and
+	// containers; not its addresses, QoS class, message or the rest.
+	podStatus = shapeOf[corev1.PodStatus](drop, rules{"Phase": {act: keep}, "Conditions": {act: keep}, "Reason": {act: keep},
+		"StartTime": {act: keep}, "NominatedNodeName": {act: keep},
+		"InitContainerStatuses": {rewrite, containerStatus}, "ContainerStatuses": {rewrite, containerStatus}})
+	// Of a container's status, its state, readiness, start and restarts; not its image, IDs
+	// or last state.
+	containerStatus = shapeOf[corev1.ContainerStatus](drop, rules{"Name": {act: keep}, "State": {act: keep}, "Ready": {act: keep},
+		"RestartCount": {act: keep}, "Started": {act: keep}})
 )
 
 // objectEvent is the shape of a WatchEvent whose object reaches the informers' Transform: an
