@@ -134,7 +134,7 @@ func Build(r *Rollout) *Trace {
 	for _, it := range items.list {
 		switch {
 		case it.newPod != nil:
-			t.Spans = append(t.Spans, podSpans(key, parentOf(it.step), it, cp.pods[it.uid])...)
+			t.Spans = podSpans(t.Spans, key, parentOf(it.step), it, cp.pods[it.uid])
 		case it.oldPod != nil:
 			term := terminateSpan(it, parentOf(it.step), cp.pods[it.oldPod.UID], span)
 			t.Spans = append(t.Spans, term)
@@ -205,9 +205,9 @@ func terminateSpan(it *item, parent phases.SpanID, critical bool, span spanMaker
 	return sp
 }
 
-// podSpans draws a new Pod, created → available, with the six phase spans of its own trace
-// under it and a link to that trace.
-func podSpans(key string, parent phases.SpanID, it *item, critical bool) []phases.Span {
+// podSpans appends to dst a new Pod, created → available, with the six phase spans of its own
+// trace under it and a link to that trace.
+func podSpans(dst []phases.Span, key string, parent phases.SpanID, it *item, critical bool) []phases.Span {
 	p := it.newPod
 	path := "pod/" + p.UID
 	sp := phases.Span{Name: PodSpanName, Path: path, Service: phases.ServiceReadyspan,
@@ -224,9 +224,8 @@ func podSpans(key string, parent phases.SpanID, it *item, critical bool) []phase
 	}
 	sp.AddLink(phases.Link{TraceID: phases.TraceIDFor(p.UID), SpanID: phases.SpanIDFor(p.UID, phases.RootSpanName),
 		Attrs: []phases.Attr{{Key: AttrLinkRelation, Value: "pod_trace"}}})
-	out := []phases.Span{sp}
 	if p.Trace == nil {
-		return out
+		return append(dst, sp)
 	}
 	sp.Attrs = append(sp.Attrs, phases.Attr{Key: AttrPodOutcome, Value: string(p.Trace.Summary.Outcome)})
 	if why := p.Trace.Summary.FailureReason; why != "" {
@@ -234,7 +233,7 @@ func podSpans(key string, parent phases.SpanID, it *item, critical bool) []phase
 		sp.Attrs = append(sp.Attrs, phases.Attr{Key: phases.AttrFailureReason, Value: why})
 		sp.Status, sp.StatusMessage = phases.StatusError, why
 	}
-	out[0] = sp
+	dst = append(dst, sp)
 	for _, name := range phases.Phases {
 		ph := p.Trace.Phase(name)
 		if ph == nil {
@@ -246,9 +245,9 @@ func podSpans(key string, parent phases.SpanID, it *item, critical bool) []phase
 		c.SpanID = phases.SpanIDFor(key, c.Path)
 		c.DropNotes()
 		c.Attrs = append([]phases.Attr(nil), ph.Attrs...)
-		out = append(out, c)
+		dst = append(dst, c)
 	}
-	return out
+	return dst
 }
 
 func rootAttrs(r *Rollout, sum *Summary, start, end phases.Stamp) []phases.Attr {
