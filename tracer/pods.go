@@ -139,7 +139,7 @@ var podKind = &kind{
 }
 
 // slimPod keeps of a Pod what the correlator reads: no annotations, no env, args or commands
-// (never copied into spans), no volume contents, no addresses.
+// (never copied into spans), no volume contents.
 func slimPod(o *corev1.Pod) {
 	o.Annotations = nil
 	slimContainers(o.Spec.InitContainers)
@@ -152,11 +152,12 @@ func slimPod(o *corev1.Pod) {
 	// to this by TestStripRandomPods).
 	o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName, SchedulingGates: o.Spec.SchedulingGates,
 		Volumes: o.Spec.Volumes, InitContainers: o.Spec.InitContainers, Containers: o.Spec.Containers}
-	// Of the status, what is read: not the addresses, QoS class or message; of a container's
-	// status, not its image, IDs or last state.
+	// Of the status, what is read: its addresses (kube-proxy's rules name them), not its QoS
+	// class or message; of a container's status, not its image, IDs or last state.
 	st := &o.Status
 	*st = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, Reason: st.Reason, StartTime: st.StartTime,
-		NominatedNodeName: st.NominatedNodeName, InitContainerStatuses: st.InitContainerStatuses, ContainerStatuses: st.ContainerStatuses}
+		NominatedNodeName: st.NominatedNodeName, PodIP: st.PodIP, PodIPs: st.PodIPs,
+		InitContainerStatuses: st.InitContainerStatuses, ContainerStatuses: st.ContainerStatuses}
 	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for i := range list {
 			cs := &list[i]

@@ -327,10 +327,10 @@ var (
 	volumeSource = shapeOf[corev1.VolumeSource](empty, rules{"PersistentVolumeClaim": {act: keep}})
 	container    = shapeOf[corev1.Container](drop, rules{"Name": {act: keep}, "Image": {act: keep}, "RestartPolicy": {act: keep},
 		"Lifecycle": {act: keep}, "LivenessProbe": {act: empty}, "ReadinessProbe": {act: empty}, "StartupProbe": {act: empty}})
-	// Of its status, what is read: its phase, conditions, reason, start, nomination and
-	// containers; not its addresses, QoS class, message or the rest.
+	// Of its status, what is read: its phase, conditions, reason, start, nomination, addresses
+	// and containers; not its QoS class, message or the rest.
 	podStatus = shapeOf[corev1.PodStatus](drop, rules{"Phase": {act: keep}, "Conditions": {act: keep}, "Reason": {act: keep},
-		"StartTime": {act: keep}, "NominatedNodeName": {act: keep},
+		"StartTime": {act: keep}, "NominatedNodeName": {act: keep}, "PodIP": {act: keep}, "PodIPs": {act: keep},
 		"InitContainerStatuses": {rewrite, containerStatus}, "ContainerStatuses": {rewrite, containerStatus}})
 	// Of a container's status, its state, readiness, start and restarts; not its image, IDs
 	// or last state.
