@@ -133,7 +133,6 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-
 func firstOf[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 
 // EventNodeProgrammed marks, on status.programming, one of the slowest nodes putting the Pod in

@@ -10,7 +10,9 @@ import (
 // created 0, scheduled 100, started 500 (its one container), Ready 1000, its address ready in
 // the EndpointSlice 1100.
 func servedPod(t time.Time) *Pod {
-	at := func(ms int, src Source) Times { return Times{{At: InstantOf(t.Add(time.Duration(ms) * time.Millisecond)), Source: src}} }
+	at := func(ms int, src Source) Times {
+		return Times{{At: InstantOf(t.Add(time.Duration(ms) * time.Millisecond)), Source: src}}
+	}
 	p := &Pod{UID: "5e0c5a3c-0000-4000-8000-000000000001", Name: "web-1", Namespace: "prod", Node: "node-1",
 		Root: RootBarePod, HasService: true, Addresses: []string{"10.88.77.5"}}
 	p.Created = at(0, SourceWatch)
