@@ -43,6 +43,7 @@ import (
 func TestLastMile(t *testing.T) {
 	e := Setup(t)
 	e.withOTLPReceive(t)
+	t.Cleanup(func() { e.script(t, "kube-proxy.sh", "mode", "iptables") }) // the cluster's own mode
 	for _, mode := range []string{"iptables", "nftables"} {
 		t.Run(mode, func(t *testing.T) { e.lastMile(t, mode) })
 	}
