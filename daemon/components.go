@@ -57,7 +57,7 @@ type joinStage struct {
 
 	mu      sync.Mutex
 	pending []pendingTrace
-	kick    chan struct{}
+	loop    stageLoop
 
 	waited  *prometheus.HistogramVec
 	missing *prometheus.CounterVec
@@ -73,7 +73,7 @@ func newJoinStage(store *otlpin.Store, wait time.Duration, next func(*phases.Tra
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	j := &joinStage{store: store, wait: wait, next: next, log: log, now: time.Now, kick: make(chan struct{}, 1),
+	j := &joinStage{store: store, wait: wait, next: next, log: log, now: time.Now, loop: newStageLoop(),
 		waited: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readyspan_otlp_join_wait_seconds",
 			Help:    "How long a finished Pod trace waited for the components' spans before export (the added export lag), by whether all it expected arrived.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 60}}, []string{"complete"}),
@@ -98,26 +98,11 @@ func (j *joinStage) pod(t *phases.Trace) {
 	j.mu.Lock()
 	j.pending = append(j.pending, pendingTrace{t: t, arrived: now, deadline: now.Add(j.wait)})
 	j.mu.Unlock()
-	select {
-	case j.kick <- struct{}{}:
-	default:
-	}
+	j.loop.wake()
 }
 
 // run works through the waiting traces until ctx ends; flush then sends what still waits.
-func (j *joinStage) run(ctx context.Context) {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-j.kick:
-		}
-		j.step(false)
-	}
-}
+func (j *joinStage) run(ctx context.Context) { j.loop.run(ctx, 200*time.Millisecond, j.step) }
 
 // flush joins and sends every waiting trace now, with what arrived (the daemon's stop).
 func (j *joinStage) flush() { j.step(true) }

@@ -33,7 +33,7 @@ type lastMileStage struct {
 	mu       sync.Mutex
 	pods     []waitingPod
 	rollouts []waitingRollout
-	kick     chan struct{}
+	loop     stageLoop
 }
 
 type waitingPod struct {
@@ -60,7 +60,7 @@ type waitingOld struct {
 
 func newLastMileStage(table *dataplane.Table, wait time.Duration, nextPod func(*phases.Trace), nextRollout func(*rollout.Trace)) *lastMileStage {
 	return &lastMileStage{table: table, wait: wait, nextPod: nextPod, nextRollout: nextRollout, now: time.Now,
-		kick: make(chan struct{}, 1)}
+		loop: newStageLoop()}
 }
 
 // pod takes a finished Pod trace.
@@ -80,7 +80,7 @@ func (s *lastMileStage) pod(t *phases.Trace) {
 	s.mu.Lock()
 	s.pods = append(s.pods, waitingPod{t: t, nodes: nodes, mode: mode, since: since, deadline: s.now().Add(s.wait)})
 	s.mu.Unlock()
-	s.wake()
+	s.loop.wake()
 }
 
 // rollout takes a finished rollout trace.
@@ -103,30 +103,11 @@ func (s *lastMileStage) rollout(t *rollout.Trace) {
 	s.mu.Lock()
 	s.rollouts = append(s.rollouts, waitingRollout{t: t, olds: olds, deadline: s.now().Add(s.wait)})
 	s.mu.Unlock()
-	s.wake()
-}
-
-func (s *lastMileStage) wake() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.loop.wake()
 }
 
 // run works through the waiting traces until ctx ends; flush then sends what still waits.
-func (s *lastMileStage) run(ctx context.Context) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-s.kick:
-		}
-		s.step(false)
-	}
-}
+func (s *lastMileStage) run(ctx context.Context) { s.loop.run(ctx, 100*time.Millisecond, s.step) }
 
 // flush sends every waiting trace now, with what was reported (the daemon's stop).
 func (s *lastMileStage) flush() { s.step(true) }
