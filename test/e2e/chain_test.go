@@ -318,18 +318,7 @@ func metricValue(series string) (float64, error) {
 // receivedFromAPIServer is how many spans the local readyspan's OTLP input received from the
 // apiserver, from its /metrics.
 func receivedFromAPIServer() (float64, error) {
-	resp, err := http.Get("http://127.0.0.1:8080/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), `readyspan_otlp_received_spans_total{component="kube-apiserver"} `); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, sc.Err()
+	return readyspanMetric(`readyspan_otlp_received_spans_total{component="kube-apiserver"}`)
 }
 
 // logJoinWait logs readyspan's own measure of the export lag the join added: the wait of each
