@@ -775,7 +775,12 @@ func (b *builder) status(parent int, start, kubeletDone, ready point) {
 	}
 	if p.HasService {
 		if ep := resolve(p.EndpointsReady); ep.observed {
-			b.add(spanHead{Name: SpanStatusEndpoints, Path: SpanStatusEndpoints, Service: ServiceController}, parent, later(ready, start), ep)
+			i := b.add(spanHead{Name: SpanStatusEndpoints, Path: SpanStatusEndpoints, Service: ServiceController}, parent, later(ready, start), ep)
+			if p.Programming == nil {
+				// No node reported its rules: the trace ends before traffic reaches the Pod, and
+				// says so.
+				b.trace.Spans[i].Attrs = append(b.trace.Spans[i].Attrs, Attr{AttrProgrammingObserved, false})
+			}
 			b.programming(parent, ep)
 		}
 	}

@@ -230,6 +230,9 @@ const (
 	// false on a phase that does not apply to the Pod (a bare Pod's controllers), drawn with zero
 	// length.
 	AttrApplicable = "readyspan.phase.applicable"
+	// false on status.endpoints when no node reported its kube-proxy rules (readyspan node): the
+	// trace ends at the endpoints, before traffic reaches the Pod.
+	AttrProgrammingObserved = "readyspan.programming.observed"
 	// On status.programming: kube-proxy's mode as the nodes' rules showed it (iptables, nftables).
 	AttrProgrammingMode = "readyspan.programming.mode"
 	// On status.programming: the nodes waited for (their node component was reporting when the Pod
