@@ -66,7 +66,7 @@ func newLastMileStage(table *dataplane.Table, wait time.Duration, nextPod func(*
 // pod takes a finished Pod trace.
 func (s *lastMileStage) pod(t *phases.Trace) {
 	p := t.Pod
-	if p == nil || !p.HasService || len(p.Addresses) == 0 || t.Summary.Outcome != phases.OutcomeReady || p.Programming != nil {
+	if p == nil || !p.HasService || len(p.Addresses) == 0 || t.Summary.Outcome != phases.OutcomeReady {
 		s.nextPod(t)
 		return
 	}
@@ -89,7 +89,7 @@ func (s *lastMileStage) rollout(t *rollout.Trace) {
 	for i := range t.Rollout.OldPods {
 		o := &t.Rollout.OldPods[i]
 		at, _ := o.Deleted.Resolve()
-		if len(o.Addresses) == 0 || at.Time().IsZero() || o.Rotation != nil {
+		if len(o.Addresses) == 0 || at.Time().IsZero() {
 			continue
 		}
 		if nodes, mode := s.table.Reporting(at.Time()); len(nodes) > 0 {
@@ -130,11 +130,12 @@ func (s *lastMileStage) step(all bool) {
 	}
 	var keepRollouts []waitingRollout
 	for _, w := range rollouts {
-		if !all && now.Before(w.deadline) && !s.oldPodsOut(w) {
+		got, out := s.removals(w)
+		if !all && now.Before(w.deadline) && !out {
 			keepRollouts = append(keepRollouts, w)
 			continue
 		}
-		s.finishRollout(w)
+		s.finishRollout(w, got)
 	}
 	s.mu.Lock()
 	s.pods = append(keepPods, s.pods...)
@@ -154,25 +155,25 @@ func (s *lastMileStage) finishPod(w waitingPod, got []phases.NodeProgramming) {
 	s.nextPod(phases.Build(&p, w.t.Options))
 }
 
-// oldPodsOut reports whether every waiting old Pod left every node's rules.
-func (s *lastMileStage) oldPodsOut(w waitingRollout) bool {
+// removals finds, for each waiting old Pod, when each node took it out of its rules, and
+// reports whether every one is out of every node's.
+func (s *lastMileStage) removals(w waitingRollout) (got [][]phases.NodeProgramming, out bool) {
+	out = true
 	for _, o := range w.olds {
 		old := &w.t.Rollout.OldPods[o.index]
-		if !allReported(s.table.First(w.t.Rollout.Workload.Namespace, old.Addresses, false, o.since, o.nodes)) {
-			return false
-		}
+		nodes := s.table.First(w.t.Rollout.Workload.Namespace, old.Addresses, false, o.since, o.nodes)
+		got = append(got, nodes)
+		out = out && allReported(nodes)
 	}
-	return true
+	return got, out
 }
 
 // finishRollout draws the rollout again with its old Pods' removal from the nodes' rules.
-func (s *lastMileStage) finishRollout(w waitingRollout) {
+func (s *lastMileStage) finishRollout(w waitingRollout, got [][]phases.NodeProgramming) {
 	r := *w.t.Rollout
 	r.OldPods = slices.Clone(r.OldPods)
-	for _, o := range w.olds {
-		old := &r.OldPods[o.index]
-		got := s.table.First(r.Workload.Namespace, old.Addresses, false, o.since, o.nodes)
-		old.Rotation = &phases.Programming{Mode: o.mode, Nodes: got, Wait: s.wait}
+	for i, o := range w.olds {
+		r.OldPods[o.index].Rotation = &phases.Programming{Mode: o.mode, Nodes: got[i], Wait: s.wait}
 	}
 	s.nextRollout(rollout.Build(&r))
 }

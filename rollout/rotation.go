@@ -39,7 +39,7 @@ func rotationOf(o *OldPod) (lr lateRotation, ok bool) {
 	for _, n := range g.Nodes {
 		at := n.At
 		if at.IsZero() {
-			at = laterOf(waitEnd, stop) // still in the rules when readyspan stopped waiting
+			at = maxTime(waitEnd, stop) // still in the rules when readyspan stopped waiting
 		}
 		if at.After(stop) {
 			lr.late++
@@ -61,11 +61,11 @@ func rotationSpan(o *OldPod, parent phases.SpanID, critical bool, span spanMaker
 	for _, n := range o.Rotation.Nodes {
 		if !n.At.IsZero() {
 			removed++
-			end = laterOf(end, n.At)
+			end = maxTime(end, n.At)
 		}
 	}
 	if removed < len(o.Rotation.Nodes) {
-		end = laterOf(end, deleted.Time().Add(o.Rotation.Wait))
+		end = maxTime(end, deleted.Time().Add(o.Rotation.Wait))
 	}
 	sp := span(RotationSpanName, "terminate/"+o.UID+"/rotation", phases.ServiceKubeProxy, parent, deleted.Time(), end)
 	sp.Attrs = []phases.Attr{
@@ -145,13 +145,6 @@ func rotationWords(r *Rollout) string {
 		return worst.words()
 	}
 	return fmt.Sprintf("%s (and %d more old Pods)", worst.words(), n-1)
-}
-
-func laterOf(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // AfterStop is how long after its stop the last node took the old Pod out of its rules; late

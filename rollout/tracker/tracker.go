@@ -403,8 +403,8 @@ func (r *Tracker) HandlePod(d *watch.Delta, p *corev1.Pod) {
 		wp.ready.Add(c.LastTransitionTime.Time, phases.SourceStatus)
 	}
 	wp.preStop, wp.preStopSleep, wp.preStopOther = objects.PreStop(p)
-	if ips := objects.PodAddresses(p); len(ips) > 0 {
-		wp.addresses = ips
+	if len(wp.addresses) == 0 { // a Pod keeps its addresses once given: read them once
+		wp.addresses = objects.PodAddresses(p)
 	}
 	if p.DeletionTimestamp != nil && !wp.deleted.Known() {
 		wp.deleted.Add(d.WatchTime(), phases.SourceWatch)

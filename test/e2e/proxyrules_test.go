@@ -5,18 +5,14 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/readyspan/readyspan/dataplane"
@@ -33,36 +29,22 @@ func TestProxyRules(t *testing.T) {
 	if os.Geteuid() != 0 {
 		Missing(t, "root: reading nftables over netlink needs CAP_NET_ADMIN")
 	}
-	script := filepath.Join(e.Root, "deploy/local/scripts/kube-proxy.sh")
-	t.Cleanup(func() { kubeProxyMode(t, script, dataplane.ModeIPTables) })
+	t.Cleanup(func() { e.script(t, "kube-proxy.sh", "mode", dataplane.ModeIPTables) })
 	for _, mode := range []string{dataplane.ModeNFTables, dataplane.ModeIPTables} {
 		t.Run(mode, func(t *testing.T) {
-			kubeProxyMode(t, script, mode)
+			e.script(t, "kube-proxy.sh", "mode", mode)
 			testProxyRules(t, e, mode)
 		})
-	}
-}
-
-func kubeProxyMode(t *testing.T, script, mode string) {
-	t.Helper()
-	out, err := exec.Command(script, "mode", mode).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kube-proxy.sh mode %s: %v\n%s", mode, err, out)
 	}
 }
 
 func testProxyRules(t *testing.T, e *Env, mode string) {
 	ctx := Ctx(t)
 	ns := e.Namespace(t, "proxyrules-"+mode)
-	labels := LocalPodLabels(map[string]string{"app": "web"})
-	e.createDeployment(t, ns, rulesDeployment(labels))
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
-		Selector: map[string]string{"app": "web"},
-		Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
-	}}
-	if _, err := e.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	web := webDeployment("web", 3)
+	web.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": NodeName}
+	e.createDeployment(t, ns, web)
+	e.createService(t, ns, service("web"))
 	e.WaitPodsReady(t, ns, "app=web", 3, 2*time.Minute)
 	var want []string
 	Eventually(t, time.Minute, "3 ready addresses in the slice and in the rules", func() (bool, error) {
@@ -131,22 +113,6 @@ func testProxyRules(t *testing.T, e *Env, mode string) {
 	if c.Precision <= 0 || c.Precision > time.Second {
 		t.Errorf("%s: precision %s, want (0, 1s]", mode, c.Precision)
 	}
-}
-
-func rulesDeployment(labels map[string]string) *appsv1.Deployment {
-	replicas, grace := int32(3), int64(1)
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
-		Replicas: &replicas,
-		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{"kubernetes.io/hostname": NodeName},
-			TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{Name: "httpd", Image: BusyboxImage,
-				Command: []string{"sh", "-c", "echo $HOSTNAME >/tmp/index.html; exec httpd -f -p 8080 -h /tmp"},
-				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1,
-					ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}}},
-		}},
-	}}
 }
 
 // readyAddresses are the ready addresses of the Service web's EndpointSlices in ns.
