@@ -96,12 +96,13 @@ func (e *Env) lastMile(t *testing.T, mode string) {
 	sleep := e.rollWeb(t, ns, `{"spec":{"template":{"metadata":{"annotations":{"e2e/rev":"3"}}}}}`)
 	time.Sleep(2 * time.Second) // the last old Pods' removal reaches the prober
 	p.stop()
-	rate := p.rate()
-	if rate < 100 {
-		t.Fatalf("the prober reached %.0f answers a second from %s (%d errors), want at least 100", rate, svc.Spec.ClusterIP, p.errors)
+	sent, answered := p.rates()
+	if sent < 100 {
+		t.Fatalf("the prober sent %.0f requests a second to %s (%.0f answered, %d errors), want at least 100", sent, svc.Spec.ClusterIP, answered, p.errors)
 	}
 	misses := proberMisses(4)
-	t.Logf("prober: %.0f answers a second, %d errors (%s); one Pod of 4 reached within %d answers", rate, p.errors, p.errorKinds(), misses)
+	t.Logf("prober: %.0f requests a second, %.0f answered, %d errors (%s); one Pod of 4 reached within %d answers",
+		sent, answered, p.errors, p.errorKinds(), misses)
 
 	// New Pods: every Pod the namespace had, except the first three when they are old Pods only.
 	uids := names.uids()
@@ -340,11 +341,14 @@ func (p *prober) stop() {
 	p.end = time.Now()
 }
 
-// rate is the answers a second the prober got, over its run.
-func (p *prober) rate() float64 {
+// rates are the requests a second the prober sent and the answers a second it got, over its
+// run. Requests fail while the Service has no endpoint yet (refused), so the answers' rate is the
+// lower; the bounds count answers themselves.
+func (p *prober) rates() (sent, answered float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return float64(p.ok) / p.end.Sub(p.began).Seconds()
+	run := p.end.Sub(p.began).Seconds()
+	return float64(p.ok+p.errors) / run, float64(p.ok) / run
 }
 
 // answersBetween counts the answered connections opened after from and before to.
