@@ -163,11 +163,19 @@ lock_cluster() {
 }
 
 # start NAME CMD...: run CMD in the background, log to $LOGS/NAME.log, PID to $RUN/NAME.pid.
-# The daemon does not inherit the cluster lock's descriptor.
+# The daemon inherits no descriptor but its standard three: not the cluster lock's, nor any the
+# caller holds (a CI job's flock on a lock file, the pipe of `e2e.sh | tee`), which a daemon
+# would otherwise hold for its whole life, and with them the caller's lock or its pipe's end.
 start() {
   local name=$1; shift
   printf '=== %s: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$LOGS/$name.log"
-  setsid nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
+  (
+    for fd in /proc/"$BASHPID"/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec setsid nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null
+  ) &
   echo $! >"$RUN/$name.pid"
 }
 
