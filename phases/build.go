@@ -696,6 +696,12 @@ func (b *builder) podAttrs(as []Attr, skew clockSkew) []Attr {
 	if p.Node != "" {
 		as = append(as, Attr{AttrNodeName, p.Node})
 	}
+	as = appendSet(as,
+		Attr{AttrSchedulerName, p.Scheduler},
+		Attr{AttrKubeletVersion, p.NodeInfo.KubeletVersion},
+		Attr{AttrRuntimeName, p.NodeInfo.RuntimeName},
+		Attr{AttrRuntimeVersion, p.NodeInfo.RuntimeVersion},
+		Attr{AttrNodePoolName, p.NodeInfo.Pool})
 	for _, c := range p.Controllers {
 		as = append(as, Attr{ControllerAttr(c.Kind), c.Name})
 	}
@@ -941,4 +947,14 @@ func latestObserved(p *Pod) Instant {
 		occs(c.PullFailures, c.Failures, c.Unhealthy)
 	}
 	return last
+}
+
+// appendSet appends the attributes whose string value is not empty (unknown).
+func appendSet(as []Attr, set ...Attr) []Attr {
+	for _, a := range set {
+		if a.Value != "" {
+			as = append(as, a)
+		}
+	}
+	return as
 }

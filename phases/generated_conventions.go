@@ -163,6 +163,20 @@ const (
 	AttrNamespace = "k8s.namespace.name"
 	// The node the Pod was bound to.
 	AttrNodeName = "k8s.node.name"
+	// On the root: the scheduler the Pod asked for (spec.schedulerName), at most 253 bytes.
+	AttrSchedulerName = "readyspan.scheduler.name"
+	// On the root: the kubelet version of the Pod's node (status.nodeInfo.kubeletVersion), at most
+	// 128 bytes; absent when readyspan does not read Nodes.
+	AttrKubeletVersion = "readyspan.kubelet.version"
+	// On the root: the container runtime of the Pod's node, from
+	// status.nodeInfo.containerRuntimeVersion before its :// (containerd, cri-o).
+	AttrRuntimeName = "container.runtime.name"
+	// On the root: that runtime's version, after its :// (2.1.4), at most 128 bytes.
+	AttrRuntimeVersion = "container.runtime.version"
+	// On the root: the node pool of the Pod's node, from the first of its labels
+	// karpenter.sh/nodepool, cloud.google.com/gke-nodepool, eks.amazonaws.com/nodegroup,
+	// kubernetes.azure.com/agentpool that it carries; absent for a node with none.
+	AttrNodePoolName = "readyspan.node.pool"
 	// The Deployment that owns the Pod's ReplicaSet.
 	AttrDeploymentName = "k8s.deployment.name"
 	// The ReplicaSet that owns the Pod.

@@ -144,6 +144,11 @@ type Pod struct {
 	// Client is who sent the request that started the chain: the field manager of the
 	// Deployment change (kubectl-client-side-apply, kubectl, helm…), or the Pod's creator.
 	Client string
+	// Scheduler is the scheduler the Pod asked for (spec.schedulerName), and NodeInfo what its
+	// node said of itself when the trace was built: both are what comparisons of startups
+	// split by (package compare), since the Pod's spans alone do not carry them.
+	Scheduler string
+	NodeInfo  NodeInfo
 
 	// The root request: a Deployment's spec change, or the Pod itself for a bare Pod.
 	// AuditReceived/AuditPersisted come from the apiserver audit log when readyspan reads it.
@@ -264,6 +269,16 @@ type PodRef struct {
 
 // NodeSeen is what was observed of a Node added for a Pod: its creation, its Ready condition
 // turning True, its network and startup taints, and the provisioner's record of it.
+// NodeInfo is what a Node says of itself that may explain its Pods' startups: its kubelet's
+// version and its container runtime (status.nodeInfo), and the node pool its labels name. Empty
+// fields are unknown (readyspan does not read Nodes when it watches some namespaces only).
+type NodeInfo struct {
+	KubeletVersion string
+	RuntimeName    string
+	RuntimeVersion string
+	Pool           string
+}
+
 type NodeSeen struct {
 	Name, UID string
 	// Traced says the Node's startup has a trace of its own (package node), which the Pod's

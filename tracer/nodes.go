@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +42,8 @@ type nodeSeen struct {
 	// it was (its trace exists, or will).
 	startup *nodeStartup
 	traced  bool
+	// info is what its last version said of itself: its Pods' traces carry it.
+	info phases.NodeInfo
 }
 
 type nodes = map[string]*nodeSeen
@@ -75,6 +78,7 @@ func (c *Correlator) handleNode(d *watch.Delta, n *corev1.Node) {
 		all[n.Name] = cur
 		c.startNodeStartup(d, n.Name, cur)
 	}
+	cur.info = infoOf(n)
 	// Its first Ready, network and Ready without startup taints are the ones a Pod waited for.
 	for i := range n.Status.Conditions {
 		cond := &n.Status.Conditions[i]
@@ -177,8 +181,12 @@ func slimNode(n *corev1.Node) {
 	if name := claimOwnerOf(n); name != "" {
 		owners = []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: name[:min(len(name), maxNodeName)]}}
 	}
+	var labels map[string]string
+	if label, pool := nodePoolOf(n.Labels); pool != "" {
+		labels = map[string]string{label: pool[:min(len(pool), maxLabelValue)]}
+	}
 	n.ObjectMeta = metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
-		CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp, OwnerReferences: owners}
+		CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp, OwnerReferences: owners, Labels: labels}
 	var taints []corev1.Taint
 	for _, t := range n.Spec.Taints {
 		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && len(taints) < maxTaints {
@@ -192,8 +200,53 @@ func slimNode(n *corev1.Node) {
 			kept = append(kept, corev1.NodeCondition{Type: cond.Type, Status: cond.Status, LastTransitionTime: cond.LastTransitionTime})
 		}
 	}
-	n.Status = corev1.NodeStatus{Conditions: kept}
+	info := n.Status.NodeInfo
+	n.Status = corev1.NodeStatus{Conditions: kept, NodeInfo: corev1.NodeSystemInfo{
+		KubeletVersion:          cut(info.KubeletVersion, maxNodeInfo),
+		ContainerRuntimeVersion: cut(info.ContainerRuntimeVersion, maxNodeInfo+len("://")+maxNodeInfo)}}
 }
+
+// nodePoolLabels are the labels that name a node's pool, in the order they are looked for:
+// Karpenter's NodePool, then GKE's, EKS's and AKS's pools.
+var nodePoolLabels = []string{nodePoolLabel, "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "kubernetes.azure.com/agentpool"}
+
+// nodePoolOf returns the first of nodePoolLabels the labels carry, and its value.
+func nodePoolOf(labels map[string]string) (label, pool string) {
+	for _, l := range nodePoolLabels {
+		if v := labels[l]; v != "" {
+			return l, v
+		}
+	}
+	return "", ""
+}
+
+// infoOf is what a Node (slimmed) says of itself for its Pods' traces (phases.NodeInfo).
+func infoOf(n *corev1.Node) phases.NodeInfo {
+	_, pool := nodePoolOf(n.Labels)
+	info := phases.NodeInfo{KubeletVersion: cut(n.Status.NodeInfo.KubeletVersion, maxNodeInfo), Pool: pool}
+	rt := n.Status.NodeInfo.ContainerRuntimeVersion
+	if name, version, ok := strings.Cut(rt, "://"); ok {
+		info.RuntimeName, info.RuntimeVersion = cut(name, maxNodeInfo), cut(version, maxNodeInfo)
+	} else {
+		info.RuntimeName = cut(rt, maxNodeInfo)
+	}
+	return info
+}
+
+// cut bounds s to n bytes, at a rune's start so the result stays valid UTF-8.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// maxNodeInfo bounds each string kept of a Node's status.nodeInfo: the API sets no bound, and a
+// version is a few dozen bytes.
+const maxNodeInfo = 128
 
 // maxTaints bounds the taints kept of a Node (a new one has a few), and maxTaintKey a key (the
 // API's bound: a 253-byte prefix, a slash and a 63-byte name).
@@ -223,4 +276,12 @@ var nodeKind = &kind{
 		},
 	},
 	handle: func(c *Correlator, d watch.Delta) { c.handleNode(&d, d.Object.(*corev1.Node)) },
+}
+
+// nodeInfoOf is what the Pod's node said of itself, zero when it is not known.
+func (c *Correlator) nodeInfoOf(name string) phases.NodeInfo {
+	if n := c.nodes()[name]; n != nil {
+		return n.info
+	}
+	return phases.NodeInfo{}
 }

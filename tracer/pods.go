@@ -62,6 +62,7 @@ func (c *Correlator) observe(ps *tracked) *phases.Pod {
 		c.disrupted(obs.Replaces)
 	}
 	obs.NewNode = c.newNode(ps)
+	obs.Scheduler, obs.NodeInfo = p.Spec.SchedulerName, c.nodeInfoOf(p.Spec.NodeName)
 	if obs.PreemptedBy != nil {
 		c.preemptorOf(obs.PreemptedBy)
 	}
@@ -147,10 +148,10 @@ func slimPod(o *corev1.Pod) {
 	for i := range o.Spec.Volumes {
 		o.Spec.Volumes[i].VolumeSource = slimVolume(o.Spec.Volumes[i].VolumeSource)
 	}
-	// Of the spec, what is read: the node, the scheduling gates, the containers and volumes. The
-	// watch drops the rest from protobuf frames before decoding (watch/strip.go's podSpec, held
-	// to this by TestStripRandomPods).
-	o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName, SchedulingGates: o.Spec.SchedulingGates,
+	// Of the spec, what is read: the node, the scheduler, the scheduling gates, the containers and
+	// volumes. The watch drops the rest from protobuf frames before decoding (watch/strip.go's
+	// podSpec, held to this by TestStripRandomPods).
+	o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName, SchedulerName: cut(o.Spec.SchedulerName, maxNodeName), SchedulingGates: o.Spec.SchedulingGates,
 		Volumes: o.Spec.Volumes, InitContainers: o.Spec.InitContainers, Containers: o.Spec.Containers}
 	// Of the status, what is read: its addresses (kube-proxy's rules name them), not its QoS
 	// class or message; of a container's status, not its image, IDs or last state.

@@ -332,3 +332,60 @@ func failedPullsInCapture(t *testing.T, dir string) map[string]int {
 	}
 	return out
 }
+
+// TestRealNodeNodeInfo: each Pod's root carries what its Node said of itself in the capture's
+// own list of Nodes (nodes.json): the kubelet's version and the runtime's name and version,
+// which comparisons of startups split by; and the scheduler the Pod asked for.
+func TestRealNodeNodeInfo(t *testing.T) {
+	checked := 0
+	for _, dir := range realNodeDirs(t) {
+		var nodes struct{ Items []corev1.Node }
+		if _, err := os.Stat(filepath.Join(dir, "nodes.json")); err != nil {
+			continue
+		}
+		readJSON(t, filepath.Join(dir, "nodes.json"), &nodes)
+		info := map[string]corev1.NodeSystemInfo{}
+		for _, n := range nodes.Items {
+			info[n.Name] = n.Status.NodeInfo
+		}
+		for _, tr := range replayDir(t, dir) {
+			want, ok := info[tr.Pod.Node]
+			if !ok {
+				continue
+			}
+			root := tr.Root()
+			rt := root.Attr(phases.AttrRuntimeName).(string) + "://" + root.Attr(phases.AttrRuntimeVersion).(string)
+			if root.Attr(phases.AttrKubeletVersion) != want.KubeletVersion || rt != want.ContainerRuntimeVersion {
+				t.Errorf("%s/%s: kubelet %v, runtime %s; the Node says %s, %s", filepath.Base(dir), tr.Pod.Name,
+					root.Attr(phases.AttrKubeletVersion), rt, want.KubeletVersion, want.ContainerRuntimeVersion)
+			}
+			if root.Attr(phases.AttrSchedulerName) != "default-scheduler" {
+				t.Errorf("%s/%s: scheduler %v", filepath.Base(dir), tr.Pod.Name, root.Attr(phases.AttrSchedulerName))
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no Pod of the captures ran on a Node the capture lists")
+	}
+}
+
+// TestNodePoolOf: the pool is read from the first known pool label, bounded; a Node without
+// one has none.
+func TestNodePoolOf(t *testing.T) {
+	n := &corev1.Node{}
+	n.Labels = map[string]string{"cloud.google.com/gke-nodepool": "pool-a", "eks.amazonaws.com/nodegroup": "ng",
+		"other": "x"}
+	n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.33.1-gke.1", ContainerRuntimeVersion: "cri-o://" + strings.Repeat("9", 500)}
+	slimNode(n)
+	got := infoOf(n)
+	if got.Pool != "pool-a" || got.RuntimeName != "cri-o" || len(got.RuntimeVersion) != maxNodeInfo || got.KubeletVersion != "v1.33.1-gke.1" {
+		t.Fatalf("%+v", got)
+	}
+	if len(n.Labels) != 1 {
+		t.Fatalf("slimNode kept labels %v", n.Labels)
+	}
+	if got := infoOf(&corev1.Node{}); got != (phases.NodeInfo{}) {
+		t.Fatalf("a Node saying nothing: %+v", got)
+	}
+}

@@ -319,8 +319,8 @@ var (
 
 	podObject = shapeOf[corev1.Pod](keep, rules{"ObjectMeta": {rewrite, podMeta}, "Spec": {rewrite, podSpec}, "Status": {rewrite, podStatus}})
 	podMeta   = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {rewrite, managedField}, "Annotations": {act: drop}})
-	// Of a Pod's spec, what is read: its node, its scheduling gates, its containers and volumes.
-	podSpec = shapeOf[corev1.PodSpec](drop, rules{"NodeName": {act: keep}, "SchedulingGates": {act: keep},
+	// Of a Pod's spec, what is read: its node, its scheduler, its scheduling gates, its containers and volumes.
+	podSpec = shapeOf[corev1.PodSpec](drop, rules{"NodeName": {act: keep}, "SchedulerName": {act: keep}, "SchedulingGates": {act: keep},
 		"Volumes": {rewrite, volume}, "InitContainers": {rewrite, container}, "Containers": {rewrite, container}})
 	volume = shapeOf[corev1.Volume](keep, rules{"VolumeSource": {rewrite, volumeSource}})
 	// Of a volume, its kind is read (every source is a message) and a claim's name.
