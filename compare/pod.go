@@ -61,10 +61,16 @@ const (
 // Pod is one Pod's startup as compared: its length (created → Ready), the time spent in each
 // span name (the sum over its spans of that name: a Pod with two containers pulls twice), its
 // value of each dimension, and the bytes of the images it pulled (0: none stated).
+//
+// Uncertain holds, per span name (the root's included), how far the time stated may lie from the
+// true one: the sum over its spans of each one's stated uncertainty (readyspan.time.uncertainty.*: a
+// whole-second stamp is ±1 s). Intervals widen by it, so a shift smaller than the stamps can
+// tell is never called significant.
 type Pod struct {
 	Name      string // namespace/name, for the report
 	Startup   time.Duration
 	Spans     map[string]time.Duration
+	Uncertain map[string]time.Duration
 	Dims      [numDims]string
 	ImageSize int64
 }
@@ -109,7 +115,8 @@ func FromSpans(spans []Span) (Pod, string, error) {
 	if root.Duration < 0 {
 		return Pod{}, outcome, errors.New("the Pod's startup has a negative length")
 	}
-	p := Pod{Startup: root.Duration, Spans: map[string]time.Duration{}}
+	p := Pod{Startup: root.Duration, Spans: map[string]time.Duration{}, Uncertain: map[string]time.Duration{}}
+	p.Uncertain[phases.RootSpanName] = uncertainty(root.Attrs)
 	ns, name := bounded(str(root.Attrs[phases.AttrNamespace])), bounded(str(root.Attrs[phases.AttrPodName]))
 	p.Name = ns + "/" + name
 	p.Dims[DimNamespace] = ns
@@ -124,6 +131,7 @@ func FromSpans(spans []Span) (Pod, string, error) {
 			continue
 		}
 		p.Spans[s.Name] += s.Duration
+		p.Uncertain[s.Name] += uncertainty(s.Attrs)
 		switch s.Name {
 		case phases.SpanImagePull:
 			cache = append(cache, str(s.Attrs[phases.AttrImageCache]))
@@ -232,4 +240,16 @@ func bounded(s string) string {
 		n--
 	}
 	return s[:n]
+}
+
+// uncertainty is how far a span's length may lie from the truth: the wider of the windows its
+// ends state, in ms (absent: precise), bounded to a day; the rule of phases.LengthUncertainty.
+func uncertainty(attrs map[string]any) time.Duration {
+	var d time.Duration
+	for _, k := range []string{phases.AttrUncertaintyStart, phases.AttrUncertaintyEnd} {
+		if ms, ok := number(attrs[k]); ok && ms > 0 {
+			d = max(d, time.Duration(min(ms, 86400e3)*float64(time.Millisecond)))
+		}
+	}
+	return d
 }
