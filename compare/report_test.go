@@ -75,13 +75,13 @@ func TestReportsEscape(t *testing.T) {
 		Rows   []struct {
 			Span  string `json:"span"`
 			Stats []struct {
-				Stat  string `json:"stat"`
+				Stat  string                                 `json:"stat"`
 				Shift struct{ Estimate, Low, High *float64 } `json:"shift_seconds"`
 			} `json:"stats"`
 		} `json:"rows"`
 		Attribution []struct {
 			Dimensions []struct {
-				Dimension string `json:"dimension"`
+				Dimension string                      `json:"dimension"`
 				Share     struct{ Estimate *float64 } `json:"explained_share"`
 			} `json:"dimensions"`
 		} `json:"attribution"`
