@@ -61,6 +61,9 @@ Usage:
   PROG record   DIR [-n NS | -A] [flags]
                                     record the watch streams readyspan consumes into DIR
   PROG replay   DIR [flags]         rebuild the traces of a recording, offline
+  PROG compare  A B [flags]         is B slower than A, by how much, with what uncertainty and
+                                    because of what (each a recording, a file of exported traces
+                                    or, with --url, a window of a running readyspan's traces)
   PROG run      [flags]             the daemon: watch the cluster, export traces (OTLP) and metrics
   PROG node     --otlp-endpoint ADDR [flags]
                                     the node component (a DaemonSet): report when kube-proxy's
@@ -128,6 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runRecord(ctx, rest, stdout, stderr)
 	case "replay":
 		return runReplay(ctx, rest, stdout, stderr)
+	case "compare":
+		return runCompare(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "readyspan %s (commit %s)\n", version, commit)
 		return nil

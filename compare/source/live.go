@@ -138,8 +138,8 @@ func (l *Live) get(ctx context.Context, path string, q url.Values, limit int64, 
 	return nil
 }
 
-// ParseWindow reads a side written SINCE..UNTIL: each an RFC 3339 time, a duration before now
-// (-2h) or "now".
+// ParseWindow reads a side written SINCE..UNTIL: each an RFC 3339 time, a time before now
+// (now-2h) or now.
 func ParseWindow(s string, now time.Time) (since, until time.Time, ok bool, err error) {
 	a, b, found := strings.Cut(s, "..")
 	if !found {
@@ -158,16 +158,16 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 	if s == "now" {
 		return now, nil
 	}
-	if strings.HasPrefix(s, "-") {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("window end %q: %w", s, err)
+	if ago, ok := strings.CutPrefix(s, "now-"); ok {
+		d, err := time.ParseDuration(ago)
+		if err != nil || d < 0 {
+			return time.Time{}, fmt.Errorf("window end %q: want now-DURATION (now-2h)", s)
 		}
-		return now.Add(d), nil
+		return now.Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("window end %q: want RFC 3339 (2026-12-05T10:00:00Z), -DURATION or now", s)
+		return time.Time{}, fmt.Errorf("window end %q: want RFC 3339 (2026-12-05T10:00:00Z), now-DURATION or now", s)
 	}
 	return t, nil
 }

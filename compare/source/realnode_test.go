@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracer"
 	corev1 "k8s.io/api/core/v1"
 	"os"
 	"path/filepath"
@@ -63,7 +64,7 @@ func withNode(t *testing.T, name string) string {
 
 func load(t *testing.T, dir string) compare.Set {
 	t.Helper()
-	s, err := Path(dir, false)
+	s, err := Path(dir, tracer.Config{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,15 +64,16 @@ func (a *Adder) Set() compare.Set {
 	return s
 }
 
-// Path reads a side from a path: a directory is a recording, a file exported traces.
-func Path(path string, allowPartial bool) (compare.Set, error) {
+// Path reads a side from a path: a directory is a recording (replayed with cfg, as `readyspan
+// replay` would with the same flags), a file exported traces.
+func Path(path string, cfg tracer.Config, allowPartial bool) (compare.Set, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return compare.Set{}, err
 	}
 	label := filepath.Base(filepath.Clean(path))
 	if fi.IsDir() {
-		return Recording(path, label, allowPartial)
+		return Recording(path, label, cfg, allowPartial)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -85,7 +86,7 @@ func Path(path string, allowPartial bool) (compare.Set, error) {
 // Recording replays a recording as `readyspan replay` does and reduces its Pod traces. A
 // recording with unreadable lines is refused unless allowPartial: its Pods would be missing,
 // not marked.
-func Recording(dir, label string, allowPartial bool) (compare.Set, error) {
+func Recording(dir, label string, cfg tracer.Config, allowPartial bool) (compare.Set, error) {
 	deltas, err := tracer.Kinds.LoadRecording(dir)
 	var le *watch.LoadError
 	if err != nil && (!errors.As(err, &le) || !allowPartial) {
@@ -93,7 +94,7 @@ func Recording(dir, label string, allowPartial bool) (compare.Set, error) {
 	}
 	add := NewAdder(label)
 	var addErr error
-	pipeline.Replay(pipeline.Options{}, deltas, pipeline.Sinks{
+	pipeline.Replay(pipeline.Options{Trace: cfg}, deltas, pipeline.Sinks{
 		Pods: tracer.SinkFunc(func(t *phases.Trace) {
 			if addErr == nil {
 				p, outcome, err := compare.FromTrace(t)

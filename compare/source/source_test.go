@@ -192,14 +192,14 @@ func TestLiveRefuses(t *testing.T) {
 
 func TestParseWindow(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	since, until, ok, err := ParseWindow("-2h..now", now)
+	since, until, ok, err := ParseWindow("now-2h..now", now)
 	if err != nil || !ok || !since.Equal(now.Add(-2*time.Hour)) || !until.Equal(now) {
 		t.Fatalf("%v %v %v %v", since, until, ok, err)
 	}
 	if _, _, ok, _ := ParseWindow("some/dir", now); ok {
 		t.Error("a path read as a window")
 	}
-	for _, bad := range []string{"now..-1h", "yesterday..now", "-1x..now"} {
+	for _, bad := range []string{"now..now-1h", "yesterday..now", "now-1x..now", "now--1h..now"} {
 		if _, _, _, err := ParseWindow(bad, now); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
