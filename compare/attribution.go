@@ -52,10 +52,9 @@ const maxValues = 64
 
 // coded is a dimension's values as small integers for the Pods of both sides.
 type coded struct {
-	dim    Dim
-	names  []string
-	a, b   []int
-	labels [2][]int // per side, per value: the Pods holding it
+	dim   Dim
+	names []string
+	a, b  []int // each Pod's value, by side
 }
 
 func codeDim(d Dim, a, b []Pod) *coded {

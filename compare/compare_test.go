@@ -254,7 +254,7 @@ func TestDeterministic(t *testing.T) {
 		}
 		return string(j)
 	}
-	if run(1) != run(1) {
+	if first, again := run(1), run(1); first != again {
 		t.Fatal("two runs differ")
 	}
 	if run(1) == run(2) {

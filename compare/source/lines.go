@@ -13,7 +13,6 @@ import (
 type traceLines struct {
 	byTrace map[string][]*jsonSpan
 	order   []string
-	spans   int
 }
 
 // maxTraces bounds the traces a file may hold (Pods', rollouts' and nodes').

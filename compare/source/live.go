@@ -87,7 +87,7 @@ func (l *Live) Window(ctx context.Context, label string, since, until time.Time)
 			return compare.Set{}, err
 		}
 		if err := addView(&v, add); err != nil {
-			return compare.Set{}, fmt.Errorf("Pod %s: %w", cutName(s.UID), err)
+			return compare.Set{}, fmt.Errorf("the Pod with UID %s: %w", cutName(s.UID), err)
 		}
 	}
 	return add.Set(), nil

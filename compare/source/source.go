@@ -232,12 +232,12 @@ func decodeNumbers(raw []byte, v any) error {
 // addView reduces a Pod's view: its rows in tree order, the root first.
 func addView(v *podView, add *Adder) error {
 	if len(v.Spans) > MaxSpans {
-		return fmt.Errorf("Pod %q: more than %d spans", cutName(v.UID), MaxSpans)
+		return fmt.Errorf("the Pod with UID %q: more than %d spans", cutName(v.UID), MaxSpans)
 	}
 	spans := make([]compare.Span, 0, len(v.Spans))
 	for i, s := range v.Spans {
 		if s.DurMs == nil {
-			return fmt.Errorf("Pod %q: span %d has no durMs", cutName(v.UID), i+1)
+			return fmt.Errorf("the Pod with UID %q: span %d has no durMs", cutName(v.UID), i+1)
 		}
 		spans = append(spans, compare.Span{Name: s.Name, Duration: msDuration(*s.DurMs), Attrs: attrs(s.Attrs)})
 	}
