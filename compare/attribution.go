@@ -8,7 +8,7 @@ import (
 // Attribution splits one row's mean shift by the dimensions its Pods differ in.
 type Attribution struct {
 	Span  string     `json:"span"`
-	Shift Interval   `json:"shift_seconds"` // the mean's shift, the bootstrap's interval (no widening)
+	Shift Interval   `json:"shift_seconds"` // the mean's shift as its row states it
 	Dims  []DimShare `json:"dimensions"`    // ranked: what explains most first
 }
 
@@ -19,7 +19,8 @@ type Attribution struct {
 //	shift = Σv (wB(v) − wA(v)) · (mA(v) + mB(v))/2  +  Σv (wA(v) + wB(v))/2 · (mB(v) − mA(v))
 //
 // with w a value's share of a side's Pods and m its Pods' mean (a value on one side only has
-// its one mean, and no part in the rate).
+// its one mean, and no part in the rate). Their intervals are the bootstrap's alone: the stamps'
+// uncertainty widens the shift's (Attribution.Shift), not how it splits.
 type DimShare struct {
 	Dim    string       `json:"dimension"`
 	Words  string       `json:"words"`

@@ -150,7 +150,13 @@ func Compare(a, b Set, o Options) (*Result, error) {
 		targets = append(targets, res.Lead[len(res.Lead)-1])
 	}
 	for _, t := range targets {
-		res.Attribution = append(res.Attribution, attribute(t, a.Pods, b.Pods, o))
+		at := attribute(t, a.Pods, b.Pods, o)
+		for i := range res.Rows {
+			if res.Rows[i].Span == t {
+				at.Shift = res.Rows[i].mean().Shift // widened by the stamps, as the row states it
+			}
+		}
+		res.Attribution = append(res.Attribution, at)
 	}
 	res.Sentence = sentence(res)
 	return res, nil
