@@ -71,8 +71,8 @@ func load(t *testing.T, dir string) compare.Set {
 	return s
 }
 
-// pulledRE reads the kubelet's message for an image it pulled (shared/signals.md: kubelet's
-// image manager).
+// pulledRE reads the kubelet's message for an image it pulled (its image manager's wording,
+// as tracer's evidence tests read it).
 var pulledRE = regexp.MustCompile(`^Successfully pulled image "[^"]+" in \S+ \((\S+) including waiting\)\. Image size: (\d+) bytes\.$`)
 
 // kubeletPulls reads, from a capture's own Events, what the kubelet said of each Pod's pull:
