@@ -237,8 +237,9 @@ func bootstrapRows(cols [][2]*column, o Options) [][numStats][]float64 {
 		rs.draw(ca)
 		rs.draw(cb)
 		for i, c := range cols {
+			va, vb := c[0].all(ca, nA), c[1].all(cb, nB)
 			for s := range numStats {
-				draws[i][s][r] = c[1].stat(s, cb, nB) - c[0].stat(s, ca, nA)
+				draws[i][s][r] = vb[s] - va[s]
 			}
 		}
 	}

@@ -312,3 +312,23 @@ func TestCompareRefuses(t *testing.T) {
 		t.Error("level 1 accepted")
 	}
 }
+
+// TestAllMatchesStat: the one-walk statistics equal each one computed alone, on resamples.
+func TestAllMatchesStat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for n := 1; n < 40; n++ {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = math.Round(rng.Float64()*10) / 10 // ties too
+		}
+		c := newColumn(x, nil)
+		counts := make([]int, n)
+		newResampler(uint64(n)).draw(counts)
+		got := c.all(counts, n)
+		for s := range numStats {
+			if want := c.stat(s, counts, n); math.Abs(got[s]-want) > 1e-12 {
+				t.Fatalf("n=%d %s: %v, want %v", n, s.Key(), got[s], want)
+			}
+		}
+	}
+}

@@ -86,6 +86,40 @@ func (c *column) stat(s Stat, counts []int, n int) float64 {
 	return a + (h-float64(lo))*(b-a)
 }
 
+// all is every statistic of the sample counts describes (n Pods in all), the order statistics
+// the quantiles need read in one walk of the Pods in order: what the bootstrap calls per resample.
+func (c *column) all(counts []int, n int) [numStats]float64 {
+	var out [numStats]float64
+	out[StatMean] = c.stat(StatMean, counts, n)
+	// The ranks each quantile interpolates between, ascending (the quantiles are).
+	var ranks [2 * (numStats - 1)]int
+	for s := StatP50; s < numStats; s++ {
+		lo := int(math.Floor(float64(n-1) * statInfo[s].q))
+		ranks[2*(s-1)], ranks[2*(s-1)+1] = lo, min(lo+1, n-1)
+	}
+	order := ranks
+	sort.Ints(order[:])
+	var at [len(ranks)]float64 // the value at order[k]
+	seen, next := 0, 0
+	for _, i := range c.order {
+		seen += counts[i]
+		for next < len(order) && order[next] < seen {
+			at[next] = c.x[i]
+			next++
+		}
+		if next == len(order) {
+			break
+		}
+	}
+	valueAt := func(rank int) float64 { return at[sort.SearchInts(order[:], rank)] }
+	for s := StatP50; s < numStats; s++ {
+		h := float64(n-1) * statInfo[s].q
+		a, b := valueAt(ranks[2*(s-1)]), valueAt(ranks[2*(s-1)+1])
+		out[s] = a + (h-math.Floor(h))*(b-a)
+	}
+	return out
+}
+
 // orderStat is the k-th smallest (0-based) value of the sample counts describes.
 func (c *column) orderStat(k int, counts []int) float64 {
 	seen := 0
