@@ -84,15 +84,10 @@ func leadText(r *Result) string {
 
 // valuesText names a dimension's values on each side: "v1.34.4 → v1.37.2", the most common first.
 func valuesText(d DimShare) string {
-	side := func(a bool) string {
+	side := func(pods func(ValueShare) int) string {
 		var vs []string
 		for _, v := range d.Values {
-			if n := v.PodsA; !a {
-				n = v.PodsB
-				if n > 0 {
-					vs = append(vs, v.Value)
-				}
-			} else if n > 0 {
+			if pods(v) > 0 {
 				vs = append(vs, v.Value)
 			}
 		}
@@ -101,7 +96,7 @@ func valuesText(d DimShare) string {
 		}
 		return strings.Join(vs, ", ")
 	}
-	return side(true) + " → " + side(false)
+	return side(func(v ValueShare) int { return v.PodsA }) + " → " + side(func(v ValueShare) int { return v.PodsB })
 }
 
 // sizeText compares the sides' images' sizes when the dimension is about images.

@@ -40,7 +40,7 @@ func (t *traceLines) add(s *jsonSpan) error {
 
 // flush reduces each Pod trace gathered, in the order the traces first appeared; a trace with no
 // pod.startup root (a rollout's, a node's) is not a Pod's and is skipped.
-func (t *traceLines) flush(add *Adder) error {
+func (t *traceLines) flush(add *adder) error {
 	for _, id := range t.order {
 		lines := t.byTrace[id]
 		root := -1
@@ -65,7 +65,7 @@ func (t *traceLines) flush(add *Adder) error {
 			}
 			spans[i] = compare.Span{Name: s.Name, Duration: d, Attrs: attrs(s.Attributes)}
 		}
-		if err := add.Add(spans); err != nil {
+		if err := add.add(spans); err != nil {
 			return fmt.Errorf("trace %s: %w", id, err)
 		}
 	}

@@ -66,7 +66,7 @@ func (l *Live) Window(ctx context.Context, label string, since, until time.Time)
 	if err := l.get(ctx, "api/v1/pods", q, maxListBytes, &list); err != nil {
 		return compare.Set{}, err
 	}
-	add := NewAdder(label)
+	add := newAdder(label)
 	for _, s := range list {
 		start, err := time.Parse(time.RFC3339Nano, s.Start)
 		if err != nil {
@@ -90,7 +90,7 @@ func (l *Live) Window(ctx context.Context, label string, since, until time.Time)
 			return compare.Set{}, fmt.Errorf("the Pod with UID %s: %w", cutName(s.UID), err)
 		}
 	}
-	return add.Set(), nil
+	return add.result(), nil
 }
 
 var errGone = errors.New("not held")

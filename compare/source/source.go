@@ -37,19 +37,19 @@ const (
 	maxOutcomes = 16
 )
 
-// Adder collects the Pods of one side: those that became Ready, and the others counted by
+// adder collects the Pods of one side: those that became Ready, and the others counted by
 // outcome, up to compare.MaxPods.
-type Adder struct {
+type adder struct {
 	set compare.Set
 }
 
-// NewAdder starts a side labelled label.
-func NewAdder(label string) *Adder {
-	return &Adder{set: compare.Set{Label: label, NotReady: map[string]int{}}}
+// newAdder starts a side labelled label.
+func newAdder(label string) *adder {
+	return &adder{set: compare.Set{Label: label, NotReady: map[string]int{}}}
 }
 
-// Add reduces one Pod's spans, the root first.
-func (a *Adder) Add(spans []compare.Span) error {
+// add reduces one Pod's spans, the root first.
+func (a *adder) add(spans []compare.Span) error {
 	if len(a.set.Pods) >= compare.MaxPods {
 		return fmt.Errorf("more than %d Pods: narrow the set", compare.MaxPods)
 	}
@@ -57,8 +57,8 @@ func (a *Adder) Add(spans []compare.Span) error {
 	return a.addReduced(p, outcome, err)
 }
 
-// Set is the side collected, its Pods in a stable order (by name).
-func (a *Adder) Set() compare.Set {
+// result is the side collected, its Pods in a stable order (by name).
+func (a *adder) result() compare.Set {
 	s := a.set
 	sort.SliceStable(s.Pods, func(i, j int) bool { return s.Pods[i].Name < s.Pods[j].Name })
 	return s
@@ -92,7 +92,7 @@ func Recording(dir, label string, cfg tracer.Config, allowPartial bool) (compare
 	if err != nil && (!errors.As(err, &le) || !allowPartial) {
 		return compare.Set{}, fmt.Errorf("read recording %s: %w", label, err)
 	}
-	add := NewAdder(label)
+	add := newAdder(label)
 	var addErr error
 	pipeline.Replay(pipeline.Options{Trace: cfg}, deltas, pipeline.Sinks{
 		Pods: tracer.SinkFunc(func(t *phases.Trace) {
@@ -105,10 +105,10 @@ func Recording(dir, label string, cfg tracer.Config, allowPartial bool) (compare
 	if addErr != nil {
 		return compare.Set{}, fmt.Errorf("recording %s: %w", label, addErr)
 	}
-	return add.Set(), nil
+	return add.result(), nil
 }
 
-func (a *Adder) addReduced(p compare.Pod, outcome string, err error) error {
+func (a *adder) addReduced(p compare.Pod, outcome string, err error) error {
 	switch {
 	case errors.Is(err, compare.ErrNotReady):
 		// Outcomes are a handful of words; a hostile file's are bounded in number.
@@ -158,7 +158,7 @@ func File(r io.Reader, label string) (compare.Set, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(lr, 1<<16))
 	dec.UseNumber()
 	traces := newTraceLines()
-	add := NewAdder(label)
+	add := newAdder(label)
 	for n := 1; ; n++ {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err == io.EOF {
@@ -179,11 +179,11 @@ func File(r io.Reader, label string) (compare.Set, error) {
 	if err := traces.flush(add); err != nil {
 		return compare.Set{}, fmt.Errorf("%s: %w", label, err)
 	}
-	return add.Set(), nil
+	return add.result(), nil
 }
 
 // fileValue files one JSON value of a file: an array of views, a view, or a span line.
-func fileValue(raw json.RawMessage, traces *traceLines, add *Adder) error {
+func fileValue(raw json.RawMessage, traces *traceLines, add *adder) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '[' {
 		var views []podView
@@ -230,7 +230,7 @@ func decodeNumbers(raw []byte, v any) error {
 }
 
 // addView reduces a Pod's view: its rows in tree order, the root first.
-func addView(v *podView, add *Adder) error {
+func addView(v *podView, add *adder) error {
 	if len(v.Spans) > MaxSpans {
 		return fmt.Errorf("the Pod with UID %q: more than %d spans", cutName(v.UID), MaxSpans)
 	}
@@ -245,7 +245,7 @@ func addView(v *podView, add *Adder) error {
 		// The view states its outcome beside its rows, not on the root's attributes.
 		spans[0].Attrs[phases.AttrOutcome] = v.Outcome
 	}
-	return add.Add(spans)
+	return add.add(spans)
 }
 
 // attrs converts decoded attributes: JSON numbers to float64, the rest as decoded. A size the
