@@ -61,6 +61,10 @@ type Estimate struct {
 	// called significant, whatever the interval.
 	TooFewPods bool `json:"too_few_pods,omitempty"`
 	MinPods    int  `json:"min_pods"`
+	// Family is, for a phase or a sub-step, the interval its significance is judged by: every
+	// row's shifts tested at once at the stated level (Bonferroni over the rows' statistics), the
+	// bootstrap's standard error times the normal quantile, widened as Shift is.
+	Family *Interval `json:"family_interval_seconds,omitempty"`
 }
 
 // Row is one span name compared: the root (pod.startup), a phase or a sub-step. A Pod without a
@@ -140,8 +144,11 @@ func Compare(a, b Set, o Options) (*Result, error) {
 		cols[i] = [2]*column{columnOf(a.Pods, n), columnOf(b.Pods, n)}
 	}
 	draws := bootstrapRows(cols, o)
+	// The phases' and sub-steps' shifts are one family of tests: with twenty of them, one would
+	// leave its own 95% interval by chance.
+	family := (len(names) - 1) * int(numStats)
 	for i, n := range names {
-		res.Rows = append(res.Rows, rowOf(n, cols[i], draws[i], o.Level, a.Pods, b.Pods))
+		res.Rows = append(res.Rows, rowOf(n, cols[i], draws[i], o, family, a.Pods, b.Pods))
 	}
 	shareOfStartup(res.Rows, draws, o.Level)
 	res.Lead = leadOf(res.Rows)
@@ -247,8 +254,9 @@ func bootstrapRows(cols [][2]*column, o Options) [][numStats][]float64 {
 }
 
 // rowOf is a row's estimates: each statistic on both sides, its shift's interval widened by
-// both sides' uncertainty, significant when it excludes zero and both sides have the Pods.
-func rowOf(name string, c [2]*column, draws [numStats][]float64, level float64, a, b []Pod) Row {
+// both sides' uncertainty. The root's shift is significant when that interval excludes zero and
+// both sides have the Pods; a phase's or sub-step's when its family interval does (familyZ).
+func rowOf(name string, c [2]*column, draws [numStats][]float64, o Options, family int, a, b []Pod) Row {
 	row := Row{Span: name}
 	switch info, ok := phases.Catalogued(name); {
 	case name == phases.RootSpanName:
@@ -261,15 +269,45 @@ func rowOf(name string, c [2]*column, draws [numStats][]float64, level float64, 
 	nA, nB := len(c[0].x), len(c[1].x)
 	for s := range numStats {
 		va, vb := c[0].stat(s, ones(nA), nA), c[1].stat(s, ones(nB), nB)
-		iv := intervalOf(vb-va, draws[s], level)
+		iv := intervalOf(vb-va, draws[s], o.Level)
 		widen := c[0].bound(s) + c[1].bound(s)
 		iv.Low, iv.High = iv.Low-widen, iv.High+widen
 		e := Estimate{Stat: s.Key(), A: va, B: vb, Shift: iv, MinPods: s.MinPods()}
 		e.TooFewPods = min(nA, nB) < e.MinPods
-		e.Significant = iv.excludesZero() && !e.TooFewPods
+		judged := iv
+		if row.Depth > 0 {
+			half := familyZ(o.Level, family)*stddev(draws[s]) + widen
+			fam := Interval{Est: iv.Est, Low: iv.Est - half, High: iv.Est + half}
+			e.Family, judged = &fam, fam
+		}
+		e.Significant = judged.excludesZero() && !e.TooFewPods
 		row.Stats = append(row.Stats, e)
 	}
 	return row
+}
+
+// familyZ is the normal quantile of a family of m tests at level (Bonferroni): each of the m at
+// 1 − (1 − level)/m, two-sided.
+func familyZ(level float64, m int) float64 {
+	p := 1 - (1-level)/float64(2*max(m, 1))
+	return math.Sqrt2 * math.Erfinv(2*p-1)
+}
+
+// stddev is the bootstrap's standard error: the standard deviation of its draws.
+func stddev(xs []float64) float64 {
+	n, sum, sq := 0.0, 0.0, 0.0
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			n++
+			sum += x
+			sq += x * x
+		}
+	}
+	if n < 2 {
+		return math.NaN()
+	}
+	m := sum / n
+	return math.Sqrt(max(sq/n-m*m, 0) * n / (n - 1))
 }
 
 func countWith(ps []Pod, name string) int {
@@ -305,8 +343,9 @@ func shareOfStartup(rows []Row, draws [][numStats][]float64, level float64) {
 	}
 }
 
-// leadOf is where the shift lands: of the phases and sub-steps whose mean shift's interval
-// excludes zero, the one that moved most; for a phase, then the sub-step beneath it that moved
+// leadOf is where the shift lands: of the phases and sub-steps whose mean shift's own interval
+// excludes zero (however few the Pods; whether it is significant is the row's to say), the one
+// that moved most; for a phase, then the sub-step beneath it that moved
 // most with its interval excluding zero. Nothing when no interval excludes zero.
 func leadOf(rows []Row) []string {
 	best := func(depth int, phase string) *Row {

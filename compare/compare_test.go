@@ -140,20 +140,37 @@ func TestPlantedRateShift(t *testing.T) {
 	}
 }
 
+// rowNamesForTest are phases and sub-steps the synthetic Pods spend time in.
+var rowNamesForTest = []string{phases.PhaseControllers, phases.PhaseScheduling, phases.PhaseStatus,
+	phases.SpanImagePull, phases.SpanControllersReplicaSet, phases.SpanReadiness, phases.SpanImagePullTransfer}
+
+// withRows gives each Pod time in every name of rowNamesForTest, drawn from one distribution,
+// plus shift in the one named.
+func withRows(rng *rand.Rand, ps []Pod, name string, shift time.Duration) {
+	for i := range ps {
+		for _, n := range rowNamesForTest {
+			ps[i].Spans[n] = time.Duration(math.Exp(-1+0.5*rng.NormFloat64()) * float64(time.Second))
+		}
+		ps[i].Spans[name] += shift
+	}
+}
+
 // TestNoShiftFalsePositives: both sets drawn from one distribution, 200 times: the startup's
-// mean is called significant in about 5% of them (the level), not more; and the interval holds
-// the true shift (zero) as often as it says.
+// mean is called significant in about 5% of them (the level), not more; and no phase or sub-step
+// is, but in about 5% of the comparisons at most (they are tested as one family).
 func TestNoShiftFalsePositives(t *testing.T) {
 	o := DefaultOptions()
 	o.Resamples = 400
 	const trials = 200
-	flagged := 0
+	flagged, rowsFlagged := 0, 0
 	for seed := range uint64(trials) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		lognormal := func(int) float64 { return math.Exp(1 + 0.4*rng.NormFloat64()) }
 		dims := func(i int, p *Pod) { p.Dims[DimNode] = []string{"n1", "n2", "n3"}[rng.IntN(3)] }
 		a := Set{Label: "a", Pods: synth(rng, 40, lognormal, dims)}
 		b := Set{Label: "b", Pods: synth(rng, 40, lognormal, dims)}
+		withRows(rng, a.Pods, "", 0)
+		withRows(rng, b.Pods, "", 0)
 		res, err := Compare(a, b, o)
 		if err != nil {
 			t.Fatal(err)
@@ -161,12 +178,45 @@ func TestNoShiftFalsePositives(t *testing.T) {
 		if res.Rows[0].Stats[StatMean].Significant {
 			flagged++
 		}
+	rows:
+		for _, r := range res.Rows[1:] {
+			for _, e := range r.Stats {
+				if e.Significant {
+					rowsFlagged++
+					break rows
+				}
+			}
+		}
 	}
 	// Binomial(200, 0.05): mean 10, sd 3.1; the percentile bootstrap runs a little liberal at n=40.
-	if flagged > 22 {
-		t.Errorf("no shift, yet %d of %d comparisons called the mean's shift significant", flagged, trials)
+	if flagged > 22 || rowsFlagged > 22 {
+		t.Errorf("no shift, yet %d of %d comparisons called the mean's shift significant, %d a row's", flagged, trials, rowsFlagged)
 	}
-	t.Logf("%d of %d flagged at 95%%", flagged, trials)
+	t.Logf("%d of %d flagged the startup, %d a phase or sub-step, at 95%%", flagged, trials, rowsFlagged)
+}
+
+// TestPlantedSubStep: 300 ms more readiness in B, nothing else: that row is significant (the
+// family's interval too), it is where the shift lands, and no other sub-step is flagged.
+func TestPlantedSubStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	same := func(int, *Pod) {}
+	base := func(int) float64 { return 3 + 0.2*rng.NormFloat64() }
+	a, b := Set{Label: "a", Pods: synth(rng, 100, base, same)}, Set{Label: "b", Pods: synth(rng, 100, base, same)}
+	withRows(rng, a.Pods, phases.SpanReadiness, 0)
+	withRows(rng, b.Pods, phases.SpanReadiness, 1500*time.Millisecond)
+	res, err := Compare(a, b, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lead[len(res.Lead)-1] != phases.SpanReadiness {
+		t.Fatalf("lands in %v", res.Lead)
+	}
+	for _, r := range res.Rows[1:] {
+		m := r.Stats[StatMean]
+		if got, want := m.Significant, r.Span == phases.SpanReadiness; got != want {
+			t.Errorf("%s: significant %v, family %+v", r.Span, got, m.Family)
+		}
+	}
 }
 
 // TestConfounded: every slow Pod is on the new kubelet and on node n2: the two are reported

@@ -74,9 +74,13 @@ func leadText(r *Result) string {
 		fmt.Fprintf(&b, "The largest shift measured beyond the stamps' uncertainty is %s (in %s), mean %s (%s)",
 			sub.Span, sub.Phase, signed(sub.mean().Shift.Est), span(sub.mean().Shift))
 	}
-	last := rows[r.Lead[len(r.Lead)-1]]
-	if !last.mean().Significant && last.mean().TooFewPods {
+	switch last := rows[r.Lead[len(r.Lead)-1]].mean(); {
+	case last.Significant:
+		b.WriteString(", significant")
+	case last.TooFewPods:
 		b.WriteString(", too few Pods to call it significant")
+	default:
+		b.WriteString(", not significant with every row tested together")
 	}
 	b.WriteString(".")
 	return b.String()

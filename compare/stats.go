@@ -204,8 +204,8 @@ type Interval struct {
 	High float64 `json:"high"`
 }
 
-// excludesZero reports whether the interval lies wholly on one side of zero.
-func (i Interval) excludesZero() bool { return i.Low > 0 || i.High < 0 }
+// excludesZero reports whether the interval lies wholly on one side of zero (nil: none does).
+func (i *Interval) excludesZero() bool { return i != nil && (i.Low > 0 || i.High < 0) }
 
 // intervalOf is the percentile interval of the bootstrap's draws at level, around est.
 func intervalOf(est float64, draws []float64, level float64) Interval {
