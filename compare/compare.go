@@ -58,7 +58,8 @@ type Estimate struct {
 	Shift       Interval `json:"shift_seconds"`
 	Significant bool     `json:"significant"`
 	// TooFewPods: a side has fewer Pods than the statistic needs (MinPods) for its shift to be
-	// called significant, whatever the interval.
+	// called significant, whatever the interval; Pods that share one step's length (a rollout's
+	// Pods, the Deployment's step) count once.
 	TooFewPods bool `json:"too_few_pods,omitempty"`
 	MinPods    int  `json:"min_pods"`
 	// Family is, for a phase or a sub-step, the interval its significance is judged by: every
@@ -273,7 +274,7 @@ func rowOf(name string, c [2]*column, draws [numStats][]float64, o Options, fami
 		widen := c[0].bound(s) + c[1].bound(s)
 		iv.Low, iv.High = iv.Low-widen, iv.High+widen
 		e := Estimate{Stat: s.Key(), A: va, B: vb, Shift: iv, MinPods: s.MinPods()}
-		e.TooFewPods = min(nA, nB) < e.MinPods
+		e.TooFewPods = min(c[0].independent(), c[1].independent()) < e.MinPods
 		judged := iv
 		if row.Depth > 0 {
 			half := familyZ(o.Level, family)*stddev(draws[s]) + widen

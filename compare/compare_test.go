@@ -382,3 +382,30 @@ func TestAllMatchesStat(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedStepCountsOnce: every Pod of a rollout carries its Deployment's one step; 50 Pods a
+// side of one rollout each are one observation of it, however different the two lengths are.
+func TestSharedStepCountsOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	mk := func(step time.Duration) []Pod {
+		ps := synth(rng, 50, func(int) float64 { return 2 + rng.Float64() }, func(int, *Pod) {})
+		for i := range ps {
+			ps[i].Spans[phases.SpanControllersDeployment] = step
+			ps[i].Spans[phases.SpanImagePull] = 0
+		}
+		return ps
+	}
+	res, err := Compare(Set{Label: "a", Pods: mk(10 * time.Millisecond)}, Set{Label: "b", Pods: mk(40 * time.Millisecond)}, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rows {
+		if r.Span == phases.SpanControllersDeployment {
+			if m := r.Stats[StatMean]; m.Significant || !m.TooFewPods {
+				t.Fatalf("one step a side called %+v", m)
+			}
+			return
+		}
+	}
+	t.Fatal("no row of the Deployment's step")
+}

@@ -132,6 +132,22 @@ func (c *column) orderStat(k int, counts []int) float64 {
 	return c.x[c.order[len(c.order)-1]]
 }
 
+// independent is how many of the column's Pods count as separate observations: Pods that share
+// the very same non-zero length count once. They share it because it is one step they all
+// inherit (the Deployment's, for every Pod of its rollout): one observation, however many
+// Pods carry it. A zero (no such span) is each Pod's own.
+func (c *column) independent() int {
+	n := 0
+	seen := map[float64]bool{}
+	for _, x := range c.x {
+		if x == 0 || !seen[x] {
+			n++
+		}
+		seen[x] = true
+	}
+	return n
+}
+
 // bound is how far s of the sample may lie from s of the true lengths, the uncertainty of each
 // Pod's value given: a mean by the mean uncertainty, a quantile by the largest (moving each value
 // by at most u moves every order statistic by at most u).
