@@ -16,8 +16,7 @@ var pageTemplate = template.Must(template.New("compare").Funcs(template.FuncMap{
 	"signed":  signed,
 	"seconds": seconds3,
 	"span":    span,
-	"share":   share,
-	"spanPct": shareSpan,
+	"share":   shareText,
 	"pct":     pct,
 	"indent":  func(depth int) string { return strings.Repeat("\u00a0\u00a0", depth) },
 	"mark":    func(e Estimate) string { return mark(&e) },
@@ -56,7 +55,7 @@ B: {{.B.Label}}, {{.B.Pods}} Pods Ready{{range $k, $v := .B.NotReady}}; {{$v}} {
 {{end}}</table>
 {{range .Attribution}}<h2>What explains {{.Span}}'s mean shift of {{signed .Shift.Est}} ({{span .Shift}})</h2>
 {{if not .Dims}}<p>The sets differ in none of the dimensions compared.</p>{{end}}
-{{range .Dims}}<h3>{{.Words}}: explains {{share .Share.Est}} ({{spanPct .Share}}){{if .ConfoundedWith}}, confounded with {{words .ConfoundedWith}}{{end}}</h3>
+{{range .Dims}}<h3>{{.Words}}: explains {{share .Share}}{{if .ConfoundedWith}}, confounded with {{words .ConfoundedWith}}{{end}}</h3>
 <p>Mix {{signed .Mix.Est}} ({{span .Mix}}), rate {{signed .Rate.Est}} ({{span .Rate}}){{if .Separates}}; no value on both sides{{end}}.</p>
 <table><tr><th>value</th><th>Pods A</th><th>mean A</th><th>Pods B</th><th>mean B</th><th>rate part</th></tr>
 {{range shown .Values}}<tr><td>{{.Value}}</td><td>{{.PodsA}}</td><td>{{mean .MeanA}}</td><td>{{.PodsB}}</td><td>{{mean .MeanB}}</td><td>{{signed .Rate}}</td></tr>

@@ -87,8 +87,8 @@ func writeAttribution(w io.Writer, at *Attribution) {
 		return
 	}
 	for _, d := range at.Dims {
-		fmt.Fprintf(w, "  %s: mix %s (%s), rate %s (%s), explains %s (%s)", d.Words, signed(d.Mix.Est), span(d.Mix),
-			signed(d.Rate.Est), span(d.Rate), share(d.Share.Est), shareSpan(d.Share))
+		fmt.Fprintf(w, "  %s: mix %s (%s), rate %s (%s), explains %s", d.Words, signed(d.Mix.Est), span(d.Mix),
+			signed(d.Rate.Est), span(d.Rate), shareText(d.Share))
 		if d.Separates {
 			fmt.Fprint(w, "; no value on both sides")
 		}

@@ -24,7 +24,7 @@ func sentence(r *Result) string {
 		return b.String()
 	}
 	d := at.Dims[0]
-	fmt.Fprintf(&b, " %s (%s) explains %s (%s) of %s's mean shift", capital(d.Words), valuesText(d), share(d.Share.Est), shareSpan(d.Share), at.Span)
+	fmt.Fprintf(&b, " %s (%s) explains %s of %s's mean shift", capital(d.Words), valuesText(d), shareText(d.Share), at.Span)
 	if len(d.ConfoundedWith) > 0 {
 		fmt.Fprintf(&b, ", confounded with %s: the data cannot tell them apart", wordsOf(d.ConfoundedWith))
 	}
@@ -170,18 +170,16 @@ func span(i Interval) string { return signed(i.Low) + " to " + signed(i.High) }
 
 func pct(level float64) string { return strconv.FormatFloat(level*100, 'f', -1, 64) }
 
-func share(x float64) string {
-	if math.IsNaN(x) {
-		return "an undefined share (no shift)"
+// shareText is an explained share and its interval: "100% (95% to 100%)", or why there is none.
+func shareText(i Interval) string {
+	if math.IsNaN(i.Est) {
+		return "no share (the mean did not move)"
 	}
-	return strconv.FormatFloat(x*100, 'f', 0, 64) + "%"
-}
-
-func shareSpan(i Interval) string {
+	pc := func(x float64) string { return strconv.FormatFloat(x*100, 'f', 0, 64) + "%" }
 	if math.IsNaN(i.Low) || math.IsNaN(i.High) {
-		return "interval undefined"
+		return pc(i.Est)
 	}
-	return strconv.FormatFloat(i.Low*100, 'f', 0, 64) + "% to " + strconv.FormatFloat(i.High*100, 'f', 0, 64) + "%"
+	return pc(i.Est) + " (" + pc(i.Low) + " to " + pc(i.High) + ")"
 }
 
 // bytesText is a size as the kubelet's messages round it.
