@@ -70,6 +70,12 @@ type reportData struct {
 // page (the report), else the page links to app.css and app.js beside it (served). csp, when set,
 // goes in a meta element.
 func writePage(w io.Writer, title, csp string, inline bool, d pageData) error {
+	return writePageBanner(w, title, csp, inline, d, "")
+}
+
+// writePageBanner is writePage with banner, HTML the caller escaped (html/template), above the
+// views: a gate's verdict.
+func writePageBanner(w io.Writer, title, csp string, inline bool, d pageData, banner string) error {
 	data, err := json.Marshal(d) // escapes <, > and &: the block cannot end the script element
 	if err != nil {
 		return err
@@ -89,6 +95,7 @@ func writePage(w io.Writer, title, csp string, inline bool, d pageData) error {
 		"{{style}}", style,
 		"{{data}}", string(data),
 		"{{script}}", script,
+		"{{banner}}", banner,
 	).Replace(pageHTML)
 	_, err = io.WriteString(w, page)
 	return err

@@ -15,6 +15,10 @@ import (
 // Content-Security-Policy says so to the browser too). traceUI, when set, links each trace to a
 // trace UI (see CheckTraceUI).
 func WriteReport(w io.Writer, title, traceUI string, pods []*phases.Trace, rollouts []*rollout.Trace, nodes []*node.Trace) error {
+	return writeReport(w, title, traceUI, pods, rollouts, nodes, "")
+}
+
+func writeReport(w io.Writer, title, traceUI string, pods []*phases.Trace, rollouts []*rollout.Trace, nodes []*node.Trace, banner string) error {
 	if err := CheckTraceUI(traceUI); err != nil {
 		return err
 	}
@@ -49,5 +53,5 @@ func WriteReport(w io.Writer, title, traceUI string, pods []*phases.Trace, rollo
 	for _, v := range d.NodeViews {
 		v.Waited = markPodsHeld(v.Waited, func(uid string) bool { return d.Views[uid] != nil })
 	}
-	return writePage(w, title, reportCSP, true, pageData{TraceUI: traceUI, Report: d})
+	return writePageBanner(w, title, reportCSP, true, pageData{TraceUI: traceUI, Report: d}, banner)
 }

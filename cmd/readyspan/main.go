@@ -64,6 +64,9 @@ Usage:
   PROG compare  A B [flags]         is B slower than A, by how much, with what uncertainty and
                                     because of what (each a recording, a file of exported traces
                                     or, with --url, a window of a running readyspan's traces)
+  PROG gate     (KIND/NAME | --for DURATION | --recording DIR) --slo FILE [-n NS | -A] [flags]
+                                    judge a rollout, every Pod started in a window, or a
+                                    recording against an SLO file: exit 0 met, 1 broken, 2 no verdict
   PROG run      [flags]             the daemon: watch the cluster, export traces (OTLP) and metrics
   PROG node     --otlp-endpoint ADDR [flags]
                                     the node component (a DaemonSet): report when kube-proxy's
@@ -91,10 +94,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, pflag.ErrHelp) {
+		code := 1
+		var ec *exitCode
+		if errors.As(err, &ec) {
+			code = ec.code
+		}
+		if !errors.Is(err, pflag.ErrHelp) && (ec == nil || ec.err != nil) {
 			printError(os.Stderr, err)
 		}
-		os.Exit(1)
+		os.Exit(code)
 	}
 }
 
@@ -133,6 +141,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runReplay(ctx, rest, stdout, stderr)
 	case "compare":
 		return runCompare(ctx, rest, stdout, stderr)
+	case "gate":
+		return runGate(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "readyspan %s (commit %s)\n", version, commit)
 		return nil
