@@ -198,7 +198,13 @@ func judgeSpan(name string, t Thresholds, minPods int, pods []*phases.Trace) []R
 	var out []Result
 	for _, p := range t.percentiles() {
 		r := Result{Objective: name + " " + p.name, Limit: time.Duration(*p.limit).Seconds(), Unit: "seconds", Samples: len(samples)}
-		if len(samples) < minPods {
+		switch {
+		case len(samples) == 0:
+			r.Status = StatusNotJudged
+			r.Message = fmt.Sprintf("not judged: no Pod measured %s%s", name, unobservedWords(unobserved))
+			out = append(out, r)
+			continue
+		case len(samples) < minPods:
 			r.Status = StatusNotJudged
 			r.Message = fmt.Sprintf("not judged: %d Pods measured %s, fewer than min_pods %d%s", len(samples), name, minPods, unobservedWords(unobserved))
 			out = append(out, r)
@@ -318,9 +324,13 @@ func judgeFailures(allowed map[string]int, pods []*phases.Trace) []Result {
 	return out
 }
 
+// reasonOf is what a culprit of the failures shows: its reason, or that it was stuck.
 func reasonOf(t *phases.Trace) string {
 	if r := t.Summary.FailureReason; r != "" {
 		return r
+	}
+	if t.Summary.Outcome == phases.OutcomeInProgress {
+		return ReasonStuck + " (still starting when the gate stopped)"
 	}
 	return string(t.Summary.Outcome)
 }
@@ -464,6 +474,12 @@ func judgeRotation(o *Rotation, rollouts []*rollout.Trace) []Result {
 	if observed > 0 {
 		return out
 	}
+	return unobservedRotation(o, rollouts, out)
+}
+
+// unobservedRotation marks the rotation results when no removal was reported: nothing to judge
+// when no rollout removed an old Pod; else not observed, a failure unless the file lets it pass.
+func unobservedRotation(o *Rotation, rollouts []*rollout.Trace, out []Result) []Result {
 	oldPods := 0
 	for _, rt := range rollouts {
 		oldPods += len(rt.Rollout.OldPods)

@@ -220,7 +220,10 @@ func loadSLO(path string) (*gate.File, error) {
 func (g *gateFlags) write(stdout io.Writer, job gateJob, v gate.Verdict) error {
 	var err error
 	if g.output == "json" {
-		err = gate.WriteJSON(safetext.NewWriter(stdout), job.title, v)
+		w := safetext.NewWriter(stdout)
+		if err = gate.WriteJSON(w, job.title, v); err == nil {
+			err = w.Flush()
+		}
 	} else {
 		err = gate.WriteText(stdout, job.title, v)
 	}
@@ -306,6 +309,8 @@ func (g *gateFlags) fromRecording(fs *pflag.FlagSet, target *gateTarget, stderr 
 		return gateJob{}, fmt.Errorf("recording %s holds no rollout of %s/%s", g.recording, target.arg, target.name)
 	}
 	job.in, job.notes = rolloutInput(last, byUID(pods))
+	job.notes = append([]string{fmt.Sprintf("judged the recording's latest rollout of %s/%s: %s, generation %d, revision %s, %s",
+		target.arg, target.name, last.Summary.Kind, last.Rollout.Generation, last.Rollout.Revision, last.Summary.Outcome)}, job.notes...)
 	return job, nil
 }
 
