@@ -64,6 +64,9 @@ const (
 func (g *gateFlags) register(fs *pflag.FlagSet) {
 	g.kf.register(fs, true)
 	g.tf.register(fs)
+	// A gate judges what starts while it watches (a recording is replayed whole): tracing Pods
+	// already Ready would judge a rollout that is over.
+	_ = fs.MarkHidden("backfill")
 	fs.StringVar(&g.slo, "slo", "", "the SLO file to judge against (docs/gate.md; required)")
 	fs.StringVar(&g.recording, "recording", "", "judge a recording (readyspan record) offline instead of the cluster")
 	fs.DurationVar(&g.window, "for", 0, "judge every Pod started in a window this long (no KIND/NAME)")
@@ -105,6 +108,9 @@ func gateRun(ctx context.Context, args []string, stdout, stderr io.Writer) (gate
 	g.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return gate.Verdict{}, err
+	}
+	if fs.Changed("backfill") {
+		return gate.Verdict{}, errors.New("--backfill: a gate judges the Pods that start while it watches")
 	}
 	target, err := g.check(fs.Args())
 	if err != nil {
