@@ -409,6 +409,9 @@ func judgeOutcomes(rollouts []*rollout.Trace) Result {
 		r.Status, r.Message = StatusNotJudged, "not judged: the rollout had not ended"
 	default:
 		r.Message = fmt.Sprintf("%d rollouts complete", len(rollouts)-len(running))
+		if len(running) > 0 {
+			r.Message += fmt.Sprintf(", %d still in progress when the gate stopped (not judged)", len(running))
+		}
 	}
 	return r
 }
