@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,6 +14,7 @@ import (
 	"github.com/readyspan/readyspan/compare/source"
 	"github.com/readyspan/readyspan/safetext"
 	"github.com/readyspan/readyspan/tracer"
+	"github.com/readyspan/readyspan/web/apiclient"
 )
 
 // compareFlags are `readyspan compare`'s flags.
@@ -127,33 +124,11 @@ func (c *compareFlags) side(ctx context.Context, arg string) (compare.Set, error
 
 // live is the client of the daemon --url names.
 func (c *compareFlags) live() (*source.Live, error) {
-	base, err := source.CheckBase(c.url)
+	api, err := apiclient.New(apiclient.Config{URL: c.url, TokenFile: c.tokenFile, CAFile: c.caFile})
 	if err != nil {
 		return nil, err
 	}
-	l := &source.Live{Base: base, Namespace: c.namespace, Workload: c.workload,
-		Client: &http.Client{Timeout: source.RequestTimeout}}
-	if c.tokenFile != "" {
-		b, err := os.ReadFile(c.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--token-file: %w", err)
-		}
-		if l.Token = strings.TrimSpace(string(b)); l.Token == "" || len(l.Token) > 16<<10 {
-			return nil, fmt.Errorf("--token-file %s holds no token", c.tokenFile)
-		}
-	}
-	if c.caFile != "" {
-		pem, err := os.ReadFile(c.caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", c.caFile)
-		}
-		l.Client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-	}
-	return l, nil
+	return &source.Live{API: api, Namespace: c.namespace, Workload: c.workload}, nil
 }
 
 // writeCompareReport writes the HTML page to path.

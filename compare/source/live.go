@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/readyspan/readyspan/compare"
+	"github.com/readyspan/readyspan/web/apiclient"
 )
 
 // Live reads windows of a running readyspan's ring through the UI's JSON API: the list of Pods
@@ -18,11 +17,7 @@ import (
 // window. The daemon keeps a bounded ring: a window older than it holds is missing, and Live
 // says how many Pods it found, never more.
 type Live struct {
-	// Base is the daemon's address (http://host:8080); Token, when set, is sent as a bearer token
-	// (readyspan run with --metrics-secure checks it).
-	Base   *url.URL
-	Token  string
-	Client *http.Client
+	API *apiclient.Client
 	// Namespace and Workload narrow the list as the UI's filters do.
 	Namespace, Workload string
 }
@@ -31,21 +26,7 @@ type Live struct {
 const (
 	maxListBytes = 256 << 20
 	maxViewBytes = 16 << 20
-	// RequestTimeout bounds each request.
-	RequestTimeout = 30 * time.Second
 )
-
-// CheckBase checks a --url: http or https, a host, no query.
-func CheckBase(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("--url %q: %w", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.User != nil {
-		return nil, fmt.Errorf("--url %q: want http:// or https:// and a host, without a query or credentials", raw)
-	}
-	return u, nil
-}
 
 // podSummary is a line of GET /api/v1/pods (web.PodSummary): the fields read.
 type podSummary struct {
@@ -63,7 +44,7 @@ func (l *Live) Window(ctx context.Context, label string, since, until time.Time)
 		q.Set("workload", l.Workload)
 	}
 	var list []podSummary
-	if err := l.get(ctx, "api/v1/pods", q, maxListBytes, &list); err != nil {
+	if err := l.API.Get(ctx, "api/v1/pods", q, maxListBytes, &list); err != nil {
 		return compare.Set{}, err
 	}
 	add := newAdder(label)
@@ -75,12 +56,12 @@ func (l *Live) Window(ctx context.Context, label string, since, until time.Time)
 		if start.Before(since) || !start.Before(until) {
 			continue
 		}
-		if strings.ContainsAny(s.UID, "/?#%") || s.UID == "" || len(s.UID) > 64 {
-			return compare.Set{}, fmt.Errorf("the daemon listed a Pod with UID %q", cutName(s.UID))
+		if err := apiclient.CheckID(s.UID); err != nil {
+			return compare.Set{}, err
 		}
 		var v podView
-		err = l.get(ctx, "api/v1/pods/"+s.UID, nil, maxViewBytes, &v)
-		if errors.Is(err, errGone) {
+		err = l.API.Get(ctx, "api/v1/pods/"+s.UID, nil, maxViewBytes, &v)
+		if errors.Is(err, apiclient.ErrNotHeld) {
 			continue // it left the ring between the list and now
 		}
 		if err != nil {
@@ -91,51 +72,6 @@ func (l *Live) Window(ctx context.Context, label string, since, until time.Time)
 		}
 	}
 	return add.result(), nil
-}
-
-var errGone = errors.New("not held")
-
-// get reads one answer of the API into v, at most limit bytes.
-func (l *Live) get(ctx context.Context, path string, q url.Values, limit int64, v any) error {
-	u := l.Base.JoinPath(path)
-	u.RawQuery = q.Encode()
-	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	if l.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+l.Token)
-	}
-	client := l.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", u.Redacted(), err)
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound && strings.HasPrefix(path, "api/v1/pods/"):
-		return errGone
-	case resp.StatusCode != http.StatusOK:
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("GET %s: %s: %s", u.Redacted(), resp.Status, strings.TrimSpace(string(msg)))
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", u.Redacted(), err)
-	}
-	if int64(len(body)) > limit {
-		return fmt.Errorf("GET %s: the answer is larger than %d bytes", u.Redacted(), limit)
-	}
-	if err := decodeNumbers(body, v); err != nil {
-		return fmt.Errorf("GET %s: %w", u.Redacted(), err)
-	}
-	return nil
 }
 
 // ParseWindow reads a side written SINCE..UNTIL: each an RFC 3339 time, a time before now

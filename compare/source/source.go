@@ -22,6 +22,7 @@ import (
 	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
+	"github.com/readyspan/readyspan/web/apiclient"
 )
 
 // Bounds of what one side reads.
@@ -221,13 +222,8 @@ func fileValue(raw json.RawMessage, traces *traceLines, add *adder) error {
 	return errors.New("neither a span line (trace_id) nor a Pod's view (spans)")
 }
 
-// decodeNumbers decodes strictly enough to refuse a value of the wrong shape, keeping numbers
-// as json.Number for the attributes.
-func decodeNumbers(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	return dec.Decode(v)
-}
+// decodeNumbers decodes as the daemon's answers are decoded.
+var decodeNumbers = apiclient.DecodeNumbers
 
 // addView reduces a Pod's view: its rows in tree order, the root first.
 func addView(v *podView, add *adder) error {
@@ -291,9 +287,4 @@ func msDuration(ms float64) time.Duration {
 	return time.Duration(ms * float64(time.Millisecond))
 }
 
-func cutName(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+var cutName = apiclient.Cut

@@ -18,6 +18,7 @@ import (
 	"github.com/readyspan/readyspan/pipeline"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/web"
+	"github.com/readyspan/readyspan/web/apiclient"
 )
 
 // replayed is the traces `readyspan replay` builds of a capture.
@@ -109,11 +110,11 @@ func TestUIViewsAsRecording(t *testing.T) {
 		ui.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	base, err := CheckBase(srv.URL)
+	base, err := apiclient.CheckBase(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := &Live{Base: base, Token: "t0k"}
+	live := &Live{API: &apiclient.Client{Base: base, Token: "t0k"}}
 	var first, last time.Time
 	for i, tr := range traces {
 		if s := tr.Root().Start; i == 0 || s.Before(first) {
@@ -178,13 +179,13 @@ func TestLiveRefuses(t *testing.T) {
 		http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	base, _ := CheckBase(srv.URL)
-	_, err := (&Live{Base: base}).Window(context.Background(), "x", time.Unix(0, 0), time.Now())
+	base, _ := apiclient.CheckBase(srv.URL)
+	_, err := (&Live{API: &apiclient.Client{Base: base}}).Window(context.Background(), "x", time.Unix(0, 0), time.Now())
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("%v", err)
 	}
 	for _, bad := range []string{"ftp://x", "http://", "http://u:p@x", "http://x?a=b"} {
-		if _, err := CheckBase(bad); err == nil {
+		if _, err := apiclient.CheckBase(bad); err == nil {
 			t.Errorf("--url %s accepted", bad)
 		}
 	}
