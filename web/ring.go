@@ -63,6 +63,7 @@ type entry struct {
 	start   time.Time
 	rollout RolloutSummary // rollouts
 	body    []byte         // rollouts: the view's JSON
+	rotate  []byte         // rollouts: the rotation views' JSON, nil for none
 	pod     PodSummary     // Pods
 	node    NodeSummary    // nodes
 	waited  []WaiterView   // nodes: the Pods that waited for it, Held not set
@@ -190,8 +191,8 @@ func rolloutEntry(t *rollout.Trace) *entry {
 		return nil
 	}
 	s := v.RolloutSummary
-	e := &entry{id: s.ID, start: t.Root().Start, rollout: s, body: body}
-	e.size = int64(len(body)) + entryOverhead + int64(len(s.ID)+len(s.Namespace)+len(s.Workload)+
+	e := &entry{id: s.ID, start: t.Root().Start, rollout: s, body: body, rotate: rotationBody(t)}
+	e.size = int64(len(body)+len(e.rotate)) + entryOverhead + int64(len(s.ID)+len(s.Namespace)+len(s.Workload)+
 		len(s.WorkloadKind)+len(s.Kind)+len(s.Outcome)+len(s.Reason)+len(s.Start)+len(s.Sentence))
 	return e
 }
@@ -326,6 +327,21 @@ func (r *Ring) Rollout(id string) []byte {
 		return e.body
 	}
 	return nil
+}
+
+// Rotation is a rollout's rotation views as JSON (RotationView), by its trace ID: [] for a
+// rollout without any, nil for a rollout not held.
+func (r *Ring) Rotation(id string) []byte {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e := r.rollouts.byID[id]
+	switch {
+	case e == nil:
+		return nil
+	case e.rotate == nil:
+		return []byte("[]")
+	}
+	return e.rotate
 }
 
 // Pod is a Pod's view as JSON, by its UID, or nil.

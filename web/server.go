@@ -39,6 +39,7 @@ func NewServer(ring *Ring, cfg ServerConfig) *Server {
 	s.mux.HandleFunc("GET /app.css", asset(pageCSS, "text/css; charset=utf-8"))
 	s.mux.HandleFunc("GET /api/v1/rollouts", s.rollouts)
 	s.mux.HandleFunc("GET /api/v1/rollouts/{id}", s.rollout)
+	s.mux.HandleFunc("GET /api/v1/rollouts/{id}/rotation", s.rotation)
 	s.mux.HandleFunc("GET /api/v1/pods", s.pods)
 	s.mux.HandleFunc("GET /api/v1/pods/{uid}", s.pod)
 	s.mux.HandleFunc("GET /api/v1/nodes", s.nodes)
@@ -130,6 +131,10 @@ func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) rollout(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, s.ring.Rollout(r.PathValue("id")), "no rollout "+r.PathValue("id")+" is held (it may have left the ring)")
+}
+
+func (s *Server) rotation(w http.ResponseWriter, r *http.Request) {
+	writeBody(w, s.ring.Rotation(r.PathValue("id")), "no rollout "+r.PathValue("id")+" is held (it may have left the ring)")
 }
 
 func (s *Server) pod(w http.ResponseWriter, r *http.Request) {
