@@ -50,6 +50,9 @@ type gateFlags struct {
 	junit        string
 	report       string
 	traceURL     string
+	// url, tokenFile, caFile: read the traces of a running readyspan (its UI's API) instead of
+	// watching.
+	url, tokenFile, caFile string
 }
 
 // Defaults of the gate's waits.
@@ -76,6 +79,9 @@ func (g *gateFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.junit, "junit", "", "also write the verdict as JUnit XML to this file (one testcase per objective)")
 	fs.StringVar(&g.report, "report", "", "also write the self-contained HTML report of the judged traces, the verdict at the top, to this file")
 	registerTraceURL(fs, &g.traceURL)
+	fs.StringVar(&g.url, "url", "", "judge the traces of a running readyspan's UI (http://readyspan.NS:8080) instead of watching: its rollouts' rotation and the components' spans included")
+	fs.StringVar(&g.tokenFile, "token-file", "", "with --url: a file holding the bearer token the daemon asks for (readyspan run --metrics-secure)")
+	fs.StringVar(&g.caFile, "ca-file", "", "with an https --url: the PEM certificates to trust for it (default: the system's)")
 }
 
 // runGate is `readyspan gate`: judge a rollout, a window of startups, or a recording against an
@@ -103,7 +109,7 @@ type gateJob struct {
 }
 
 func gateRun(ctx context.Context, args []string, stdout, stderr io.Writer) (gate.Verdict, error) {
-	fs := newFlagSet("gate", "[KIND/NAME | --for DURATION | --recording DIR] --slo FILE [-n NS | -A] [flags]", stderr)
+	fs := newFlagSet("gate", "[KIND/NAME | --for DURATION | --recording DIR] --slo FILE [-n NS | -A] [--url DAEMON] [flags]", stderr)
 	var g gateFlags
 	g.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -124,6 +130,10 @@ func gateRun(ctx context.Context, args []string, stdout, stderr io.Writer) (gate
 	switch {
 	case g.recording != "":
 		job, err = g.fromRecording(fs, target, stderr)
+	case g.url != "" && target != nil:
+		job, err = g.rolloutFromDaemon(ctx, *target, stderr)
+	case g.url != "":
+		job, err = g.windowFromDaemon(ctx, stderr)
 	case target != nil:
 		job, err = g.rollout(ctx, *target, stderr)
 	default:
@@ -179,6 +189,12 @@ func (g *gateFlags) check(pos []string) (*gateTarget, error) {
 		return nil, errors.New("--selector picks the Pods a live gate watches; a recording holds what it recorded")
 	case target != nil && g.kf.allNamespaces:
 		return nil, errors.New("a rollout is in one namespace: use -n, not -A")
+	case g.url != "" && g.recording != "":
+		return nil, errors.New("--url reads a daemon's traces and --recording a recording: give one")
+	case g.url == "" && (g.tokenFile != "" || g.caFile != ""):
+		return nil, errors.New("--token-file and --ca-file read a daemon: give its --url")
+	case g.url != "" && g.kf.selector != "":
+		return nil, errors.New("--selector picks the Pods a live gate watches; with --url narrow by namespace (-n)")
 	case g.timeout <= 0 || g.waitStarting < 0:
 		return nil, errors.New("--timeout must be positive and --wait-starting not negative")
 	}
