@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,11 +92,12 @@ func TestGate(t *testing.T) {
 	checkGateJUnit(t, junitFile)
 }
 
-// runGate starts the gate on deployment/web, applies patch once it watches, and waits for it.
-func (e *Env) runGate(t *testing.T, bin, ns, slo, junitFile, patch string) (code int, stdout, stderr string) {
+// runGate starts the gate on deployment/web (with extra flags), applies patch once it waits, and
+// waits for it.
+func (e *Env) runGate(t *testing.T, bin, ns, slo, junitFile, patch string, extra ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(bin, "gate", "deployment/web", "-n", ns, "--slo", slo, "--junit", junitFile,
-		"--timeout", "4m", "--kubeconfig", e.Kubeconfig)
+	cmd := exec.Command(bin, append([]string{"gate", "deployment/web", "-n", ns, "--slo", slo, "--junit", junitFile,
+		"--timeout", "4m", "--kubeconfig", e.Kubeconfig}, extra...)...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	errOut := &syncBuffer{}
@@ -127,6 +129,80 @@ func (e *Env) runGate(t *testing.T, bin, ns, slo, junitFile, patch string) (code
 	}
 	t.Logf("gate exit %d:\n%s%s", code, out.String(), errOut.String())
 	return code, out.String(), errOut.String()
+}
+
+// TestGateURL runs `bin/readyspan gate --url` against the suite's readyspan daemon (its OTLP
+// input on, the node component reporting the node's kube-proxy rules), as a CI job holding only
+// the daemon's address would. On a rolling update whose old Pods keep answering after SIGTERM
+// (busybox httpd ignores it) without a preStop hook, `rotation: {max_pods: 0}` fails (exit 1)
+// and names the old Pods: each one the rollout's rotation spans in Jaeger say was late, and
+// these are the Pods the Deployment had before the change. With `preStop: {sleep: {seconds: 3}}`
+// on the old Pods the next rollout passes (exit 0). The JUnit file, read by go-junit, has the
+// rotation objective as its one failing testcase.
+func TestGateURL(t *testing.T) {
+	e := Setup(t)
+	e.withOTLPReceive(t)
+	e.withNodeComponent(t)
+	ns := e.Namespace(t, "e2e-gate-url")
+	ctx := Ctx(t)
+	bin := filepath.Join(e.Root, "bin", "readyspan")
+	if _, err := os.Stat(bin); err != nil {
+		Missing(t, "bin/readyspan missing (make build): %v", err)
+	}
+	dir := t.TempDir()
+	slo := filepath.Join(dir, "slo.yaml")
+	if err := os.WriteFile(slo, []byte("version: 1\nrotation: {max_pods: 0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.createService(t, ns, service("web"))
+	d := webDeployment("web", 3)
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = int64p(8) // httpd answers until removed from the rules
+	e.createDeployment(t, ns, d)
+	before := e.WaitPodsReady(t, ns, "app=web", 3, 2*time.Minute)
+	created, err := e.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rolloutTrace(t, "Deployment", ns, "web", created.Generation, 2*time.Minute) // the creation is over
+	url := []string{"--url", "http://127.0.0.1:8080"}
+
+	// The old Pods have no preStop hook: they are in the rules after their stop.
+	junitFile := filepath.Join(dir, "late.xml")
+	code, out, _ := e.runGate(t, bin, ns, slo, junitFile,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"httpd","lifecycle":{"preStop":{"sleep":{"seconds":3}}}}]}}}}`, url...)
+	if code != 1 {
+		t.Fatalf("gate --url on old Pods in rotation after their stop: exit %d, want 1\n%s", code, out)
+	}
+	if broken := brokenLines(out); len(broken) != 1 || !strings.Contains(broken[0], "rotation max_pods") {
+		t.Fatalf("broken objectives %q, want rotation max_pods alone\n%s", broken, out)
+	}
+	updated, err := e.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := e.rolloutTrace(t, "Deployment", ns, "web", updated.Generation, 2*time.Minute)
+	late := map[string]bool{}
+	for _, sp := range rt.FindAll("rollout.pod.rotation") {
+		if n, _ := sp.Tag("readyspan.pod.rotation.late"); fmt.Sprint(n) != "0" {
+			late[sp.StrTag("k8s.pod.name")] = true
+		}
+	}
+	if len(late) != len(before) {
+		t.Errorf("Jaeger's rotation spans say %d old Pods were late, want the %d the Deployment had", len(late), len(before))
+	}
+	for _, p := range before {
+		if !late[p.Name] || !strings.Contains(out, ns+"/"+p.Name+" ") {
+			t.Errorf("old Pod %s: late in Jaeger %v; the gate must name it:\n%s", p.Name, late[p.Name], out)
+		}
+	}
+	checkJUnitFailing(t, junitFile, "rotation max_pods", before[0].Name)
+
+	// These old Pods sleep 3 s in their preStop hook: out of the rules before their stop.
+	code, out, _ = e.runGate(t, bin, ns, slo, filepath.Join(dir, "sleep.xml"),
+		`{"spec":{"template":{"metadata":{"annotations":{"e2e/rev":"3"}}}}}`, url...)
+	if code != 0 || !strings.Contains(out, "met          rotation max_pods") {
+		t.Fatalf("gate --url on old Pods with a preStop sleep: exit %d, want 0 and rotation met\n%s", code, out)
+	}
 }
 
 // brokenLines are the text output's broken objectives.
@@ -161,6 +237,13 @@ func readinessFromAPI(p *corev1.Pod) time.Duration {
 // testcase, container.readiness max, whose text names the Pods.
 func checkGateJUnit(t *testing.T, path string) {
 	t.Helper()
+	checkJUnitFailing(t, path, "container.readiness max", "container httpd")
+}
+
+// checkJUnitFailing reads a gate's JUnit file with go-junit: one suite whose one failing
+// testcase is objective, its text holding want.
+func checkJUnitFailing(t *testing.T, path, objective, want string) {
+	t.Helper()
 	suites, err := junit.IngestFile(path)
 	if err != nil {
 		t.Fatalf("go-junit: %v", err)
@@ -174,12 +257,12 @@ func checkGateJUnit(t *testing.T, path string) {
 			failed = append(failed, tc)
 		}
 	}
-	if len(failed) != 1 || failed[0].Name != "container.readiness max" {
+	if len(failed) != 1 || failed[0].Name != objective {
 		b, _ := json.MarshalIndent(suites, "", "  ")
-		t.Fatalf("failing testcases %v, want container.readiness max alone\n%s", failed, b)
+		t.Fatalf("failing testcases %v, want %s alone\n%s", failed, objective, b)
 	}
-	if !strings.Contains(failed[0].Error.Error(), "container httpd") {
-		t.Errorf("the failure does not name the Pods: %v", failed[0].Error)
+	if !strings.Contains(failed[0].Error.Error(), want) {
+		t.Errorf("the failure does not name %q: %v", want, failed[0].Error)
 	}
 }
 

@@ -68,12 +68,7 @@ func proberMisses(n int) int {
 
 func (e *Env) lastMile(t *testing.T, mode string) {
 	e.script(t, "kube-proxy.sh", "mode", mode)
-	e.script(t, "readyspan-node.sh", "start")
-	t.Cleanup(func() { e.script(t, "readyspan-node.sh", "stop") })
-	Eventually(t, time.Minute, "readyspan node's heartbeat reaching readyspan", func() (bool, error) {
-		n, err := readyspanMetric(`readyspan_otlp_joined_spans_total{component="readyspan-node"}`)
-		return n > 0, fmt.Errorf("joined spans of readyspan-node = %v (%v)", n, err)
-	})
+	e.withNodeComponent(t)
 
 	ns := e.Namespace(t, "e2e-lastmile-"+mode)
 	ctx := Ctx(t)
@@ -170,6 +165,18 @@ func (e *Env) lastMile(t *testing.T, mode string) {
 			t.Errorf("sentence %q: names old Pods in rotation after their stop = %v, want %v", sentence, says, c.late)
 		}
 	}
+}
+
+// withNodeComponent starts readyspan node on the node (deploy/local/scripts/readyspan-node.sh)
+// until the test ends, and waits for its heartbeat to reach readyspan's OTLP input.
+func (e *Env) withNodeComponent(t *testing.T) {
+	t.Helper()
+	e.script(t, "readyspan-node.sh", "start")
+	t.Cleanup(func() { e.script(t, "readyspan-node.sh", "stop") })
+	Eventually(t, time.Minute, "readyspan node's heartbeat reaching readyspan", func() (bool, error) {
+		n, err := readyspanMetric(`readyspan_otlp_joined_spans_total{component="readyspan-node"}`)
+		return n > 0, fmt.Errorf("joined spans of readyspan-node = %v (%v)", n, err)
+	})
 }
 
 // rollWeb patches the Deployment, waits for the rollout's trace and returns it.
