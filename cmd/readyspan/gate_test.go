@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,26 +11,7 @@ import (
 // exit status as main would set it, stdout and stderr.
 func gateRecording(t *testing.T, capture, slo string, args ...string) (int, string, string) {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "slo.yaml")
-	if err := os.WriteFile(path, []byte(slo), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	args = append([]string{"gate", "--recording", filepath.Join("..", "..", "tracer", "testdata", "real-node", capture), "--slo", path}, args...)
-	err := run(context.Background(), args, &stdout, &stderr)
-	code := 0
-	if err != nil {
-		code = 1
-		var ec *exitCode
-		if errors.As(err, &ec) {
-			code = ec.code
-		}
-		if ec == nil || ec.err != nil {
-			stderr.WriteString(err.Error())
-		}
-	}
-	return code, stdout.String(), stderr.String()
+	return runGateArgs(t, slo, append([]string{"--recording", filepath.Join("..", "..", "tracer", "testdata", "real-node", capture)}, args...)...)
 }
 
 // TestGateCommand: exit 0 met, 1 broken (naming the Pod and its trace), 2 when it cannot judge;

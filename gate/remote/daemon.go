@@ -27,6 +27,11 @@ type Daemon struct {
 // Rollouts lists the rollouts the daemon holds, newest first: of namespace ("" for all), of its
 // workload named workload ("" for all).
 func (d *Daemon) Rollouts(ctx context.Context, namespace, workload string) ([]web.RolloutSummary, error) {
+	return list(ctx, d, "api/v1/rollouts", namespace, workload, func(s web.RolloutSummary) string { return s.ID })
+}
+
+// list reads one of the API's lists, filtered as the UI filters, each entry's ID checked.
+func list[T any](ctx context.Context, d *Daemon, path, namespace, workload string, id func(T) string) ([]T, error) {
 	q := url.Values{}
 	if namespace != "" {
 		q.Set("namespace", namespace)
@@ -34,16 +39,16 @@ func (d *Daemon) Rollouts(ctx context.Context, namespace, workload string) ([]we
 	if workload != "" {
 		q.Set("workload", workload)
 	}
-	var list []web.RolloutSummary
-	if err := d.API.Get(ctx, "api/v1/rollouts", q, maxListBytes, &list); err != nil {
+	var out []T
+	if err := d.API.Get(ctx, path, q, maxListBytes, &out); err != nil {
 		return nil, err
 	}
-	for _, s := range list {
-		if err := apiclient.CheckID(s.ID); err != nil {
+	for _, e := range out {
+		if err := apiclient.CheckID(id(e)); err != nil {
 			return nil, err
 		}
 	}
-	return list, nil
+	return out, nil
 }
 
 // Rollout reads a rollout's view and its rotation spans, rebuilt as its trace. A rollout the
@@ -69,20 +74,7 @@ func (d *Daemon) Rollout(ctx context.Context, id string) (*rollout.Trace, error)
 
 // Pods lists the Pod traces the daemon holds, of namespace ("" for all), newest first.
 func (d *Daemon) Pods(ctx context.Context, namespace string) ([]web.PodSummary, error) {
-	q := url.Values{}
-	if namespace != "" {
-		q.Set("namespace", namespace)
-	}
-	var list []web.PodSummary
-	if err := d.API.Get(ctx, "api/v1/pods", q, maxListBytes, &list); err != nil {
-		return nil, err
-	}
-	for _, s := range list {
-		if err := apiclient.CheckID(s.UID); err != nil {
-			return nil, err
-		}
-	}
-	return list, nil
+	return list(ctx, d, "api/v1/pods", namespace, "", func(s web.PodSummary) string { return s.UID })
 }
 
 // Pod reads a Pod's view, rebuilt as its trace. A Pod the daemon does not hold (yet, or no

@@ -40,15 +40,7 @@ func TestGate(t *testing.T) {
 	e := Setup(t)
 	ns := e.Namespace(t, "e2e-gate")
 	ctx := Ctx(t)
-	bin := filepath.Join(e.Root, "bin", "readyspan")
-	if _, err := os.Stat(bin); err != nil {
-		Missing(t, "bin/readyspan missing (make build): %v", err)
-	}
-	dir := t.TempDir()
-	slo := filepath.Join(dir, "slo.yaml")
-	if err := os.WriteFile(slo, []byte(gateSLO), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bin, dir, slo := e.gateFiles(t, gateSLO)
 	e.createDeployment(t, ns, webDeployment("web", 2))
 	e.WaitPodsReady(t, ns, "app=web", 2, 3*time.Minute)
 	created, err := e.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -90,6 +82,21 @@ func TestGate(t *testing.T) {
 		}
 	}
 	checkGateJUnit(t, junitFile)
+}
+
+// gateFiles are the built readyspan, a directory for the gate's files and the SLO file in it.
+func (e *Env) gateFiles(t *testing.T, sloText string) (bin, dir, slo string) {
+	t.Helper()
+	bin = filepath.Join(e.Root, "bin", "readyspan")
+	if _, err := os.Stat(bin); err != nil {
+		Missing(t, "bin/readyspan missing (make build): %v", err)
+	}
+	dir = t.TempDir()
+	slo = filepath.Join(dir, "slo.yaml")
+	if err := os.WriteFile(slo, []byte(sloText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir, slo
 }
 
 // runGate starts the gate on deployment/web (with extra flags), applies patch once it waits, and
@@ -145,15 +152,7 @@ func TestGateURL(t *testing.T) {
 	e.withNodeComponent(t)
 	ns := e.Namespace(t, "e2e-gate-url")
 	ctx := Ctx(t)
-	bin := filepath.Join(e.Root, "bin", "readyspan")
-	if _, err := os.Stat(bin); err != nil {
-		Missing(t, "bin/readyspan missing (make build): %v", err)
-	}
-	dir := t.TempDir()
-	slo := filepath.Join(dir, "slo.yaml")
-	if err := os.WriteFile(slo, []byte("version: 1\nrotation: {max_pods: 0}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bin, dir, slo := e.gateFiles(t, "version: 1\nrotation: {max_pods: 0}\n")
 	e.createService(t, ns, service("web"))
 	d := webDeployment("web", 3)
 	d.Spec.Template.Spec.TerminationGracePeriodSeconds = int64p(8) // httpd answers until removed from the rules
