@@ -113,6 +113,10 @@ func (c *Client) Get(ctx context.Context, path string, q url.Values, limit int64
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // it repeats the method and the URL
+		}
 		return fmt.Errorf("GET %s: %w", u.Redacted(), err)
 	}
 	defer resp.Body.Close()
