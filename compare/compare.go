@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/readyspan/readyspan/phases"
@@ -373,14 +372,4 @@ func leadOf(rows []Row) []string {
 		return []string{top.Span, sub.Span}
 	}
 	return []string{top.Span}
-}
-
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

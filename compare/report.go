@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -62,7 +64,7 @@ func sideText(s SideSummary) string {
 	t := fmt.Sprintf("%s, %d Pods Ready", safetext.Field(s.Label), s.Pods)
 	if len(s.NotReady) > 0 {
 		var parts []string
-		for _, k := range sortedKeys(s.NotReady) {
+		for _, k := range slices.Sorted(maps.Keys(s.NotReady)) {
 			parts = append(parts, fmt.Sprintf("%d %s", s.NotReady[k], safetext.Field(k)))
 		}
 		t += " (not compared: " + strings.Join(parts, ", ") + ")"

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -92,7 +93,7 @@ func Judge(f *File, in Input) Verdict {
 	if unfinished > 0 {
 		v.Notes = append(v.Notes, fmt.Sprintf("%d Pods did not reach Ready; their durations are not judged, their failures are", unfinished))
 	}
-	for _, name := range sortedKeys(f.Spans) {
+	for _, name := range slices.Sorted(maps.Keys(f.Spans)) {
 		t := f.Spans[name]
 		if name == rollout.RootSpanName {
 			v.Results = append(v.Results, judgeRolloutLength(t, in.Rollouts))
@@ -303,7 +304,7 @@ func judgeFailures(allowed map[string]int, pods []*phases.Trace) []Result {
 		}
 		byKey[r] = append(byKey[r], t)
 	}
-	keys := sortedKeys(allowed)
+	keys := slices.Sorted(maps.Keys(allowed))
 	if _, ok := allowed[ReasonOther]; !ok {
 		keys = append(keys, ReasonOther)
 	}

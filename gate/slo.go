@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -198,12 +198,12 @@ func (f *File) Validate() error {
 	if f.MinPods < 0 {
 		add("min_pods", "min_pods %d is negative", f.MinPods)
 	}
-	for _, name := range sortedKeys(f.Spans) {
+	for _, name := range slices.Sorted(maps.Keys(f.Spans)) {
 		for _, msg := range validateSpan(name, f.Spans[name]) {
 			add("spans."+name, "spans: %s", msg)
 		}
 	}
-	for _, reason := range sortedKeys(f.Failures) {
+	for _, reason := range slices.Sorted(maps.Keys(f.Failures)) {
 		if !slices.Contains(KnownReasons, reason) {
 			add("failures."+reason, "failures: unknown reason %q%s (the rest are other)", cut(reason), didYouMean(reason, KnownReasons))
 		}
@@ -332,15 +332,6 @@ func cut(s string) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // minPods is the fewest samples span's percentiles are judged on.
