@@ -66,6 +66,7 @@ fuzz: ## a short run of every fuzz target
 	@set -e; for f in $(PROXYRULES_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./dataplane/proxyrules/; done
 	$(GO) test -run '^$$' -fuzz '^FuzzAttributes$$' -fuzztime $(FUZZTIME) ./exporters/otlp/
 	$(GO) test -run '^$$' -fuzz '^FuzzJoinViews$$' -fuzztime $(FUZZTIME) ./cmd/readyspan/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./tracecontext/
 
 # KUBELET_VERSION=1.34 (1.35, 1.36): the local node runs that kubelet (make e2e, cluster-up,
 # demo), built on demand into bin/kubelet-1.34; CONTAINERD_VERSION=1.7 likewise for the runtime
