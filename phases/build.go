@@ -357,6 +357,7 @@ func (b *builder) spans(tl *timeline, skew clockSkew) {
 	root := spanHead{Name: RootSpanName, Path: RootSpanName, Service: ServiceReadyspan, room: rootAttrs}
 	rootIdx := b.add(root, -1, tl.rootStart, tl.chain[podServing])
 	b.trace.Spans[rootIdx].Attrs = b.podAttrs(b.trace.Spans[rootIdx].Attrs, skew)
+	p.TraceContext.Apply(&b.trace.Spans[rootIdx])
 	if r := p.Replaces; r != nil && r.UID != "" {
 		// The Pod this one replaces: its own trace, whose root span this one's follows from.
 		b.trace.Spans[rootIdx].AddLink(podLink(PodRef{Namespace: p.Namespace, Name: r.Name, UID: r.UID}, "replaces"))

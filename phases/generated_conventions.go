@@ -210,9 +210,17 @@ const (
 	// when it was traced (readyspan.link=disrupted_node).
 	AttrReplacesNode = "readyspan.replaces.node"
 	// On a link, what it points to: replaces, preemption_victim, preempted_by, component-span,
-	// rollout (a Pod to its rollout), and the rollout's relations (pod_trace, resumes_blocked,
-	// superseded_by).
+	// rollout (a Pod to its rollout), the rollout's relations (pod_trace, resumes_blocked,
+	// superseded_by), and trace_context (the span a tracing.k8s.io/traceparent annotation names,
+	// docs/trace-context.md).
 	AttrLinkRelation = "readyspan.link"
+	// On the root, when a tracing.k8s.io/traceparent annotation applies to the trace: the object
+	// that carried it, workload (the rollout's Deployment, StatefulSet or DaemonSet) or pod (the
+	// Pod's own).
+	AttrTraceContextSource = "readyspan.trace_context.source"
+	// With readyspan.trace_context.source: child (a rollout's root placed under the annotated span,
+	// in its trace) or link (the root links to it: readyspan.link=trace_context).
+	AttrTraceContextRelation = "readyspan.trace_context.relation"
 	// On a container's spans: the container's name.
 	AttrContainerName = "k8s.container.name"
 	// On container.restart: how many times the container restarted.

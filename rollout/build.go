@@ -69,7 +69,7 @@ type Summary struct {
 // Build turns an observed rollout into its trace. It does not modify r.
 func Build(r *Rollout) *Trace {
 	key := rolloutKey(r.Workload.UID, r.Generation, r.Attempt)
-	t := &Trace{TraceID: AttemptTraceIDFor(r.Workload.UID, r.Generation, r.Attempt), Rollout: r}
+	t := &Trace{TraceID: r.TraceID(), Rollout: r}
 	start, startOK := r.Start.Resolve()
 	end, endOK := r.Complete.Resolve()
 	items := timelineOf(r)
@@ -113,6 +113,7 @@ func Build(r *Rollout) *Trace {
 	case OutcomeFailed, OutcomeBlocked:
 		root.Status, root.StatusMessage = phases.StatusError, r.Reason
 	}
+	r.TraceContext.Apply(&root)
 	if r.Resumes != (phases.TraceID{}) {
 		root.AddLink(phases.Link{TraceID: r.Resumes, SpanID: phases.SpanIDFor(rolloutKey(r.Workload.UID, r.Generation, 0), RootSpanName),
 			Attrs: []phases.Attr{{Key: AttrLinkRelation, Value: "resumes_blocked"}}})

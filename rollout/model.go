@@ -169,9 +169,25 @@ type Rollout struct {
 	// (Attempt 1) that links to the blocked one.
 	Resumes phases.TraceID
 	Attempt int
-	Steps   []Step
-	NewPods []NewPod
-	OldPods []OldPod
+	// TraceContext is the workload's tracing.k8s.io/traceparent that applies to the rollout
+	// (docs/trace-context.md): its child when written for this rollout, linked when carried
+	// over from before it; zero for none.
+	TraceContext phases.TraceContext
+	Steps        []Step
+	NewPods      []NewPod
+	OldPods      []OldPod
+}
+
+// TraceID is the rollout's trace ID, the one place it is decided: the trace of the context
+// written for it when its root is that context's child (the CI job's trace), else its own
+// (AttemptTraceIDFor). Everything that refers to a rollout's trace (its Pods' links, the link
+// from the rollout it superseded, the UI's and terminal's links) reads it from here or from
+// the Trace Build made.
+func (r *Rollout) TraceID() phases.TraceID {
+	if r.TraceContext.Relation == phases.TraceContextChild {
+		return r.TraceContext.TraceID()
+	}
+	return AttemptTraceIDFor(r.Workload.UID, r.Generation, r.Attempt)
 }
 
 // TraceIDFor derives a rollout's trace ID from its workload's UID and the generation that

@@ -19,6 +19,7 @@ import (
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
 	"github.com/readyspan/readyspan/rollout/tracker"
+	"github.com/readyspan/readyspan/tracecontext"
 	"github.com/readyspan/readyspan/tracer/pod"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -67,6 +68,9 @@ type Config struct {
 	Rollouts            tracker.Sink
 	RolloutStuckAfter   time.Duration
 	RolloutBlockedAfter time.Duration
+	// IgnoreTraceContext leaves the tracing.k8s.io/traceparent annotations of workloads and
+	// Pods unread (--trace-context=off): no trace is joined to the context a user wrote.
+	IgnoreTraceContext bool
 }
 
 func (c *Config) defaults() {
@@ -165,6 +169,8 @@ type Correlator struct {
 	nodeStartups map[string]*nodeSeen
 	// disruptions are the Pods a node autoscaler evicted, by UID (disruptions.go).
 	disruptions map[types.UID]disruption
+	// contextIgnored counts the traceparent annotations refused, when stats does.
+	contextIgnored tracecontext.Counter
 }
 
 // New returns a Correlator exporting to sink.
@@ -196,9 +202,10 @@ func New(cfg Config, sink Sink, stats Stats, log *slog.Logger) *Correlator {
 	}
 	progress, _ := stats.(tracker.Stats)
 	rejected, _ := stats.(rollout.RejectedCreates)
+	c.contextIgnored, _ = stats.(tracecontext.Counter)
 	c.rollouts = tracker.New(tracker.Config{Backfill: cfg.Backfill, StuckAfter: cfg.RolloutStuckAfter,
 		BlockedAfter: cfg.RolloutBlockedAfter, Sink: cfg.Rollouts, Stats: progress, Rejected: rejected,
-		Audit: c.auditFor, Steps: stepOf})
+		Audit: c.auditFor, Steps: stepOf, IgnoreTraceContext: cfg.IgnoreTraceContext, ContextIgnored: c.contextIgnored})
 	return c
 }
 
@@ -283,6 +290,10 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		return
 	}
 	ps := c.pods[p.UID]
+	var prevContext string // the Pod's traceparent before this version, to count a refused one once
+	if ps != nil {
+		prevContext = ps.Pod().Annotations[tracecontext.Annotation]
+	}
 	if ps == nil {
 		if d.Type == watch.Deleted {
 			return
@@ -305,6 +316,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		ps = c.startPod(d, p)
 	}
 	ps.Apply(d, p)
+	c.noteTraceContext(prevContext, p)
 	if objects.IsReady(p) {
 		c.ready[p.UID] = ps
 	} else {

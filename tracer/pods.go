@@ -18,6 +18,7 @@ import (
 	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout/tracker"
+	"github.com/readyspan/readyspan/tracecontext"
 )
 
 // Pods (core/v1): the object whose startup every trace follows. Each in-flight Pod's state is
@@ -68,6 +69,7 @@ func (c *Correlator) observe(ps *tracked) *phases.Pod {
 	}
 	c.claimsOf(p, obs)
 	obs.HasService = c.hasService(ps)
+	obs.TraceContext = c.podTraceContext(p)
 	if t, ok := c.endpointReady[p.UID]; ok {
 		obs.EndpointsReady = t
 	}
@@ -142,7 +144,13 @@ var podKind = &kind{
 // slimPod keeps of a Pod what the correlator reads: no annotations, no env, args or commands
 // (never copied into spans), no volume contents.
 func slimPod(o *corev1.Pod) {
+	// Of the annotations, only the trace context is read (bounded: a hostile value is counted,
+	// not held); watch/strip.go keeps the same.
+	tp, ok := o.Annotations[tracecontext.Annotation]
 	o.Annotations = nil
+	if ok {
+		o.Annotations = map[string]string{tracecontext.Annotation: tracecontext.Bound(tp)}
+	}
 	slimContainers(o.Spec.InitContainers)
 	slimContainers(o.Spec.Containers)
 	for i := range o.Spec.Volumes {

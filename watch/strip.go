@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/readyspan/readyspan/tracecontext"
 )
 
 // The managedFields' field sets (fieldsV1) are about half the bytes of every object a watch
@@ -191,6 +193,7 @@ const (
 	drop    // left out
 	empty   // kept, its message emptied: what is read of it is that it is there
 	rewrite // its message rewritten by its own shape
+	keepIf  // kept when the rule's test says so of its bytes, else left out
 )
 
 // shape says what becomes of each field of one message, by field number: its rules, and others
@@ -207,6 +210,8 @@ type shape struct {
 type rule struct {
 	act action
 	sub *shape // the shape of a field rewritten
+	// test says of a keepIf field, its value's bytes, whether it is kept.
+	test func(value []byte) bool
 }
 
 func (s *shape) rule(n protowire.Number) rule {
@@ -245,6 +250,10 @@ func (r *rewriter) size(sh *shape, msg []byte) (int, bool) {
 		case keep:
 			n += tn + vn
 		case drop:
+		case keepIf:
+			if keptIf(ru, typ, b[tn:]) {
+				n += tn + vn
+			}
 		default:
 			if typ != protowire.BytesType {
 				return 0, false // a message field that holds no message: the decoder says so
@@ -285,6 +294,10 @@ func (r *rewriter) write(dst []byte, sh *shape, msg []byte) []byte {
 		switch ru := sh.rule(num); ru.act {
 		case keep:
 			dst = append(dst, b[:tn+vn]...)
+		case keepIf:
+			if keptIf(ru, typ, b[tn:]) {
+				dst = append(dst, b[:tn+vn]...)
+			}
 		case empty:
 			dst = append(append(dst, b[:tn]...), 0)
 		case rewrite:
@@ -307,22 +320,24 @@ func (r *rewriter) write(dst []byte, sh *shape, msg []byte) []byte {
 // field numbers are read from the protobuf tags of the API's Go types, by field name.
 var (
 	watchEvent   = &shape{pick: objectEvent}
-	objectEvents = shapeOf[metav1.WatchEvent](keep, rules{"Object": {rewrite, rawExtension}})
-	rawExtension = shapeOf[runtime.RawExtension](keep, rules{"Raw": {rewrite, envelope}})
+	objectEvents = shapeOf[metav1.WatchEvent](keep, rules{"Object": {act: rewrite, sub: rawExtension}})
+	rawExtension = shapeOf[runtime.RawExtension](keep, rules{"Raw": {act: rewrite, sub: envelope}})
 	envelope     = &shape{prefix: []byte("k8s\x00"), pick: objectShape}
 
-	objectMeta = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {rewrite, managedField}})
+	objectMeta = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {act: rewrite, sub: managedField}})
 	// Of an entry, what Registry.Transform keeps: not its apiVersion, field set or their type.
 	managedField = shapeOf[metav1.ManagedFieldsEntry](drop, rules{"Manager": {act: keep}, "Operation": {act: keep},
 		"Time": {act: keep}, "Subresource": {act: keep}})
-	anyObject = &shape{rules: []rule{1: {rewrite, objectMeta}}, others: keep} // metaFirstKinds: field 1
+	anyObject = &shape{rules: []rule{1: {act: rewrite, sub: objectMeta}}, others: keep} // metaFirstKinds: field 1
 
-	podObject = shapeOf[corev1.Pod](keep, rules{"ObjectMeta": {rewrite, podMeta}, "Spec": {rewrite, podSpec}, "Status": {rewrite, podStatus}})
-	podMeta   = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {rewrite, managedField}, "Annotations": {act: drop}})
+	podObject = shapeOf[corev1.Pod](keep, rules{"ObjectMeta": {act: rewrite, sub: podMeta}, "Spec": {act: rewrite, sub: podSpec}, "Status": {act: rewrite, sub: podStatus}})
+	// Of a Pod's annotations, only the trace context's entry (slimPod keeps it alone).
+	podMeta = shapeOf[metav1.ObjectMeta](keep, rules{"ManagedFields": {act: rewrite, sub: managedField},
+		"Annotations": {act: keepIf, test: isTraceContextEntry}})
 	// Of a Pod's spec, what is read: its node, its scheduler, its scheduling gates, its containers and volumes.
 	podSpec = shapeOf[corev1.PodSpec](drop, rules{"NodeName": {act: keep}, "SchedulerName": {act: keep}, "SchedulingGates": {act: keep},
-		"Volumes": {rewrite, volume}, "InitContainers": {rewrite, container}, "Containers": {rewrite, container}})
-	volume = shapeOf[corev1.Volume](keep, rules{"VolumeSource": {rewrite, volumeSource}})
+		"Volumes": {act: rewrite, sub: volume}, "InitContainers": {act: rewrite, sub: container}, "Containers": {act: rewrite, sub: container}})
+	volume = shapeOf[corev1.Volume](keep, rules{"VolumeSource": {act: rewrite, sub: volumeSource}})
 	// Of a volume, its kind is read (every source is a message) and a claim's name.
 	volumeSource = shapeOf[corev1.VolumeSource](empty, rules{"PersistentVolumeClaim": {act: keep}})
 	container    = shapeOf[corev1.Container](drop, rules{"Name": {act: keep}, "Image": {act: keep}, "RestartPolicy": {act: keep},
@@ -331,12 +346,44 @@ var (
 	// and containers; not its QoS class, message or the rest.
 	podStatus = shapeOf[corev1.PodStatus](drop, rules{"Phase": {act: keep}, "Conditions": {act: keep}, "Reason": {act: keep},
 		"StartTime": {act: keep}, "NominatedNodeName": {act: keep}, "PodIP": {act: keep}, "PodIPs": {act: keep},
-		"InitContainerStatuses": {rewrite, containerStatus}, "ContainerStatuses": {rewrite, containerStatus}})
+		"InitContainerStatuses": {act: rewrite, sub: containerStatus}, "ContainerStatuses": {act: rewrite, sub: containerStatus}})
 	// Of a container's status, its state, readiness, start and restarts; not its image, IDs
 	// or last state.
 	containerStatus = shapeOf[corev1.ContainerStatus](drop, rules{"Name": {act: keep}, "State": {act: keep}, "Ready": {act: keep},
 		"RestartCount": {act: keep}, "Started": {act: keep}})
 )
+
+// keptIf says whether a keepIf field (at field, its value after the tag) is kept: a length-
+// delimited one its rule's test accepts.
+func keptIf(ru rule, typ protowire.Type, field []byte) bool {
+	if typ != protowire.BytesType {
+		return false
+	}
+	v, n := protowire.ConsumeBytes(field)
+	return n >= 0 && ru.test(v)
+}
+
+// isTraceContextEntry tells the map entry of an object's annotations whose key (field 1 of a
+// protobuf map entry) is tracing.k8s.io/traceparent.
+func isTraceContextEntry(entry []byte) bool {
+	key := ""
+	for b := entry; len(b) > 0; {
+		num, typ, tn := protowire.ConsumeTag(b)
+		if tn < 0 {
+			return false
+		}
+		vn := protowire.ConsumeFieldValue(num, typ, b[tn:])
+		if vn < 0 {
+			return false
+		}
+		if num == 1 && typ == protowire.BytesType {
+			k, _ := protowire.ConsumeBytes(b[tn:])
+			key = string(k) // the last one is the one decoded
+		}
+		b = b[tn+vn:]
+	}
+	return key == tracecontext.Annotation
+}
 
 // objectEvent is the shape of a WatchEvent whose object reaches the informers' Transform: an
 // ADDED, MODIFIED or DELETED one. A BOOKMARK passes as it came: its object is read as it is
@@ -406,11 +453,11 @@ func protobufNumber(t reflect.Type, name string) int {
 // raw bytes (the object) rewritten by the object's shape.
 var unknownShapes = sync.OnceValue(func() map[string]*shape {
 	out := map[string]*shape{}
-	anyKind := shapeOf[runtime.Unknown](keep, rules{"Raw": {rewrite, anyObject}})
+	anyKind := shapeOf[runtime.Unknown](keep, rules{"Raw": {act: rewrite, sub: anyObject}})
 	for k := range metaFirstKinds() {
 		out[k] = anyKind
 	}
-	out["v1/Pod"] = shapeOf[runtime.Unknown](keep, rules{"Raw": {rewrite, podObject}})
+	out["v1/Pod"] = shapeOf[runtime.Unknown](keep, rules{"Raw": {act: rewrite, sub: podObject}})
 	return out
 })
 

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"github.com/readyspan/readyspan/internal/captures"
+	"github.com/readyspan/readyspan/tracecontext"
 	"github.com/readyspan/readyspan/tracer"
 	"github.com/readyspan/readyspan/watch"
 )
@@ -508,6 +509,21 @@ func randomPod(f *randfill.Filler) *corev1.Pod {
 		func(tm *metav1.Time, c randfill.Continue) { *tm = metav1.Unix(c.Int63n(1<<32), 0) },
 	).Fill(&pod)
 	pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+	// The one annotation Transform keeps, with a value from the filler (valid, hostile or too
+	// long), on most Pods, beside the random others it drops.
+	var tp string
+	f.Fill(&tp)
+	switch len(tp) % 4 {
+	case 0:
+	case 1:
+		tp = strings.Repeat(tp, 1+2*tracecontext.MaxLen/(len(tp)+1)) // past the bound
+		fallthrough
+	default:
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[tracecontext.Annotation] = tp
+	}
 	return &pod
 }
 

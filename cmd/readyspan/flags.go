@@ -43,6 +43,28 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// onOff is a flag that is on or off, spelt so (--trace-context=off).
+type onOff bool
+
+func (o *onOff) String() string {
+	if *o {
+		return "on"
+	}
+	return "off"
+}
+func (o *onOff) Type() string { return "on|off" }
+func (o *onOff) Set(v string) error {
+	switch v {
+	case "on":
+		*o = true
+	case "off":
+		*o = false
+	default:
+		return fmt.Errorf("want on or off, got %q", v)
+	}
+	return nil
+}
+
 // newFlagSet is a command's flag set: kubectl-style flags (--long, -x) that may stand anywhere
 // among the arguments (readyspan explain pod/web -n prod), and a usage line naming the command
 // the way it was invoked (readyspan or kubectl readyspan).
@@ -356,6 +378,7 @@ type traceFlags struct {
 	backfill          bool
 	rolloutStuckAfter time.Duration
 	rolloutBlocked    time.Duration
+	traceContext      onOff
 }
 
 func (t *traceFlags) register(fs *pflag.FlagSet) {
@@ -364,11 +387,14 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.backfill, "backfill", false, "also trace Pods that were already Ready when readyspan started")
 	fs.DurationVar(&t.rolloutStuckAfter, "rollout-stuck-after", tracker.DefaultStuckAfter, "export a rollout without the controller's verdict this long after it began as failed")
 	fs.DurationVar(&t.rolloutBlocked, "rollout-blocked-after", tracker.DefaultBlockedAfter, "export a rollout whose Pod creates the apiserver has refused this long (quota, admission, PodSecurity), none made since, as blocked")
+	t.traceContext = true
+	fs.Var(&t.traceContext, "trace-context", "join traces to the tracing.k8s.io/traceparent annotation of workloads and Pods (docs/trace-context.md); "+
+		"off where whoever may annotate them must not be able to place readyspan's spans in other traces")
 }
 
 func (t *traceFlags) config() tracer.Config {
 	return tracer.Config{StuckAfter: t.stuckAfter, FailAfter: t.failAfter, Backfill: t.backfill, Settle: 2 * time.Second,
-		RolloutStuckAfter: t.rolloutStuckAfter, RolloutBlockedAfter: t.rolloutBlocked}
+		RolloutStuckAfter: t.rolloutStuckAfter, RolloutBlockedAfter: t.rolloutBlocked, IgnoreTraceContext: !bool(t.traceContext)}
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {

@@ -7,11 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/readyspan/readyspan/tracecontext"
 )
 
 // SlimWorkload keeps of a workload's annotations and template only what the tracker reads, for
 // an informer's Transform: the template's signature (views.go) in readyspan's own annotations,
-// computed once per generation, and the Deployment's revision.
+// computed once per generation, the Deployment's revision and the trace context
+// (tracing.k8s.io/traceparent, at most tracecontext.MaxLen+1 bytes of it).
 func SlimWorkload(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *metav1.ObjectMeta) {
 	hash, restartedAt := signatures.of(m, tmpl, om)
 	keep := map[string]string{annTemplateHash: hash}
@@ -20,6 +23,9 @@ func SlimWorkload(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *metav1.Obje
 	}
 	if r, ok := m.GetAnnotations()[annDeploymentRevision]; ok {
 		keep[annDeploymentRevision] = r
+	}
+	if tp, ok := m.GetAnnotations()[tracecontext.Annotation]; ok {
+		keep[tracecontext.Annotation] = tracecontext.Bound(tp) // a hostile value kept bounded, to be counted
 	}
 	m.SetAnnotations(keep)
 	*tmpl = corev1.PodTemplateSpec{}
@@ -68,7 +74,7 @@ func (s *signatureMemo) of(m metav1.Object, tmpl *corev1.PodTemplateSpec, om *me
 
 // KeepsAnnotation reports whether SlimWorkload keeps an annotation of that key.
 func KeepsAnnotation(key string) bool {
-	return key == annTemplateHash || key == annTemplateRestart || key == annDeploymentRevision
+	return key == annTemplateHash || key == annTemplateRestart || key == annDeploymentRevision || key == tracecontext.Annotation
 }
 
 // SlimReplicaSet keeps of a ReplicaSet's annotations only its Deployment's revision, and drops

@@ -16,6 +16,7 @@ import (
 	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracecontext"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	// in a format readyspan does not know. The kinds' wordings are their registry's; it must be
 	// set.
 	Steps func(e *events.Event) (st rollout.Step, ok, known bool)
+	// IgnoreTraceContext leaves the workloads' tracing.k8s.io/traceparent unread
+	// (--trace-context=off); ContextIgnored, when set, counts the values refused.
+	IgnoreTraceContext bool
+	ContextIgnored     tracecontext.Counter
 }
 
 const (
@@ -128,6 +133,9 @@ type activeRollout struct {
 	// by the first Pod trace that links.
 	traceID    phases.TraceID
 	rootSpanID phases.SpanID
+	// resumes is the trace the rollout was exported under as blocked, which the resumed
+	// export (attempt 1) links to.
+	resumes phases.TraceID
 	// rejections are the refusals of the controller's Pod creates since the rollout began
 	// (rejections.go); blockedExported says the rollout was exported as blocked, and attempt
 	// is then 1: what follows is exported under a trace of its own.
@@ -204,25 +212,42 @@ func (r *Tracker) handleWorkload(d *watch.Delta, v workloadView) {
 	}
 	w := r.workload(uid)
 	v.sign(&w.view) // a workload seen first has a zero view: nothing to reuse
+	// The trace context is new with this version when its value differs from the last one's.
+	ctxNew := w.generation == 0 || v.traceparent != w.view.traceparent
+	started := true
 	switch {
 	case w.generation == 0: // first sight
 		w.view, w.generation = v, v.generation
 		switch {
 		case d.Type == watch.Added && !recv.IsZero():
-			r.start(w, v, rollout.KindCreate, recv)
+			r.start(w, v, rollout.KindCreate, recv, r.startContext(v.traceparent, true, true))
 		case r.cfg.Backfill || !v.done:
 			// Found rolling out (or explain asks for the latest rollout): the change happened
-			// before readyspan watched, so only its managedFields time is known.
-			r.start(w, v, guessKind(v), time.Time{})
+			// before readyspan watched, so only its managedFields time is known, and whether
+			// the trace context was written for it is not: it is linked.
+			r.start(w, v, guessKind(v), time.Time{}, r.startContext(v.traceparent, false, true))
+		default:
+			started = false
 		}
 	case v.generation > w.generation:
 		prev := w.view
 		w.view, w.generation = v, v.generation
-		if kind, ok := changeKind(prev, v); ok {
-			r.start(w, v, kind, recv)
+		kind, ok := changeKind(prev, v)
+		if ok {
+			r.start(w, v, kind, recv, r.startContext(v.traceparent, ctxNew, ctxNew))
 		}
+		started = ok
 	default:
 		w.view = v
+		started = false
+	}
+	if !started && ctxNew && w.cur != nil {
+		// Written while the rollout runs (kubectl apply, then kubectl annotate): for it.
+		if c, ok := r.contextOf(v.traceparent, true); ok {
+			w.cur.adoptContext(c)
+		}
+	} else if !started && ctxNew {
+		r.contextOf(v.traceparent, true) // counted if refused, though no rollout takes it
 	}
 	a := w.cur
 	if a == nil || v.observedGeneration < a.obs.Generation {
@@ -280,10 +305,10 @@ func changeKind(prev, v workloadView) (rollout.Kind, bool) {
 
 // start begins a rollout of the workload's current generation; one still in progress is
 // superseded by it.
-func (r *Tracker) start(w *workloadState, v workloadView, kind rollout.Kind, recv time.Time) {
+func (r *Tracker) start(w *workloadState, v workloadView, kind rollout.Kind, recv time.Time, tc phases.TraceContext) {
 	a := &activeRollout{seenAt: recv, obs: rollout.Rollout{
 		Workload: v.ref, Kind: kind, Generation: v.generation, Revision: v.revision,
-		Strategy: v.strategy, Replicas: v.replicas,
+		Strategy: v.strategy, Replicas: v.replicas, TraceContext: tc,
 	}}
 	a.obs.Start.Add(recv, phases.SourceWatch)
 	switch {
@@ -307,7 +332,8 @@ func (r *Tracker) start(w *workloadState, v workloadView, kind rollout.Kind, rec
 			// Rolled out already (only waiting for its Pods' traces): complete, not superseded.
 			r.finish(w, rollout.OutcomeComplete, "", r.endOf(w.cur, end), a.from, phases.TraceID{})
 		} else {
-			r.finish(w, rollout.OutcomeSuperseded, "a newer rollout began", s, a.from, rollout.TraceIDFor(v.ref.UID, v.generation))
+			next, _ := a.fixTraceID() // the superseded rollout links to it: it is kept from now on
+			r.finish(w, rollout.OutcomeSuperseded, "a newer rollout began", s, a.from, next)
 		}
 	}
 	a.lastStep = s.Time()
@@ -486,19 +512,17 @@ func (r *Tracker) PodTrace(tr *phases.Trace) {
 			wp.ready.Add(st.Time(), st.Source)
 		}
 	}
-	w, uid := r.workloadOf(wp)
+	w, _ := r.workloadOf(wp)
 	if w == nil || w.cur == nil {
 		return
 	}
 	if c, _ := wp.created.Resolve(); c.Time().Before(w.cur.from) {
 		return
 	}
-	if w.cur.traceID == (phases.TraceID{}) { // once per rollout: a hash, not a Pod's work
-		w.cur.traceID = rollout.AttemptTraceIDFor(string(uid), w.cur.obs.Generation, w.cur.attempt)
-		w.cur.rootSpanID = rollout.RootSpanIDFor(string(uid), w.cur.obs.Generation, w.cur.attempt)
-	}
+	traceID, rootSpanID := w.cur.fixTraceID() // once per rollout: a hash, not a Pod's work
 	root := &tr.Spans[0]
-	root.AddLink(phases.Link{TraceID: w.cur.traceID, SpanID: w.cur.rootSpanID, Attrs: rolloutLinkAttrs})
+	root.AddLink(phases.Link{TraceID: traceID, SpanID: rootSpanID, Attrs: rolloutLinkAttrs})
+	podFollows(tr, w.cur)
 }
 
 // check exports the workload's rollout once it is over: the controller's verdict seen, every
@@ -632,6 +656,7 @@ func (r *Tracker) exportBlocked(w *workloadState, now time.Time) {
 	if r.cfg.Sink != nil {
 		r.cfg.Sink.ExportRollout(rollout.Build(r.observed(w, a, rollout.OutcomeBlocked, a.latestBlocked().Words(), stampAt(now), time.Time{}, phases.TraceID{})))
 	}
+	a.resumes, _ = a.fixTraceID()
 	a.attempt = 1
 	a.traceID, a.rootSpanID = phases.TraceID{}, phases.SpanID{} // the Pods made from now on link to the next trace
 }
@@ -702,7 +727,7 @@ func (r *Tracker) observed(w *workloadState, a *activeRollout, outcome rollout.O
 	obs.Rejections = a.rejectionsOf()
 	obs.Attempt = a.attempt
 	if a.attempt > 0 {
-		obs.Resumes = rollout.TraceIDFor(obs.Workload.UID, obs.Generation)
+		obs.Resumes = a.resumes
 	}
 	return &obs
 }

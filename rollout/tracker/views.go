@@ -13,6 +13,7 @@ import (
 
 	"github.com/readyspan/readyspan/objects"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracecontext"
 	"github.com/readyspan/readyspan/watch"
 )
 
@@ -54,12 +55,16 @@ type workloadView struct {
 	// template is the Pod template templateHash and restartedAt are read from (sign): hashed
 	// only when the generation is one the rollout tracker has not signed yet.
 	template *corev1.PodTemplateSpec
+	// traceparent is the workload's tracing.k8s.io/traceparent annotation as written
+	// (bounded by SlimWorkload), "" for none.
+	traceparent string
 }
 
 func baseView(kind string, m *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) workloadView {
 	v := workloadView{
 		ref:        rollout.Workload{Kind: kind, Name: m.Name, Namespace: m.Namespace, UID: string(m.UID)},
 		generation: m.Generation, created: m.CreationTimestamp.Time, meta: m, template: tmpl,
+		traceparent: tracecontext.Bound(m.Annotations[tracecontext.Annotation]),
 	}
 	v.client, v.changed = objects.ClientChange(m)
 	return v
