@@ -95,7 +95,7 @@ func TestAPIRealCaptures(t *testing.T) {
 			}
 			for _, r := range rollouts {
 				var v RolloutView
-				get(t, srv, "/api/v1/rollouts/"+r.TraceID.String(), http.StatusOK, &v)
+				get(t, srv, "/api/v1/rollouts/"+r.Root().SpanID.String(), http.StatusOK, &v)
 				if v.Sentence != r.Summary.Sentence || v.Workload != r.Rollout.Workload.Name {
 					t.Errorf("rollout %s: %q %q, want %q %q", r.TraceID, v.Workload, v.Sentence, r.Rollout.Workload.Name, r.Summary.Sentence)
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/readyspan/readyspan/phases"
 	"github.com/readyspan/readyspan/rollout"
+	"github.com/readyspan/readyspan/tracecontext"
 )
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -98,11 +99,11 @@ func TestRingBounds(t *testing.T) {
 
 func generationOf(t *testing.T, r *Ring, id string) int64 {
 	for g := int64(0); g < 100; g++ {
-		if rollout.TraceIDFor("d", g).String() == id {
+		if rollout.RootSpanIDFor("d", g, 0).String() == id {
 			return g
 		}
 	}
-	t.Fatalf("no generation of d has the trace ID %s", id)
+	t.Fatalf("no generation of d has the rollout ID %s", id)
 	return 0
 }
 
@@ -145,6 +146,44 @@ func TestRingPodEncodedOnRead(t *testing.T) {
 			if got := r.Pod(p.Pod.UID); !bytes.Equal(got, want) {
 				t.Errorf("%s: Pod %s served\n%s\nwant\n%s", filepath.Base(dir), p.Pod.Name, got, want)
 			}
+		}
+	}
+}
+
+// Rollouts a CI job's trace context was written for share the job's trace ID: each keeps its
+// own entry, found by its own ID, and each names the shared trace for the trace viewer.
+func TestRingRolloutsInOneTrace(t *testing.T) {
+	c, _, ok := tracecontext.Parse("00-4bf92f3577b34da6a3ce929d0e0e4737-00f067aa0ba902b7-01")
+	if !ok {
+		t.Fatal("refused")
+	}
+	r := NewRing(RingConfig{})
+	var traces []*rollout.Trace
+	for _, uid := range []string{"a", "b"} {
+		ro := *rolloutTrace(uid, 2).Rollout
+		ro.TraceContext = phases.TraceContext{Context: c, Source: phases.TraceContextWorkload, Relation: phases.TraceContextChild}
+		tr := rollout.Build(&ro)
+		traces = append(traces, tr)
+		r.AddRollout(tr)
+	}
+	if traces[0].TraceID != traces[1].TraceID {
+		t.Fatal("the two rollouts are not in one trace: the test would prove nothing")
+	}
+	list := r.Rollouts(Filter{})
+	if len(list) != 2 {
+		t.Fatalf("%d rollouts listed, want both", len(list))
+	}
+	for _, tr := range traces {
+		var v RolloutView
+		body := r.Rollout(tr.Root().SpanID.String())
+		if body == nil {
+			t.Fatalf("rollout %s not found by its ID", tr.Rollout.Workload.Name)
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Workload != tr.Rollout.Workload.Name || v.TraceID != c.String()[3:35] {
+			t.Errorf("found %s in trace %s, want %s in %s", v.Workload, v.TraceID, tr.Rollout.Workload.Name, c.String()[3:35])
 		}
 	}
 }

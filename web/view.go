@@ -25,7 +25,7 @@ type PodSummary struct {
 	// phases.CoarseLength); empty when it is precise and the page prints DurationMs.
 	DurText string `json:"durText,omitempty"`
 	Error   string `json:"error,omitempty"`
-	Rollout string `json:"rollout,omitempty"` // trace ID of the rollout that started it
+	Rollout string `json:"rollout,omitempty"` // ID of the rollout that started it (RolloutSummary.ID)
 }
 
 // PodView is a Pod's waterfall: every span of its trace, in the trace's order.
@@ -75,7 +75,10 @@ type EventView struct {
 
 // RolloutSummary is one line of the rollout list.
 type RolloutSummary struct {
-	ID           string  `json:"id"` // the rollout's trace ID
+	// ID is the rollout's root span ID: its trace ID alone does not name it, since the
+	// rollouts a CI job's context was written for are all in that job's trace.
+	ID           string  `json:"id"`
+	TraceID      string  `json:"traceId"`
 	Namespace    string  `json:"namespace"`
 	Workload     string  `json:"workload"`
 	WorkloadKind string  `json:"workloadKind"`
@@ -182,7 +185,7 @@ func podSummary(t *phases.Trace) PodSummary {
 	for _, l := range root.Links() {
 		for _, a := range l.Attrs {
 			if a.Key == rollout.AttrLinkRelation && a.Value == "rollout" {
-				v.Rollout = l.TraceID.String()
+				v.Rollout = l.SpanID.String() // the rollout's ID: its root span's
 			}
 		}
 	}
@@ -292,7 +295,7 @@ func rolloutSummary(t *rollout.Trace) RolloutSummary {
 	root := t.Root()
 	r := t.Rollout
 	return RolloutSummary{
-		ID: t.TraceID.String(), Namespace: r.Workload.Namespace, Workload: r.Workload.Name,
+		ID: root.SpanID.String(), TraceID: t.TraceID.String(), Namespace: r.Workload.Namespace, Workload: r.Workload.Name,
 		WorkloadKind: r.Workload.Kind, Kind: string(t.Summary.Kind), Outcome: string(t.Summary.Outcome),
 		Reason: r.Reason, Start: rfc3339(root.Start), DurationMs: ms(root.Duration()), DurText: durText(root),
 		Sentence: t.Summary.Sentence, NewPods: len(r.NewPods), OldPods: len(r.OldPods),

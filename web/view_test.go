@@ -69,7 +69,7 @@ func rolloutOf(t *testing.T, srv *httptest.Server, rollouts []*rollout.Trace, wo
 	t.Helper()
 	for _, r := range rollouts {
 		if r.Rollout.Workload.Name == workload {
-			return getObject(t, srv, "/api/v1/rollouts/"+r.TraceID.String())
+			return getObject(t, srv, "/api/v1/rollouts/"+r.Root().SpanID.String())
 		}
 	}
 	t.Fatalf("no rollout of %s", workload)

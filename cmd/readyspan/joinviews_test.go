@@ -132,7 +132,7 @@ func renderViews(t *testing.T, tr *phases.Trace, rt *rollout.Trace) views {
 		return rec.Body.Bytes()
 	}
 	v.podJSON = get("/api/v1/pods/" + tr.Pod.UID)
-	v.rolloutJSON = get("/api/v1/rollouts/" + rt.TraceID.String())
+	v.rolloutJSON = get("/api/v1/rollouts/" + rt.Root().SpanID.String())
 	var page bytes.Buffer
 	if err := writeReport(&page, "report", "", []*phases.Trace{tr}, []*rollout.Trace{rt}, nil); err != nil {
 		t.Fatalf("report: %v", err)

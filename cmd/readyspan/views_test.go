@@ -232,7 +232,8 @@ func rolloutRowsFromReport(t *testing.T, page []byte) map[string]map[string]podR
 	var d struct {
 		Report struct {
 			Gantts map[string]struct {
-				Rows []struct {
+				TraceID string // keyed by the rollout's ID, its root span's: the JSON lines name its trace
+				Rows    []struct {
 					Type, Label    string
 					StartMs, EndMs float64
 					Segments       []struct{ StartMs, EndMs float64 }
@@ -244,7 +245,8 @@ func rolloutRowsFromReport(t *testing.T, page []byte) map[string]map[string]podR
 		t.Fatal(err)
 	}
 	rows := map[string]map[string]podRow{}
-	for id, g := range d.Report.Gantts {
+	for _, g := range d.Report.Gantts {
+		id := g.TraceID
 		rows[id] = map[string]podRow{}
 		for _, r := range g.Rows {
 			if r.Type != "pod" {

@@ -474,7 +474,7 @@
       ' <span class="badge">' + esc(short(v.kind, 100)) + '</span> <span class="badge o-' + esc(v.outcome) + '">' + esc(short(v.outcome, 100)) + '</span></h1>';
     h += '<p class="meta">' + esc(fmtLen(v.durationMs, v.durText)) + ' · started ' + timeHTML(v.start) + ' · generation ' + esc(v.generation) +
       (v.revision ? ' · revision ' + show(v.revision) : '') + (v.strategy ? ' · ' + show(v.strategy) : '') + ' · ' + count(v.newPods, 'new Pod') + ', ' +
-      v.oldPods + ' old · ' + count(v.steps, 'step') + ', ' + count(v.waves, 'wave') + ' · trace <code>' + esc(short(v.id, 100)) + '</code>' + traceLink(v.id) + '</p>';
+      v.oldPods + ' old · ' + count(v.steps, 'step') + ', ' + count(v.waves, 'wave') + ' · trace <code>' + esc(short(v.traceId, 100)) + '</code>' + traceLink(v.traceId) + '</p>';
     h += '<p class="sentence">' + show(v.sentence) + '</p>';
     if (v.reason) h += '<p class="err">' + show(v.reason) + '</p>';
     h += critical(v);
