@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/readyspan/readyspan/phases"
+	"github.com/readyspan/readyspan/tracecontext"
 )
 
 // Buckets for seconds-to-minutes latencies: sub-second scheduling to ten-minute stuck Pods.
@@ -42,6 +43,7 @@ type Metrics struct {
 	watchErrors   *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
 	unparsed      *prometheus.CounterVec
+	ctxIgnored    *prometheus.CounterVec
 	exported      prometheus.Counter
 	dropped       *prometheus.CounterVec
 	exportErrors  prometheus.Counter
@@ -102,6 +104,8 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 			Help: "Lists and watches started again, by resource and reason: watch_closed (a new watch resumes where a closed one stopped; watches are closed after 5 to 10 minutes by design), relist (everything listed again: after 410 Gone, or after listing and watching failed)."}, []string{"resource", "reason"}),
 		unparsed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_unparsed_messages_total",
 			Help: "Event messages readyspan reads (Pulled, Failed, BackOff, ScalingReplicaSet, SuccessfulCreate) in a format it does not know, by the Event's reason; nothing is read from them."}, []string{"reason"}),
+		ctxIgnored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_trace_context_ignored_total",
+			Help: "tracing.k8s.io/traceparent annotation values (of workloads and Pods) ignored, by reason: too_long, malformed, invalid_version, zero_id. Each value counts once per object that carries it; the trace is as without it."}, []string{"reason"}),
 		exported: prometheus.NewCounter(prometheus.CounterOpts{Name: "readyspan_traces_exported_total",
 			Help: "Traces sent to the OTLP backend."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readyspan_traces_dropped_total",
@@ -122,7 +126,7 @@ func New(reg prometheus.Registerer, version string, workloads []string, o Option
 		components: newComponentMetrics(overflow),
 	}
 	reg.MustRegister(m.phaseDuration, m.startup, m.startupSLI, m.labelOverflow, m.imagePull, m.imagePulls, m.schedAttempts, m.schedWaits,
-		m.podsInPhase, m.podsStuck, m.podsFailed, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.exported, m.dropped,
+		m.podsInPhase, m.podsStuck, m.podsFailed, m.tracesDone, m.inconsistent, m.watchEvents, m.watchErrors, m.watchRestarts, m.unparsed, m.ctxIgnored, m.exported, m.dropped,
 		m.exportErrors, m.cacheSynced, m.leader, m.buildInfo, m.inFlight)
 	reg.MustRegister(m.rollouts.collectors()...)
 	reg.MustRegister(m.nodes.collectors()...)
@@ -155,6 +159,9 @@ func (m *Metrics) initSeries() {
 	m.podsFailed.WithLabelValues(phases.FailureReasonOther)
 	for _, r := range DropReasons {
 		m.dropped.WithLabelValues(r)
+	}
+	for _, r := range tracecontext.Reasons {
+		m.ctxIgnored.WithLabelValues(string(r))
 	}
 }
 
@@ -230,6 +237,11 @@ func (m *Metrics) Dropped(reason string) { m.dropped.WithLabelValues(reason).Inc
 
 // Unparsed counts an Event message in an unknown format (tracer.Stats).
 func (m *Metrics) Unparsed(reason string) { m.unparsed.WithLabelValues(reason).Inc() }
+
+// TraceContextIgnored counts a traceparent annotation refused (tracecontext.Counter).
+func (m *Metrics) TraceContextIgnored(reason tracecontext.Reason) {
+	m.ctxIgnored.WithLabelValues(string(reason)).Inc()
+}
 
 // InPhase publishes the in-flight Pods per phase (tracer.Stats).
 func (m *Metrics) InPhase(counts map[string]int) {
