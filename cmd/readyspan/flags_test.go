@@ -144,3 +144,30 @@ func TestProgramName(t *testing.T) {
 		}
 	}
 }
+
+// --trace-context is on unless set off, and refuses anything but on and off.
+func TestTraceContextFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		ignore bool
+		err    bool
+	}{
+		{nil, false, false},
+		{[]string{"--trace-context=on"}, false, false},
+		{[]string{"--trace-context", "off"}, true, false},
+		{[]string{"--trace-context=false"}, false, true},
+		{[]string{"--trace-context="}, false, true},
+	} {
+		var tf traceFlags
+		fs := newFlagSet("watch", "", io.Discard)
+		tf.register(fs)
+		err := fs.Parse(tt.args)
+		if (err != nil) != tt.err {
+			t.Errorf("%v: error %v, want one: %v", tt.args, err, tt.err)
+			continue
+		}
+		if err == nil && tf.config().IgnoreTraceContext != tt.ignore {
+			t.Errorf("%v: IgnoreTraceContext %v, want %v", tt.args, tf.config().IgnoreTraceContext, tt.ignore)
+		}
+	}
+}
