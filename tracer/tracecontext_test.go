@@ -381,3 +381,63 @@ func TestTraceContextBarePod(t *testing.T) {
 		t.Fatalf("%d of the %d bare Pods traced", seen, len(uids))
 	}
 }
+
+// A rollout superseded links to its successor's trace: the context's when the successor is its
+// child. The successor's trace ID is fixed from then on (the superseded rollout's link must not
+// point at a trace that never exists), so a context written for it after that does not replace
+// its parent.
+func TestTraceContextSuperseded(t *testing.T) {
+	const ctxC = "00-11111111111111111111111111111111-2222222222222222-01"
+	deltas := wavesDeltas(t)
+	// Generation 3, with a new template and its own context, 2 s after generation 2: the update
+	// still rolls out, so generation 3 supersedes it. Then another context is written for it.
+	deltas = withVersion(t, deltas, 2*time.Second, func(d *appsv1.Deployment) {
+		d.Generation = 3
+		d.Annotations["readyspan.dev/template-hash"] += "-3" // as Transform keeps a new template's signature
+		setAnnotation(&d.Annotations, ctxB)
+	})
+	deltas = withVersion(t, deltas, 2500*time.Millisecond, func(d *appsv1.Deployment) {
+		d.Generation = 3
+		d.Annotations["readyspan.dev/template-hash"] += "-3"
+		setAnnotation(&d.Annotations, ctxC)
+	})
+	_, rollouts := replayWith(deltas, &ctxCounter{ignored: map[tracecontext.Reason]int{}}, false)
+	old, next := rolloutOf(t, rollouts, 2), rolloutOf(t, rollouts, 3)
+	if old.Rollout.Outcome != rollout.OutcomeSuperseded {
+		t.Fatalf("generation 2: outcome %s, want superseded", old.Rollout.Outcome)
+	}
+	if old.Rollout.SupersededBy != next.TraceID {
+		t.Errorf("generation 2 links to %s as its successor, generation 3's trace is %s", old.Rollout.SupersededBy, next.TraceID)
+	}
+	wantChild(t, next, ctxB)
+	found := false
+	for _, l := range next.Root().Links() {
+		found = found || l.TraceID == phases.TraceID(parsed(t, ctxC).TraceID)
+	}
+	if found {
+		t.Error("the context written after the trace ID was handed out is taken too")
+	}
+}
+
+// withVersion inserts a version of the annotated Deployment, made from its generation 2 by
+// change, received after later than generation 2.
+func withVersion(t *testing.T, deltas []watch.Delta, after time.Duration, change func(*appsv1.Deployment)) []watch.Delta {
+	t.Helper()
+	for i := range deltas {
+		d, ok := deltas[i].Object.(*appsv1.Deployment)
+		if !ok || d.Name != annotated || d.Generation != 2 {
+			continue
+		}
+		c := d.DeepCopy()
+		change(c)
+		at := deltas[i].Recv.Add(after)
+		j := i + 1
+		for j < len(deltas) && deltas[j].Recv.Before(at) {
+			j++
+		}
+		v := watch.Delta{Resource: deltas[i].Resource, Type: watch.Modified, Object: c, Recv: at}
+		return append(deltas[:j], append([]watch.Delta{v}, deltas[j:]...)...)
+	}
+	t.Fatal("no generation 2 of the Deployment in the capture")
+	return nil
+}
