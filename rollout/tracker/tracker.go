@@ -653,10 +653,10 @@ func (r *Tracker) failOrBlock(w *workloadState, reason string, end phases.Stamp)
 func (r *Tracker) exportBlocked(w *workloadState, now time.Time) {
 	a := w.cur
 	a.blockedExported = true
+	a.resumes, _ = a.fixTraceID() // the trace exported now, which the resumed one links to
 	if r.cfg.Sink != nil {
 		r.cfg.Sink.ExportRollout(rollout.Build(r.observed(w, a, rollout.OutcomeBlocked, a.latestBlocked().Words(), stampAt(now), time.Time{}, phases.TraceID{})))
 	}
-	a.resumes, _ = a.fixTraceID()
 	a.attempt = 1
 	a.traceID, a.rootSpanID = phases.TraceID{}, phases.SpanID{} // the Pods made from now on link to the next trace
 }
