@@ -168,7 +168,7 @@ type Pod struct {
 	CauseObject string
 	// Replaces is the Pod this one replaces (self-healing), nil for none.
 	Replaces *Replaced
-	// TraceContext is the Pod's own tracing.k8s.io/traceparent when it holds a valid one
+	// TraceContext is the first valid tracing.k8s.io/traceparent the Pod itself carried
 	// (source pod), else its rollout's context (source workload), which the rollout tracker
 	// adds when it is handed the Pod's trace (tracker.PodTrace); the root links to it, never
 	// as its child: a Pod's trace ID is its UID.

@@ -316,7 +316,7 @@ func (c *Correlator) handlePod(d *watch.Delta, p *corev1.Pod) {
 		ps = c.startPod(d, p)
 	}
 	ps.Apply(d, p)
-	c.noteTraceContext(prevContext, p)
+	c.noteTraceContext(ps, prevContext, p)
 	if objects.IsReady(p) {
 		c.ready[p.UID] = ps
 	} else {

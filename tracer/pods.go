@@ -46,6 +46,9 @@ type tracked struct {
 	phase string
 	// exported is set when its trace is exported, and it is no longer in flight.
 	exported bool
+	// traceContext is the first valid tracing.k8s.io/traceparent the Pod carried, nil for none
+	// (tracecontext.go).
+	traceContext *phases.TraceContext
 }
 
 // observe assembles what was observed of the Pod for phases.Build: what the Pod and its Events
@@ -69,7 +72,9 @@ func (c *Correlator) observe(ps *tracked) *phases.Pod {
 	}
 	c.claimsOf(p, obs)
 	obs.HasService = c.hasService(ps)
-	obs.TraceContext = c.podTraceContext(p)
+	if ps.traceContext != nil {
+		obs.TraceContext = *ps.traceContext
+	}
 	if t, ok := c.endpointReady[p.UID]; ok {
 		obs.EndpointsReady = t
 	}

@@ -7,30 +7,23 @@ import (
 	"github.com/readyspan/readyspan/tracecontext"
 )
 
-// podTraceContext is the Pod's own tracing.k8s.io/traceparent (a controller may write it, as
-// KEP-5915 proposes), which its trace's root links to; zero when it has none, an invalid one,
-// or the annotations are not read. Without one the rollout tracker links the trace to its
-// rollout's context instead (tracker.PodTrace).
-func (c *Correlator) podTraceContext(p *corev1.Pod) phases.TraceContext {
+// noteTraceContext reads a Pod's tracing.k8s.io/traceparent when this version (p) gives it a
+// value the version before did not (prev: "" for a Pod seen first): a refused one is counted,
+// once per value, and the first valid one is the context its trace's root links to. The first,
+// not the latest: the value written with the Pod's creation is what caused it, and a component
+// may write its own later (KEP-5927's scheduler, when it binds the Pod), whose span is part of
+// the startup, not its cause. Without one, the rollout tracker links the trace to its rollout's
+// context (tracker.PodTrace).
+func (c *Correlator) noteTraceContext(ps *tracked, prev string, p *corev1.Pod) {
 	v := p.Annotations[tracecontext.Annotation]
-	if v == "" || c.cfg.IgnoreTraceContext {
-		return phases.TraceContext{}
-	}
-	ctx, _, ok := tracecontext.Parse(v)
-	if !ok {
-		return phases.TraceContext{}
-	}
-	return phases.TraceContext{Context: ctx, Source: phases.TraceContextPod, Relation: phases.TraceContextLink}
-}
-
-// noteTraceContext counts a Pod's traceparent refused, once for each value it is given: prev is
-// the value of the version before (or "" for a Pod seen first).
-func (c *Correlator) noteTraceContext(prev string, p *corev1.Pod) {
-	v := p.Annotations[tracecontext.Annotation]
-	if v == "" || v == prev || c.cfg.IgnoreTraceContext || c.contextIgnored == nil {
+	if v == "" || v == prev || c.cfg.IgnoreTraceContext {
 		return
 	}
-	if _, reason, ok := tracecontext.Parse(v); !ok {
+	ctx, reason, ok := tracecontext.Parse(v)
+	switch {
+	case !ok && c.contextIgnored != nil:
 		c.contextIgnored.TraceContextIgnored(reason)
+	case ok && ps.traceContext == nil:
+		ps.traceContext = &phases.TraceContext{Context: ctx, Source: phases.TraceContextPod, Relation: phases.TraceContextLink}
 	}
 }

@@ -269,11 +269,17 @@ func TestTraceContextBelongs(t *testing.T) {
 		}
 		wantLinked(t, r, ctxA)
 	})
-	t.Run("a Pod's own context", func(t *testing.T) {
+	t.Run("a Pod's own context, the first it carried", func(t *testing.T) {
+		// The Pod created with one context; from its binding on, a scheduler's own (KEP-5927).
+		const scheduler = "00-33333333333333333333333333333333-4444444444444444-01"
 		deltas := annotateAfterUpdate(t, wavesDeltas(t), ctxA, 200*time.Millisecond)
 		for i := range deltas {
 			if p, ok := deltas[i].Object.(*corev1.Pod); ok && strings.HasPrefix(p.Name, annotated+"-") {
-				setAnnotation(&p.Annotations, ctxB)
+				v := ctxB
+				if p.Spec.NodeName != "" {
+					v = scheduler
+				}
+				setAnnotation(&p.Annotations, v)
 			}
 		}
 		pods, rollouts := replayWith(deltas, &ctxCounter{ignored: map[tracecontext.Reason]int{}}, false)
