@@ -329,7 +329,7 @@ func (r *Ring) Rollout(id string) []byte {
 	return nil
 }
 
-// Rotation is a rollout's rotation views as JSON (RotationView), by its trace ID: [] for a
+// Rotation is a rollout's rotation views as JSON (RotationView), by its root span ID: [] for a
 // rollout without any, nil for a rollout not held.
 func (r *Ring) Rotation(id string) []byte {
 	r.mu.RLock()

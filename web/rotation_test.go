@@ -46,7 +46,7 @@ func TestAPIRotation(t *testing.T) {
 	defer srv.Close()
 
 	var got []RotationView
-	get(t, srv, "/api/v1/rollouts/"+withRotation.TraceID.String()+"/rotation", http.StatusOK, &got)
+	get(t, srv, "/api/v1/rollouts/"+withRotation.Root().SpanID.String()+"/rotation", http.StatusOK, &got)
 	if len(got) != 1 {
 		t.Fatalf("%d rotation views, want 1: %+v", len(got), got)
 	}
@@ -62,15 +62,15 @@ func TestAPIRotation(t *testing.T) {
 			continue
 		}
 		var none []RotationView
-		get(t, srv, "/api/v1/rollouts/"+r.TraceID.String()+"/rotation", http.StatusOK, &none)
+		get(t, srv, "/api/v1/rollouts/"+r.Root().SpanID.String()+"/rotation", http.StatusOK, &none)
 		if none == nil || len(none) != 0 {
 			t.Errorf("rollout %s without reports: %+v, want []", r.TraceID, none)
 		}
 	}
-	get(t, srv, "/api/v1/rollouts/0123456789abcdef0123456789abcdef/rotation", http.StatusNotFound, nil)
+	get(t, srv, "/api/v1/rollouts/0123456789abcdef/rotation", http.StatusNotFound, nil)
 	var v RolloutView
-	get(t, srv, "/api/v1/rollouts/"+withRotation.TraceID.String(), http.StatusOK, &v)
-	if v.ID != withRotation.TraceID.String() || len(v.Rows) == 0 {
+	get(t, srv, "/api/v1/rollouts/"+withRotation.Root().SpanID.String(), http.StatusOK, &v)
+	if v.ID != withRotation.Root().SpanID.String() || v.TraceID != withRotation.TraceID.String() || len(v.Rows) == 0 {
 		t.Errorf("the rollout's own view: %+v", v.RolloutSummary)
 	}
 }

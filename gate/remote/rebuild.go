@@ -142,7 +142,11 @@ func podSpan(sv *web.SpanView, t0 time.Time) (phases.Span, error) {
 // rollout.pod.rotation span per old Pod the nodes reported on. The steps and Pod rows are not
 // rebuilt as spans: a report shows the rollout's summary and its Pods' own waterfalls.
 func rolloutTrace(v *web.RolloutView, rot []web.RotationView) (*rollout.Trace, error) {
-	id, err := traceID(v.ID)
+	id, err := traceID(v.TraceID)
+	if err != nil {
+		return nil, err
+	}
+	rootID, err := spanID(v.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +179,7 @@ func rolloutTrace(v *web.RolloutView, rot []web.RotationView) (*rollout.Trace, e
 		}
 	}
 	root := phases.Span{Name: rollout.RootSpanName, Path: rollout.RootSpanName, Service: phases.ServiceReadyspan,
-		SpanID: phases.SpanIDFor(v.ID, rollout.RootSpanName), Start: t0, End: t0.Add(length)}
+		SpanID: rootID, Start: t0, End: t0.Add(length)}
 	t := &rollout.Trace{TraceID: id, Rollout: r, Spans: []phases.Span{root},
 		Summary: rollout.Summary{Kind: rollout.Kind(v.Kind), WorkloadKind: v.WorkloadKind, Outcome: outcome,
 			Duration: length, Steps: v.Steps, Waves: v.Waves, Sentence: v.Sentence}}
@@ -225,6 +229,17 @@ func traceID(s string) (phases.TraceID, error) {
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) != len(id) {
 		return id, fmt.Errorf("trace ID %q: want 32 hex digits", apiclient.Cut(s))
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// spanID reads a span ID as the API writes it (a rollout's ID is its root span's): 16 hex digits.
+func spanID(s string) (phases.SpanID, error) {
+	var id phases.SpanID
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("span ID %q: want 16 hex digits", apiclient.Cut(s))
 	}
 	copy(id[:], b)
 	return id, nil
