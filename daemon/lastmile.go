@@ -148,11 +148,24 @@ func allReported(nodes []phases.NodeProgramming) bool {
 }
 
 // finishPod draws the Pod's trace again with the nodes' programming. The correlator keeps the
-// trace it handed over (its rollout reads it), so the Pod is copied, never changed.
+// trace it handed over (its rollout reads it), so the Pod is copied, never changed. Build draws
+// only the links the Pod's observations make; the one to its rollout, which the rollout tracker
+// puts on the root once the trace is built, is carried over.
 func (s *lastMileStage) finishPod(w waitingPod, got []phases.NodeProgramming) {
 	p := *w.t.Pod
 	p.Programming = &phases.Programming{Mode: w.mode, Nodes: got, Wait: s.wait}
-	s.nextPod(phases.Build(&p, w.t.Options))
+	t := phases.Build(&p, w.t.Options)
+	carryLinks(t.Root(), w.t.Root())
+	s.nextPod(t)
+}
+
+// carryLinks adds to a span the links of from it does not have.
+func carryLinks(to, from *phases.Span) {
+	for _, l := range from.Links() {
+		if !slices.ContainsFunc(to.Links(), func(h phases.Link) bool { return h.TraceID == l.TraceID && h.SpanID == l.SpanID }) {
+			to.AddLink(l)
+		}
+	}
 }
 
 // removals finds, for each waiting old Pod, when each node took it out of its rules, and

@@ -54,6 +54,9 @@ func TestLastMilePod(t *testing.T) {
 		table.Add(dataplane.Report{Sync: &dataplane.Sync{Node: n, Mode: dataplane.ModeIPTables}}, lmAt(-1000))
 	}
 	orig := servedTrace()
+	// The rollout tracker links the root to the Pod's rollout after the trace is built.
+	toRollout := phases.Link{TraceID: phases.TraceIDFor("rollout"), SpanID: phases.SpanIDFor("rollout", "workload.rollout")}
+	orig.Root().AddLink(toRollout)
 	s.pod(orig)
 	table.Add(rotationChange("node-a", true, 1700), lmAt(1700))
 	now = lmAt(1800)
@@ -70,6 +73,9 @@ func TestLastMilePod(t *testing.T) {
 	sp := out[0].Find(phases.SpanStatusProgramming)
 	if sp == nil || !sp.End.Equal(lmAt(1900)) || out[0].Summary.Startup != 1900*time.Millisecond {
 		t.Errorf("programming %+v, startup %v; want it to end at 1.9 s, the last node", sp, out[0].Summary.Startup)
+	}
+	if links := out[0].Root().Links(); len(links) != 1 || links[0].SpanID != toRollout.SpanID {
+		t.Errorf("the redrawn root's links %+v, want the rollout's link carried over", links)
 	}
 	if orig.Find(phases.SpanStatusProgramming) != nil || orig.Pod.Programming != nil {
 		t.Error("the correlator's trace was changed")
