@@ -61,6 +61,9 @@ type Estimate struct {
 	// Pods, the Deployment's step) count once.
 	TooFewPods bool `json:"too_few_pods,omitempty"`
 	MinPods    int  `json:"min_pods"`
+	// TooFewRuns: a side has fewer runs than MinRuns, so the shift, whatever its interval, may
+	// be the two runs' and not the setups'.
+	TooFewRuns bool `json:"too_few_runs,omitempty"`
 	// Family is, for a phase or a sub-step, the interval its significance is judged by: every
 	// row's shifts tested at once at the stated level (Bonferroni over the rows' statistics), the
 	// bootstrap's standard error times the normal quantile, widened as Shift is.
@@ -102,6 +105,7 @@ type Result struct {
 type SideSummary struct {
 	Label    string         `json:"label"`
 	Pods     int            `json:"pods"`
+	Runs     int            `json:"runs"` // rollouts among the Pods; each bare Pod one
 	NotReady map[string]int `json:"not_ready,omitempty"`
 	// ImageBytes is the mean size of the images its Pods pulled, over the Pods whose pulls state
 	// one (the kubelet's Pulled message), 0 when none does.
@@ -117,8 +121,15 @@ type Method struct {
 }
 
 // methodText is Method.Interval.
-const methodText = "percentile bootstrap: the Pods of each set resampled with replacement, the statistic's shift " +
-	"recomputed each time; the interval then widened by the stamps' own uncertainty on each side"
+const methodText = "percentile bootstrap: the runs (rollouts) of each set resampled with replacement, then the Pods " +
+	"of each run drawn, the statistic's shift recomputed each time; the interval then widened by the stamps' own " +
+	"uncertainty on each side"
+
+// MinRuns is how many runs (rollouts; a bare Pod is a run of its own) each side needs for a
+// shift to be called significant. The Pods of one run do not show the variation between runs
+// of one setup, so a side of one run cannot tell a setup from a run; and resampling runs shows
+// their spread only with several of them (two runs a side make three distinct draws).
+const MinRuns = 5
 
 // ErrEmpty is returned when a side has no Pod that became Ready.
 var ErrEmpty = errors.New("no Pod of the set became Ready: nothing to compare")
@@ -143,12 +154,19 @@ func Compare(a, b Set, o Options) (*Result, error) {
 	for i, n := range names {
 		cols[i] = [2]*column{columnOf(a.Pods, n), columnOf(b.Pods, n)}
 	}
-	draws := bootstrapRows(cols, o)
+	runs := [2][][]int{runsOf(a.Pods), runsOf(b.Pods)}
+	res.A.Runs, res.B.Runs = len(runs[0]), len(runs[1])
+	draws := bootstrapRows(cols, runs, o)
 	// The phases' and sub-steps' shifts are one family of tests: with twenty of them, one would
 	// leave its own 95% interval by chance.
 	family := (len(names) - 1) * int(numStats)
 	for i, n := range names {
 		res.Rows = append(res.Rows, rowOf(n, cols[i], draws[i], o, family, a.Pods, b.Pods))
+		for s := range res.Rows[i].Stats {
+			e := &res.Rows[i].Stats[s]
+			e.TooFewRuns = min(res.A.Runs, res.B.Runs) < MinRuns
+			e.Significant = e.Significant && !e.TooFewRuns
+		}
 	}
 	shareOfStartup(res.Rows, draws, o.Level)
 	res.Lead = leadOf(res.Rows)
@@ -167,6 +185,26 @@ func Compare(a, b Set, o Options) (*Result, error) {
 	}
 	res.Sentence = sentence(res)
 	return res, nil
+}
+
+// runsOf groups a side's Pods (their indexes) by run, in the order first met; a Pod with no run
+// named is a run of its own.
+func runsOf(ps []Pod) [][]int {
+	var runs [][]int
+	at := map[string]int{}
+	for i := range ps {
+		k := ps[i].Run
+		j, ok := at[k]
+		if !ok || k == "" {
+			j = len(runs)
+			runs = append(runs, nil)
+			if k != "" {
+				at[k] = j
+			}
+		}
+		runs[j] = append(runs[j], i)
+	}
+	return runs
 }
 
 func summarize(s Set) SideSummary {
@@ -230,7 +268,7 @@ func columnOf(ps []Pod, name string) *column {
 
 // bootstrapRows draws the resamples once for every row (so rows' shifts are drawn together and
 // their ratios mean something): draws[row][stat][r] is the shift of the r-th resample.
-func bootstrapRows(cols [][2]*column, o Options) [][numStats][]float64 {
+func bootstrapRows(cols [][2]*column, runs [2][][]int, o Options) [][numStats][]float64 {
 	nA, nB := len(cols[0][0].x), len(cols[0][1].x)
 	draws := make([][numStats][]float64, len(cols))
 	for i := range draws {
@@ -241,10 +279,9 @@ func bootstrapRows(cols [][2]*column, o Options) [][numStats][]float64 {
 	rs := newResampler(o.Seed)
 	ca, cb := make([]int, nA), make([]int, nB)
 	for r := range o.Resamples {
-		rs.draw(ca)
-		rs.draw(cb)
+		na, nb := rs.drawRuns(ca, runs[0]), rs.drawRuns(cb, runs[1])
 		for i, c := range cols {
-			va, vb := c[0].all(ca, nA), c[1].all(cb, nB)
+			va, vb := c[0].all(ca, na), c[1].all(cb, nb)
 			for s := range numStats {
 				draws[i][s][r] = vb[s] - va[s]
 			}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -408,4 +409,70 @@ func TestSharedStepCountsOnce(t *testing.T) {
 		}
 	}
 	t.Fatal("no row of the Deployment's step")
+}
+
+// runsOfPods gives the Pods of a side runs of size each, with a run-level offset drawn per run
+// (what a run's nodes' load adds to every Pod of it) and a little noise per Pod.
+func runsOfPods(rng *rand.Rand, runs, size int, base, runSD, podSD float64) []Pod {
+	var ps []Pod
+	for r := range runs {
+		offset := rng.NormFloat64() * runSD
+		for _, p := range synth(rng, size, func(int) float64 { return base + offset + rng.NormFloat64()*podSD }, func(int, *Pod) {}) {
+			p.Run = fmt.Sprintf("ns/run-%d", r)
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// TestRunsResampled: runs that differ by a run-level offset (sd 1 s) far more than their Pods
+// do (sd 0.1 s), 8 runs of 10 Pods a side, no shift between the sides. Resampling Pods alone
+// would call most of these comparisons significant; resampling runs calls few. A shift of 3 s
+// planted in every run of B is found.
+func TestRunsResampled(t *testing.T) {
+	o := DefaultOptions()
+	o.Resamples = 400
+	const trials = 60
+	flagged, podsAlone := 0, 0
+	for seed := range uint64(trials) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		a := Set{Label: "a", Pods: runsOfPods(rng, 8, 10, 10, 1, 0.1)}
+		b := Set{Label: "b", Pods: runsOfPods(rng, 8, 10, 10, 1, 0.1)}
+		res, err := Compare(a, b, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.A.Runs != 8 || res.B.Runs != 8 {
+			t.Fatalf("%d and %d runs, want 8", res.A.Runs, res.B.Runs)
+		}
+		if res.Rows[0].Stats[StatMean].Significant {
+			flagged++
+		}
+		for _, s := range []Set{a, b} {
+			for i := range s.Pods {
+				s.Pods[i].Run = "" // every Pod a run of its own: the Pods alone resampled
+			}
+		}
+		if res, _ := Compare(a, b, o); res.Rows[0].Stats[StatMean].Significant {
+			podsAlone++
+		}
+	}
+	t.Logf("no shift: %d of %d flagged resampling runs, %d resampling Pods alone", flagged, trials, podsAlone)
+	// The percentile bootstrap over 8 runs a side runs liberal (11 of 60 here at 95%), but far
+	// from what resampling the Pods alone calls (43 of 60).
+	if flagged > trials/4 || podsAlone < trials/2 {
+		t.Errorf("no shift: %d of %d flagged resampling runs (want at most %d), %d resampling Pods alone (want at least %d)",
+			flagged, trials, trials/4, podsAlone, trials/2)
+	}
+
+	rng := rand.New(rand.NewPCG(1, 8))
+	a := Set{Label: "a", Pods: runsOfPods(rng, 8, 10, 10, 1, 0.1)}
+	b := Set{Label: "b", Pods: runsOfPods(rng, 8, 10, 13, 1, 0.1)}
+	res, err := Compare(a, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Rows[0].Stats[StatMean]; !m.Significant {
+		t.Errorf("3 s planted in every run of B: %+v not significant", m)
+	}
 }

@@ -46,12 +46,12 @@ p.sentence{font-size:16px;max-width:60em}
 B: {{.B.Label}}, {{.B.Pods}} Pods Ready{{range $k, $v := .B.NotReady}}; {{$v}} {{$k}}{{end}}.</p>
 <p class="sentence">{{.Sentence}}</p>
 <p class="method">Shift B − A; {{pct .Method.Level}}% intervals: {{.Method.Interval}} ({{.Method.Resamples}} resamples, seed {{.Method.Seed}}).
-<span class="sig">*</span> significant; <span class="few">~</span> too few Pods to say.</p>
+<span class="sig">*</span> significant; <span class="few">~</span> too few Pods or runs to say.</p>
 <table>
 <tr><th>span</th><th>Pods A/B</th><th>mean A</th><th>mean B</th><th>mean shift</th><th>interval</th><th>p50 shift</th><th>p90 shift</th><th>p99 shift</th></tr>
 {{range .Rows}}{{$m := index .Stats 0}}<tr><td>{{indent .Depth}}{{.Span}}</td><td>{{.WithA}}/{{.WithB}}</td><td>{{seconds $m.A}}</td><td>{{seconds $m.B}}</td>
-<td{{if $m.Significant}} class="sig"{{else if $m.TooFewPods}} class="few"{{end}}>{{signed $m.Shift.Est}}{{mark $m}}</td><td>{{span $m.Shift}}</td>
-{{range $i, $e := .Stats}}{{if $i}}<td{{if $e.Significant}} class="sig"{{else if $e.TooFewPods}} class="few"{{end}}>{{signed $e.Shift.Est}}{{mark $e}}</td>{{end}}{{end}}</tr>
+<td{{if $m.Significant}} class="sig"{{else if or $m.TooFewPods $m.TooFewRuns}} class="few"{{end}}>{{signed $m.Shift.Est}}{{mark $m}}</td><td>{{span $m.Shift}}</td>
+{{range $i, $e := .Stats}}{{if $i}}<td{{if $e.Significant}} class="sig"{{else if or $e.TooFewPods $e.TooFewRuns}} class="few"{{end}}>{{signed $e.Shift.Est}}{{mark $e}}</td>{{end}}{{end}}</tr>
 {{end}}</table>
 {{range .Attribution}}<h2>What explains {{.Span}}'s mean shift of {{signed .Shift.Est}} ({{span .Shift}})</h2>
 {{if not .Dims}}<p>The sets differ in none of the dimensions compared.</p>{{end}}

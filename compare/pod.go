@@ -73,6 +73,11 @@ type Pod struct {
 	Uncertain map[string]time.Duration
 	Dims      [numDims]string
 	ImageSize int64
+	// Run is the rollout that started the Pod: its namespace and the ReplicaSet, StatefulSet,
+	// DaemonSet or Job that owns it; "" when the trace names none (a bare Pod). Pods of one run
+	// start together on the same nodes' load, so they are not independent draws of a setup: the
+	// intervals resample runs, and a side of one run cannot tell a setup from a run.
+	Run string
 }
 
 // Span is one span of a Pod's trace as every input states it: the trace in memory, a JSON line
@@ -125,6 +130,7 @@ func FromSpans(spans []Span) (Pod, string, error) {
 	p.Dims[DimRuntime] = bounded(strings.TrimSpace(str(root.Attrs[phases.AttrRuntimeName]) + " " + str(root.Attrs[phases.AttrRuntimeVersion])))
 	p.Dims[DimScheduler] = bounded(str(root.Attrs[phases.AttrSchedulerName]))
 	p.Dims[DimNodePool] = bounded(str(root.Attrs[phases.AttrNodePoolName]))
+	p.Run = runOf(ns, root.Attrs)
 	var cache, images, hooks []string
 	for _, s := range spans[1:] {
 		if !compared(s.Name) || s.Duration < 0 {
@@ -152,6 +158,16 @@ func FromSpans(spans []Span) (Pod, string, error) {
 		}
 	}
 	return p, outcome, nil
+}
+
+// runOf names the run a Pod's root attributes put it in: namespace, owner kind and name.
+func runOf(ns string, attrs map[string]any) string {
+	for _, k := range []string{phases.AttrReplicaSetName, phases.AttrStatefulSetName, phases.AttrDaemonSetName, phases.AttrJobName} {
+		if name := bounded(str(attrs[k])); name != "" {
+			return ns + "/" + k + "/" + name
+		}
+	}
+	return ""
 }
 
 // compared reports whether a span name is one readyspan draws below the root: a phase or a

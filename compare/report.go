@@ -37,7 +37,7 @@ const shownValues = 8
 // attribution. Every string from the sets passes through safetext.
 func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "A: %s\nB: %s\n\n%s\n\n", sideText(r.A), sideText(r.B), safetext.Cut(r.Sentence, maxSentence))
-	fmt.Fprintf(w, "Shift B − A; %s%% intervals: %s (%d resamples, seed %d). * significant, ~ too few Pods to say.\n\n",
+	fmt.Fprintf(w, "Shift B − A; %s%% intervals: %s (%d resamples, seed %d). * significant, ~ too few Pods or runs to say.\n\n",
 		pct(r.Method.Level), r.Method.Interval, r.Method.Resamples, r.Method.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SPAN\tPODS A/B\tMEAN A\tMEAN B\tMEAN SHIFT\tINTERVAL\t\tP50\tP90\tP99")
@@ -76,7 +76,7 @@ func mark(e *Estimate) string {
 	switch {
 	case e.Significant:
 		return "*"
-	case e.TooFewPods:
+	case e.TooFewPods, e.TooFewRuns:
 		return "~"
 	}
 	return ""

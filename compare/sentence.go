@@ -46,12 +46,22 @@ func headline(root *Row) *Estimate {
 	return root.mean()
 }
 
+// runsText says why a side of one run cannot be judged.
+func runsText(r *Result) string {
+	return fmt.Sprintf("%d and %d runs; with so few runs a side a shift cannot be told from the variation between runs of one setup, %d a side needed",
+		r.A.Runs, r.B.Runs, MinRuns)
+}
+
 func verdict(e *Estimate, r *Result) string {
 	switch {
 	case e.Significant:
 		return "significant"
 	case e.TooFewPods:
 		return fmt.Sprintf("too few Pods to call it significant (%d and %d; %d a side needed)", r.A.Pods, r.B.Pods, e.MinPods)
+	case e.TooFewRuns && e.Shift.excludesZero():
+		return fmt.Sprintf("beyond the Pods' spread, but not called significant: %s", runsText(r))
+	case e.TooFewRuns:
+		return "no significant shift (" + runsText(r) + ")"
 	}
 	return "no significant shift"
 }
@@ -79,6 +89,8 @@ func leadText(r *Result) string {
 		b.WriteString(", significant")
 	case last.TooFewPods:
 		b.WriteString(", too few Pods to call it significant")
+	case last.TooFewRuns:
+		b.WriteString(", not called significant with so few runs a side")
 	default:
 		b.WriteString(", not significant with every row tested together")
 	}

@@ -186,6 +186,22 @@ func newResampler(seed uint64) *resampler {
 	return &resampler{rng: rand.New(rand.NewPCG(seed, 0x5eed))}
 }
 
+// drawRuns draws a side's runs with replacement, as many as it has, and for each run drawn as
+// many of its Pods with replacement as it holds: a two-stage (cluster) bootstrap, so the
+// variation between runs is in the draws. It returns how many Pods the sample holds.
+func (r *resampler) drawRuns(counts []int, runs [][]int) int {
+	clear(counts)
+	n := 0
+	for range runs {
+		run := runs[r.rng.IntN(len(runs))]
+		for range run {
+			counts[run[r.rng.IntN(len(run))]]++
+		}
+		n += len(run)
+	}
+	return n
+}
+
 func (r *resampler) draw(counts []int) {
 	clear(counts)
 	n := len(counts)
